@@ -1,0 +1,279 @@
+"""harvey.yaml → validated settings.
+
+Precedence, highest first: command-line flags, environment, ``harvey.yaml`` at
+the workspace root, built-in defaults. Loading never writes anything; a bad
+file raises ``ConfigError`` naming the file, the line or key, and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harvey.errors import ConfigError
+
+CONFIG_FILENAME = "harvey.yaml"
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
+DEFAULT_ALLOWED_COMMANDS = (
+    "ls", "cat", "grep", "head", "tail", "wc", "find", "stat", "pwd", "echo",
+    "file", "du", "sort", "uniq", "diff", "tree", "which",
+)
+
+BackendName = Literal["auto", "ollama", "openai", "local", "scripted"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ToolsSettings(_Strict):
+    enabled: bool = True
+    max_rounds: int = Field(10, ge=1, le=100)
+
+
+class SecuritySettings(_Strict):
+    allowed_commands: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_COMMANDS))
+    shell_timeout: float = Field(30.0, gt=0)
+
+
+class SessionSettings(_Strict):
+    record: bool = True
+    directory: str = ".harvey/sessions"
+
+
+class RouteSettings(_Strict):
+    name: str = Field(min_length=1)
+    backend: Literal["ollama", "openai", "local"] = "openai"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+
+
+class ChunkingSettings(_Strict):
+    enabled: bool = True
+    threshold: float = Field(0.80, gt=0, le=1)
+    chunk_size_bytes: int = Field(6000, ge=200)
+    chunk_size_tokens: int | None = Field(None, ge=50)
+    max_chunks: int = Field(20, ge=1)
+    overlap: Literal["paragraph", "sentence", "none"] = "paragraph"
+    concurrency: int | None = Field(None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _tokens_to_bytes(self) -> ChunkingSettings:
+        # The design doc speaks in tokens; the chunker works in bytes. Convert
+        # with the estimator's ratio (4 bytes per token) so both spellings work.
+        if self.chunk_size_tokens is not None and "chunk_size_bytes" not in self.model_fields_set:
+            object.__setattr__(self, "chunk_size_bytes", self.chunk_size_tokens * 4)
+        return self
+
+
+class OffloadSettings(_Strict):
+    enabled: bool = True
+    threshold: int = Field(10_000, ge=100)
+    preview_lines: int = Field(20, ge=0)
+
+
+class Settings(_Strict):
+    backend: BackendName = "auto"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    num_ctx: int | None = Field(None, ge=256)
+    context_window: int | None = Field(None, ge=256)
+    timeout: float = Field(120.0, gt=0)
+    connect_timeout: float = Field(5.0, gt=0)
+    retries: int = Field(3, ge=0, le=10)
+    user: str | None = None
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    routes: list[RouteSettings] = Field(default_factory=list)
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    offload: OffloadSettings = Field(default_factory=OffloadSettings)
+
+    @field_validator("routes")
+    @classmethod
+    def _unique_routes(cls, routes: list[RouteSettings]) -> list[RouteSettings]:
+        seen: set[str] = set()
+        for route in routes:
+            if route.name in seen:
+                raise ValueError(f"route name {route.name!r} is used twice")
+            seen.add(route.name)
+        return routes
+
+    def route(self, name: str) -> RouteSettings | None:
+        for route in self.routes:
+            if route.name.lower() == name.lower():
+                return route
+        return None
+
+
+@dataclass(frozen=True)
+class Paths:
+    workspace: Path
+    harvey_home: Path
+    config_file: Path
+
+    @property
+    def sessions_db(self) -> Path:
+        return self.harvey_home / "sessions.db"
+
+
+def default_harvey_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("HARVEY_HOME"):
+        return Path(env["HARVEY_HOME"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("harvey", appauthor=False))
+
+
+def resolve_paths(workspace: str | Path | None = None, env: Mapping[str, str] | None = None) -> Paths:
+    ws = Path(workspace or os.getcwd()).expanduser()
+    if not ws.is_dir():
+        raise ConfigError(f"workspace {ws} is not a directory")
+    ws = ws.resolve()
+    return Paths(ws, default_harvey_home(env), ws / CONFIG_FILENAME)
+
+
+def _line_of(document: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """Find the 1-based line of a key path in a composed YAML document."""
+    node = document
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == part:
+                    line = key.start_mark.line + 1
+                    node = value
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _describe(error: dict[str, Any]) -> str:
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '')}"
+    return str(error.get("msg", "invalid value"))
+
+
+def _allowed_keys(loc: tuple[int | str, ...]) -> str:
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            break
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        found = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if found is None:
+            break
+        model = found
+    return ", ".join(model.model_fields)
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    """Parse harvey.yaml into plain data, or {} when it does not exist."""
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}:{where} invalid YAML: {problem}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys (e.g. 'model: ...')")
+    return data
+
+
+def validate(data: dict[str, Any], source: Path | str, text: str | None = None) -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        document = None
+        if text is not None:
+            try:
+                document = yaml.compose(text)
+            except yaml.YAMLError:
+                document = None
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        line = _line_of(document, loc)
+        where = f" line {line}," if line else ""
+        message = f"{source}:{where} key '{key}': {_describe(dict(first))}"
+        if first.get("type") == "extra_forbidden":
+            message += f" (allowed: {_allowed_keys(loc)})"
+        more = len(exc.errors()) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise ConfigError(message) from exc
+
+
+ENV_KEYS = {
+    "HARVEY_BACKEND": "backend",
+    "HARVEY_MODEL": "model",
+    "HARVEY_BASE_URL": "base_url",
+    "HARVEY_USER": "user",
+}
+
+
+def load_settings(
+    paths: Paths,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge defaults < harvey.yaml < environment < flags, then validate."""
+    env = os.environ if env is None else env
+    data = load_file(paths.config_file)
+    text = paths.config_file.read_text(encoding="utf-8") if data else None
+    settings = validate(data, paths.config_file, text)
+    merged = settings.model_dump(exclude_unset=True)
+    for var, key in ENV_KEYS.items():
+        if env.get(var):
+            merged[key] = env[var]
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            merged[key] = value
+    return validate(merged, "command line/environment")
+
+
+def base_url_for(backend: str, settings: Settings, env: Mapping[str, str] | None = None) -> str:
+    """The endpoint for a backend: flag/config first, then the backend's own env var."""
+    env = os.environ if env is None else env
+    if settings.base_url:
+        return settings.base_url
+    if backend == "ollama":
+        host = env.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        return host if "://" in host else f"http://{host}"
+    if backend == "openai":
+        return env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    return "embedded"

@@ -1,0 +1,128 @@
+"""The small protocol every model backend implements.
+
+A backend turns ``messages + tool schemas`` into a stream of events: text
+deltas, complete tool calls, and a final usage report. Everything else
+(retries, history, tools) lives above it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlparse
+
+from harvey.messages import Message, ToolCall
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as reported by the server; ``None`` when it did not say."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+StreamEvent = TextDelta | ToolCallEvent | Usage
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    context_window: int
+    supports_tools: bool
+    context_source: str = "default"  # where context_window came from, for /status
+
+
+@dataclass
+class ChatResult:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """One model on one backend."""
+
+    backend: str  # "ollama" | "openai" | "local" | "scripted"
+    model: str
+    endpoint: str  # base URL, or "embedded"
+
+    def stream_chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]: ...
+
+    def capabilities(self) -> ModelCapabilities: ...
+
+    def list_models(self) -> list[str]: ...
+
+    def with_model(self, model: str) -> LLMClient: ...
+
+    def close(self) -> None: ...
+
+
+def chat(
+    client: LLMClient,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> ChatResult:
+    """Drain a stream into a ChatResult, calling ``on_text`` for each delta.
+
+    Setting ``cancel`` stops reading at the next event; the caller decides what
+    a cancelled turn means (usually: raise ``Cancelled``).
+    """
+    from harvey.errors import Cancelled
+
+    result = ChatResult()
+    parts: list[str] = []
+    stream = client.stream_chat(messages, tools)
+    try:
+        for event in stream:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+                if on_text is not None:
+                    on_text(event.text)
+            elif isinstance(event, ToolCallEvent):
+                result.tool_calls.append(event.call)
+            elif isinstance(event, Usage):
+                result.usage = event
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    result.text = "".join(parts)
+    return result
+
+
+def is_remote_endpoint(endpoint: str) -> bool:
+    """True when computation happens on another machine (EXT. scenes).
+
+    The embedded model and loopback hosts are local; anything else is remote.
+    """
+    if endpoint in ("", "embedded", "scripted"):
+        return False
+    host = urlparse(endpoint if "://" in endpoint else f"http://{endpoint}").hostname or ""
+    if host in ("localhost", "localhost.localdomain"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True

@@ -1,0 +1,106 @@
+"""The tool registry: the one place every tool call is executed.
+
+``ToolRegistry.execute(ctx, call)`` never raises for a tool's own failure: it
+returns a ``ToolResult`` whose content starts with ``error:``. Hooks
+(``tools/hooks.py``) wrap this same interface, so the agent does not care
+whether it holds the bare registry or a wrapped one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from harvey.errors import HarveyError
+from harvey.messages import ToolCall, ToolResult, tool_schema
+
+log = logging.getLogger(__name__)
+
+# Called by read_file when a file is too big for the context that remains.
+# Gets (resolved path, size in bytes, estimated tokens, remaining tokens) and
+# returns the tool result to give the model instead of the file's content.
+OversizeHandler = Callable[[Path, int, int, int], str]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a tool may need from the session, passed explicitly.
+
+    ``read_budget`` returns the token budget a single file read may use (the
+    remaining context times the chunking threshold); ``None`` means no guard,
+    which is exactly the behaviour with ``chunking.enabled: false``.
+    """
+
+    workspace: Path
+    session_id: str = ""
+    interactive: bool = False
+    confirm: Callable[[str], bool] | None = None
+    read_budget: Callable[[], int] | None = None
+    on_oversize: OversizeHandler | None = None
+    allowed_commands: tuple[str, ...] = ()
+    shell_timeout: float = 30.0
+    harvey_home: Path | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def evolve(self, **changes: Any) -> ToolContext:
+        return replace(self, **changes)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class ToolExecutor(Protocol):
+    """The interface shared by ToolRegistry and HookRegistry."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def names(self) -> list[str]: ...
+
+    def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult: ...
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool_schema(t.name, t.description, t.parameters) for t in self._tools.values()]
+
+    def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return ToolResult(call.id, call.name, f"error: unknown tool {call.name!r} (known: {known})")
+        if not isinstance(call.arguments, dict):
+            return ToolResult(call.id, call.name, "error: tool arguments must be a JSON object")
+        try:
+            output = tool.run(ctx, call.arguments)
+        except HarveyError as exc:
+            output = f"error: {exc}"
+        except TypeError as exc:  # wrong or missing arguments from the model
+            output = f"error: bad arguments for {call.name}: {exc}"
+        except Exception as exc:  # a tool bug must not kill the turn
+            log.exception("tool %s crashed", call.name)
+            output = f"error: {call.name} failed: {type(exc).__name__}: {exc}"
+        return ToolResult(call.id, call.name, output)
