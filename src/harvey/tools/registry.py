@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from harvey.errors import HarveyError
+from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult, tool_schema
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,8 @@ class ToolRegistry:
             return ToolResult(call.id, call.name, "error: tool arguments must be a JSON object")
         try:
             output = tool.run(ctx, call.arguments)
+        except Cancelled:
+            raise  # Ctrl-C ends the whole turn, not just this tool
         except HarveyError as exc:
             output = f"error: {exc}"
         except TypeError as exc:  # wrong or missing arguments from the model

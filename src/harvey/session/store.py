@@ -1,0 +1,323 @@
+"""sessions.db: sessions, their messages and todos, and token calibration.
+
+SQLite in WAL mode with foreign keys on. The schema evolves through named
+migrations applied in order inside a transaction and recorded in the
+``_migrations`` table (sqlite-utils' Migrations is the model). Each completed
+turn is committed as one transaction, so a crash loses at most the turn in
+flight.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from harvey.errors import StoreError
+from harvey.messages import Message, ToolCall
+from harvey.tools.todo import Todo
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    # executescript() would COMMIT the migration's transaction early; run
+    # statement by statement so a failing migration rolls back whole.
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX sessions_workspace ON sessions(workspace, updated_at);
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX messages_session ON messages(session_id, id);
+        CREATE TABLE todos (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            status TEXT NOT NULL,
+            PRIMARY KEY (session_id, position)
+        );
+        """
+    )
+
+
+def _m002_calibration(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE calibration (
+            model TEXT PRIMARY KEY,
+            prompt_bytes INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            bytes_per_token REAL NOT NULL,
+            samples INTEGER NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        """
+    )
+
+
+def _m003_message_name(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE messages ADD COLUMN name TEXT")
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("m001_initial", _m001_initial),
+    ("m002_calibration", _m002_calibration),
+    ("m003_message_name", _m003_message_name),
+]
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    workspace: str
+    title: str
+    model: str
+    created_at: str
+    updated_at: str
+    message_count: int = 0
+
+
+class SessionStore:
+    """All access to sessions.db. Thread-safe through one lock per store."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open session store {path}: {exc}") from exc
+
+    # -- plumbing -----------------------------------------------------------
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"session store {self.path}: {exc}") from exc
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return list(self._db.execute(sql, params))
+            except sqlite3.Error as exc:
+                raise StoreError(f"session store {self.path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        done = {row[0] for row in self._db.execute("SELECT name FROM _migrations")}
+        for name, migration in MIGRATIONS:
+            if name in done:
+                continue
+            with self._tx() as db:
+                migration(db)
+                db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, _now()))
+
+    def applied_migrations(self) -> list[str]:
+        return [row[0] for row in self._query("SELECT name FROM _migrations ORDER BY name")]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- sessions -------------------------------------------------------------
+
+    def create_session(self, workspace: Path | str, model: str, title: str = "") -> str:
+        session_id = uuid.uuid4().hex
+        now = _now()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, str(workspace), title, model, now, now),
+            )
+        return session_id
+
+    def _info(self, row: sqlite3.Row) -> SessionInfo:
+        keys = row.keys()
+        return SessionInfo(
+            row["id"], row["workspace"], row["title"], row["model"], row["created_at"],
+            row["updated_at"], row["n"] if "n" in keys else 0,
+        )
+
+    _SELECT = (
+        "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
+        "FROM sessions s"
+    )
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        rows = self._query(f"{self._SELECT} WHERE s.id = ?", (session_id,))
+        if not rows:
+            rows = self._query(f"{self._SELECT} WHERE s.id LIKE ? ", (session_id + "%",))
+            if len(rows) != 1:
+                return None
+        return self._info(rows[0])
+
+    def latest_session(self, workspace: Path | str) -> SessionInfo | None:
+        rows = self._query(
+            f"{self._SELECT} WHERE s.workspace = ? ORDER BY s.updated_at DESC, s.rowid DESC LIMIT 1",
+            (str(workspace),),
+        )
+        return self._info(rows[0]) if rows else None
+
+    def list_sessions(self, workspace: Path | str | None = None) -> list[SessionInfo]:
+        if workspace is None:
+            rows = self._query(f"{self._SELECT} ORDER BY s.updated_at DESC, s.rowid DESC")
+        else:
+            rows = self._query(
+                f"{self._SELECT} WHERE s.workspace = ? ORDER BY s.updated_at DESC, s.rowid DESC",
+                (str(workspace),),
+            )
+        return [self._info(r) for r in rows]
+
+    def set_title(self, session_id: str, title: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+    def set_model(self, session_id: str, model: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete the rows; messages and todos go by cascade. Files are the caller's."""
+        with self._tx() as db:
+            cur = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return cur.rowcount > 0
+
+    def sessions_older_than(self, days: float) -> list[SessionInfo]:
+        cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+        rows = self._query(f"{self._SELECT} WHERE s.updated_at < ?", (cutoff,))
+        return [self._info(r) for r in rows]
+
+    # -- messages ---------------------------------------------------------------
+
+    def add_turn(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Commit one completed turn's messages atomically."""
+        now = _now()
+        with self._tx() as db:
+            for m in messages:
+                calls = (
+                    json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls])
+                    if m.tool_calls
+                    else None
+                )
+                db.execute(
+                    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, "
+                    "created_at, name) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, m.role, m.content, calls, m.tool_call_id, now, m.name),
+                )
+            db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+
+    def messages(self, session_id: str) -> list[Message]:
+        rows = self._query(
+            "SELECT role, content, tool_calls, tool_call_id, name FROM messages "
+            "WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        )
+        out: list[Message] = []
+        for r in rows:
+            calls = [
+                ToolCall(c.get("id", ""), c["name"], c.get("arguments") or {})
+                for c in json.loads(r["tool_calls"] or "[]")
+            ]
+            out.append(Message(r["role"], r["content"], calls, r["tool_call_id"], r["name"]))
+        return out
+
+    # -- todos (implements harvey.tools.todo.TodoStore) --------------------------
+
+    def get_todos(self, session_id: str) -> list[Todo]:
+        rows = self._query(
+            "SELECT id, content, status FROM todos WHERE session_id = ? ORDER BY position",
+            (session_id,),
+        )
+        return [Todo(r["id"], r["content"], r["status"]) for r in rows]
+
+    def set_todos(self, session_id: str, todos: Sequence[Todo]) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM todos WHERE session_id = ?", (session_id,))
+            db.executemany(
+                "INSERT INTO todos VALUES (?, ?, ?, ?, ?)",
+                [(session_id, i, t.id, t.content, t.status) for i, t in enumerate(todos)],
+            )
+
+    # -- calibration --------------------------------------------------------------
+
+    def record_calibration(self, model: str, prompt_bytes: int, prompt_tokens: int) -> float:
+        """Fold one (bytes, reported tokens) observation into the model's ratio.
+
+        The stored ratio is the *lowest* bytes-per-token ever observed for the
+        model, so estimates derived from it err towards more tokens: never fewer
+        than any real prompt implied.
+        """
+        if prompt_bytes <= 0 or prompt_tokens <= 0:
+            return self.calibration_ratio(model) or 4.0
+        observed = prompt_bytes / prompt_tokens
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT bytes_per_token, samples FROM calibration WHERE model = ?", (model,)
+            ).fetchone()
+            if row is None:
+                ratio, samples = observed, 1
+                db.execute(
+                    "INSERT INTO calibration VALUES (?, ?, ?, ?, ?, ?)",
+                    (model, prompt_bytes, prompt_tokens, ratio, samples, _now()),
+                )
+            else:
+                ratio, samples = min(row["bytes_per_token"], observed), row["samples"] + 1
+                db.execute(
+                    "UPDATE calibration SET prompt_bytes = ?, prompt_tokens = ?, "
+                    "bytes_per_token = ?, samples = ?, updated_at = ? WHERE model = ?",
+                    (prompt_bytes, prompt_tokens, ratio, samples, _now(), model),
+                )
+        return float(ratio)
+
+    def calibration_ratio(self, model: str) -> float | None:
+        rows = self._query("SELECT bytes_per_token FROM calibration WHERE model = ?", (model,))
+        return float(rows[0][0]) if rows else None

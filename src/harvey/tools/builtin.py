@@ -1,0 +1,64 @@
+"""Assemble the default tools and the hook layer from settings.
+
+The CLI and the REPL call these two functions and nothing else, so adding a
+tool or a hook is a change here, not in every front end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from harvey.config import Settings
+from harvey.tools.files import ListFilesTool, ReadFileTool, SearchFilesTool, WriteFileTool
+from harvey.tools.hooks import HookRegistry, ToolHook
+from harvey.tools.offload import OffloadHook
+from harvey.tools.registry import Tool, ToolRegistry
+from harvey.tools.shell import RunShellTool
+from harvey.tools.todo import PlanWriter, TodoStore, TodoWriteTool
+
+
+def build_registry(
+    settings: Settings,
+    *,
+    todo_store: TodoStore | None = None,
+    plan_writer: PlanWriter | None = None,
+    extra_tools: Iterable[Tool] = (),
+) -> ToolRegistry:
+    """read_file, write_file, list_files, search_files, run_shell, and todo_write with a store."""
+    tools: list[Tool] = [
+        ReadFileTool(),
+        WriteFileTool(),
+        ListFilesTool(),
+        SearchFilesTool(),
+        RunShellTool(
+            allowed_commands=settings.security.allowed_commands,
+            timeout=settings.security.shell_timeout,
+        ),
+    ]
+    if todo_store is not None:
+        tools.append(TodoWriteTool(todo_store, plan_writer))
+    tools.extend(extra_tools)
+    return ToolRegistry(tools)
+
+
+def build_executor(
+    registry: ToolRegistry,
+    settings: Settings,
+    workspace: Path | str,
+    session_id: str,
+    extra_hooks: Iterable[ToolHook] = (),
+) -> HookRegistry:
+    """Wrap the registry in hooks: offload (when enabled) outermost, then ``extra_hooks``."""
+    hooks: list[ToolHook] = []
+    if settings.offload.enabled:
+        hooks.append(
+            OffloadHook(
+                workspace,
+                session_id,
+                threshold=settings.offload.threshold,
+                preview_lines=settings.offload.preview_lines,
+            )
+        )
+    hooks.extend(extra_hooks)
+    return HookRegistry(registry, hooks)

@@ -1,0 +1,377 @@
+"""Workspace file tools: every path goes through ``safe_path`` first.
+
+The workspace is the only part of the disk a model may touch, so one small
+function decides what "inside" means (symlinks resolved, ``..`` normalised,
+NUL bytes refused, ``/ws-evil`` is not ``/ws``) and every tool calls it.
+
+``read_file`` is byte-paginated so a model can page through a file of any size
+(including offloaded tool output) without blowing up its context: pages never
+split a UTF-8 character and tell the model the exact offset to continue from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harvey.context.budget import BYTES_PER_TOKEN, file_exceeds_budget, tokens_for_bytes
+from harvey.errors import ToolError, WorkspaceError
+from harvey.tools.registry import ToolContext
+
+# A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
+# Pass limit=0 to ask for the whole file (the pre-read guard then applies).
+DEFAULT_READ_LIMIT = 4096
+BINARY_SNIFF_BYTES = 8192
+MAX_LIST_ENTRIES = 1000
+MAX_SEARCH_MATCHES = 200
+MAX_SEARCH_LINE = 300
+MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
+SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules"})
+
+
+def safe_path(workspace: Path | str, path: Path | str) -> Path:
+    """Resolve ``path`` (relative to ``workspace`` or absolute) and insist it stays inside.
+
+    Symlinks are resolved before the check, so a link pointing outside is an
+    escape too. Raises ``WorkspaceError`` rather than returning a "maybe" path.
+    """
+    raw = os.fspath(path)
+    if "\x00" in raw:
+        raise WorkspaceError("path contains a NUL byte")
+    try:
+        root = Path(workspace).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise WorkspaceError(f"workspace {workspace} is not usable: {exc}") from exc
+    candidate = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    try:
+        resolved = candidate.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # symlink loops, overly long names
+        raise WorkspaceError(f"cannot resolve path {raw!r}: {exc}") from exc
+    if resolved != root and not resolved.is_relative_to(root):
+        raise WorkspaceError(f"path {raw!r} is outside the workspace {root}")
+    return resolved
+
+
+def display_path(workspace: Path, path: Path) -> str:
+    """The workspace-relative spelling a model can pass straight back to a tool."""
+    try:
+        rel = path.relative_to(Path(workspace).resolve())
+    except ValueError:
+        return str(path)
+    return "." if str(rel) == "." else rel.as_posix()
+
+
+def _is_continuation(byte: int) -> bool:
+    return byte & 0xC0 == 0x80
+
+
+def _sequence_length(lead: int) -> int:
+    if lead < 0x80:
+        return 1
+    if lead >> 5 == 0b110:
+        return 2
+    if lead >> 4 == 0b1110:
+        return 3
+    if lead >> 3 == 0b11110:
+        return 4
+    return 1  # an invalid lead byte stands alone (decoded as U+FFFD)
+
+
+def complete_prefix_length(data: bytes) -> int:
+    """Length of the longest prefix of ``data`` that does not end inside a UTF-8 character."""
+    n = len(data)
+    # Look back at most 3 bytes for the lead byte of the last character.
+    for back in range(1, min(4, n) + 1):
+        byte = data[n - back]
+        if not _is_continuation(byte):
+            return n if _sequence_length(byte) <= back else n - back
+    return n  # only continuation bytes: invalid UTF-8, nothing to protect
+
+
+class ReadFileTool:
+    """Byte-paginated reads confined to the workspace, with the pre-read budget guard."""
+
+    name = "read_file"
+    description = (
+        "Read a UTF-8 text file in the workspace, a page of bytes at a time. "
+        f"offset = first byte (default 0), limit = bytes to read (default {DEFAULT_READ_LIMIT}; "
+        "0 = whole file). When more remains the result ends with the offset to continue from."
+    )
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "file path relative to the workspace"},
+            "offset": {"type": "integer", "minimum": 0, "description": "first byte to read"},
+            "limit": {"type": "integer", "minimum": 0, "description": "bytes to read; 0 = all"},
+        },
+        "required": ["path"],
+    }
+
+    def __init__(
+        self, default_limit: int = DEFAULT_READ_LIMIT, bytes_per_token: float = BYTES_PER_TOKEN
+    ) -> None:
+        # bytes_per_token lets the caller pass a ratio calibrated against the model's usage.
+        self.default_limit = default_limit
+        self.bytes_per_token = bytes_per_token
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        path = safe_path(ctx.workspace, _require_str(args, "path"))
+        offset = _int_arg(args, "offset", 0)
+        limit = _int_arg(args, "limit", self.default_limit)
+        shown = display_path(ctx.workspace, path)
+        if path.is_dir():
+            return f"error: {shown} is a directory; use list_files to see what it holds"
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return f"error: {shown} does not exist"
+        except OSError as exc:
+            raise ToolError(f"cannot stat {shown}: {exc.strerror or exc}") from exc
+        if not path.is_file():
+            return f"error: {shown} is not a regular file"
+        if offset >= size:
+            return (
+                f"[offset={offset} is at or past the end of {shown} ({size} bytes); "
+                "nothing to read.]"
+            )
+        wanted = size - offset if limit == 0 else min(limit, size - offset)
+        # Without an explicit limit the model is asking for "the file": guard on
+        # everything from offset on, so asking about a huge file raises the
+        # overflow alert instead of quietly returning its first page. An
+        # explicit page (offset/limit) is guarded on that page alone.
+        intent = size - offset if "limit" not in args else wanted
+        guarded = self._guard(ctx, path, size, intent)
+        if guarded is not None:
+            return guarded
+        return _read_page(path, shown, size, offset, wanted)
+
+    def _guard(self, ctx: ToolContext, path: Path, size: int, wanted: int) -> str | None:
+        """Hand an oversized read to ``ctx.on_oversize`` instead of flooding the context.
+
+        The whole file is checked first from ``os.stat`` alone; only when it is
+        over budget does the size of this page matter, so a 4 KB page of a huge
+        file still reads while ``limit=0`` (or a large limit) is guarded.
+        """
+        if ctx.read_budget is None:
+            return None
+        budget = ctx.read_budget()
+        try:
+            exceeds, size = file_exceeds_budget(path, budget, self.bytes_per_token)
+        except OSError as exc:
+            raise ToolError(f"cannot stat {path.name}: {exc.strerror or exc}") from exc
+        if not exceeds or ctx.on_oversize is None:
+            return None
+        if tokens_for_bytes(min(wanted, size), self.bytes_per_token) <= budget:
+            return None
+        return ctx.on_oversize(path, size, tokens_for_bytes(size, self.bytes_per_token), budget)
+
+
+def _read_page(path: Path, shown: str, size: int, offset: int, wanted: int) -> str:
+    try:
+        with path.open("rb") as handle:
+            if b"\x00" in handle.read(BINARY_SNIFF_BYTES):
+                return f"error: {shown} looks like a binary file (it contains NUL bytes)"
+            handle.seek(offset)
+            data = handle.read(wanted + 3)  # 3 spare bytes finish a split character
+    except OSError as exc:
+        raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    start = 0
+    while start < min(3, len(data)) and _is_continuation(data[start]):
+        start += 1  # the requested offset fell inside a character: begin at the next one
+    page = data[start:wanted]
+    end = offset + start + len(page)
+    if end < size:
+        cut = complete_prefix_length(page)
+        if cut == 0 and page:  # a limit smaller than one character: take the whole character
+            cut = _sequence_length(page[0])
+            page = data[start : start + cut]
+        else:
+            page = page[:cut]
+        end = offset + start + len(page)
+    text = page.decode("utf-8", errors="replace")
+    notes = []
+    if start:
+        notes.append(f"offset {offset} was inside a character; started at {offset + start}")
+    if end < size:
+        notes.append(
+            f"showing bytes {offset + start}-{end} of {size}; to continue reading use offset={end}"
+        )
+    if not notes:
+        return text
+    return f"{text}\n\n[{'; '.join(notes)}.]"
+
+
+class WriteFileTool:
+    name = "write_file"
+    description = "Create or overwrite a UTF-8 text file in the workspace (makes parent folders)."
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "file path relative to the workspace"},
+            "content": {"type": "string", "description": "the complete new content"},
+        },
+        "required": ["path", "content"],
+    }
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        path = safe_path(ctx.workspace, _require_str(args, "path"))
+        content = args.get("content")
+        if not isinstance(content, str):
+            return "error: write_file needs 'content' as a string"
+        shown = display_path(ctx.workspace, path)
+        if path.is_dir():
+            return f"error: {shown} is a directory"
+        data = content.encode("utf-8")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.harvey-tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            safe_path(ctx.workspace, path.parent)  # a parent made via a symlink must stay inside
+            tmp.write_bytes(data)
+            if path.exists():
+                os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep e.g. a script's x bit
+            os.replace(tmp, path)  # readers never see a half-written file
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
+        return f"wrote {len(data)} bytes to {shown}"
+
+
+class ListFilesTool:
+    name = "list_files"
+    description = (
+        "List files and folders in the workspace as an indented tree (folders end with '/'). "
+        "depth = how many levels to descend (default 2)."
+    )
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "folder relative to the workspace"},
+            "depth": {"type": "integer", "minimum": 1, "maximum": 10},
+        },
+    }
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        path = safe_path(ctx.workspace, args.get("path") or ".")
+        depth = _int_arg(args, "depth", 2)
+        if not 1 <= depth <= 10:
+            return "error: depth must be between 1 and 10"
+        shown = display_path(ctx.workspace, path)
+        if not path.exists():
+            return f"error: {shown} does not exist"
+        if not path.is_dir():
+            return f"error: {shown} is not a folder; use read_file to read it"
+        lines: list[str] = []
+        truncated = False
+        for line in _tree(path, depth, ""):
+            if len(lines) >= MAX_LIST_ENTRIES:
+                truncated = True
+                break
+            lines.append(line)
+        if not lines:
+            return f"{shown}/ is empty"
+        if truncated:
+            lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
+        return f"{shown}/\n" + "\n".join(lines)
+
+
+def _tree(folder: Path, depth: int, indent: str) -> Iterator[str]:
+    try:
+        entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
+    except OSError as exc:
+        yield f"{indent}  [cannot list: {exc.strerror or exc}]"
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            yield f"{indent}  {entry.name} -> {os.readlink(entry)}"
+        elif entry.is_dir():
+            yield f"{indent}  {entry.name}/"
+            if depth > 1 and entry.name not in SKIP_DIRS:
+                yield from _tree(entry, depth - 1, indent + "  ")
+        else:
+            yield f"{indent}  {entry.name}"
+
+
+class SearchFilesTool:
+    name = "search_files"
+    description = (
+        "Search text files in the workspace for a regular expression (Python syntax). "
+        "Returns 'path:line: text' for each match."
+    )
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "regular expression"},
+            "path": {"type": "string", "description": "file or folder to search (default '.')"},
+        },
+        "required": ["pattern"],
+    }
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        pattern = _require_str(args, "pattern")
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            return f"error: invalid regular expression {pattern!r}: {exc}"
+        root = safe_path(ctx.workspace, args.get("path") or ".")
+        if not root.exists():
+            return f"error: {display_path(ctx.workspace, root)} does not exist"
+        matches: list[str] = []
+        for file in _walk_files(root):
+            for number, line in _text_lines(file):
+                if regex.search(line):
+                    text = line if len(line) <= MAX_SEARCH_LINE else line[:MAX_SEARCH_LINE] + "…"
+                    matches.append(f"{display_path(ctx.workspace, file)}:{number}: {text}")
+                    if len(matches) >= MAX_SEARCH_MATCHES:
+                        matches.append(f"[stopped after {MAX_SEARCH_MATCHES} matches; narrow it]")
+                        return "\n".join(matches)
+        return "\n".join(matches) if matches else f"no matches for {pattern!r}"
+
+
+def _walk_files(root: Path) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
+    for folder, dirs, files in os.walk(root):  # os.walk does not follow symlinked folders
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            file = Path(folder) / name
+            if not file.is_symlink():
+                yield file
+
+
+def _text_lines(file: Path) -> Iterator[tuple[int, str]]:
+    try:
+        if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
+            return
+        data = file.read_bytes()
+    except OSError:
+        return
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return
+    yield from enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
+
+
+def _require_str(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value:
+        raise ToolError(f"missing or empty argument {key!r}")
+    return value
+
+
+def _int_arg(args: dict[str, Any], key: str, default: int) -> int:
+    value = args.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)  # models sometimes quote numbers
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"argument {key!r} must be an integer, got {value!r}")
+    if value < 0:
+        raise ToolError(f"argument {key!r} must not be negative")
+    return value

@@ -1,0 +1,194 @@
+"""run_shell: run one command in the workspace, without a shell.
+
+The command line is split into argv (POSIX quoting rules) and executed
+directly, so pipes, redirection, ``;``/``&&``, substitution and globbing cannot
+happen behind the person's back; such metacharacters outside quotes are
+refused with a message that says so. Commands on ``security.allowed_commands``
+(read-only ones by default) run at once; anything else asks the person in the
+REPL (``ctx.confirm``) and is refused in non-interactive mode. Some allowed
+commands can write or execute through options (``find -delete``, ``sort -o``);
+those invocations, and arguments that point outside the workspace, are treated
+as not allowed and need the same confirmation.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+from dataclasses import dataclass
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harvey.errors import ToolError, WorkspaceError
+from harvey.tools.files import safe_path
+from harvey.tools.registry import ToolContext
+
+OPERATOR_CHARS = frozenset("();<>|&")
+MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # beyond this the rest is dropped (offload keeps the rest)
+
+# Options that turn an otherwise read-only command into one that writes or runs things.
+RISKY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "find": (
+        "-exec",
+        "-execdir",
+        "-ok",
+        "-okdir",
+        "-delete",
+        "-fprint",
+        "-fprint0",
+        "-fprintf",
+        "-fls",
+    ),
+    "sort": ("-o", "--output"),
+    "tree": ("-o",),
+}
+
+
+def split_command(command: str) -> list[str]:
+    """Split a command line into argv, refusing shell syntax that would not work here."""
+    if "\x00" in command:
+        raise ToolError("the command contains a NUL byte")
+    if "`" in command or "$(" in command:
+        raise ToolError("command substitution is not supported (no shell); run commands one by one")
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError as exc:  # unbalanced quotes
+        raise ToolError(f"cannot parse the command: {exc}") from exc
+    for token in tokens:
+        if token and set(token) <= OPERATOR_CHARS:
+            raise ToolError(
+                f"shell operator {token!r} is not supported: commands run without a shell "
+                "(no pipes, redirection, ';' or '&&'); run one command at a time"
+            )
+    if not tokens:
+        raise ToolError("empty command")
+    return tokens
+
+
+def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: Path) -> str | None:
+    """Why this argv may not run unasked, or None when it is on the allow-list and harmless."""
+    program = argv[0]
+    if "/" in program or program not in allowed:
+        return f"{program!r} is not on security.allowed_commands"
+    risky = RISKY_OPTIONS.get(program, ())
+    for arg in argv[1:]:
+        option = arg.split("=", 1)[0]
+        if option in risky or (program == "sort" and arg.startswith("-o") and len(arg) > 2):
+            return f"option {arg!r} lets {program} write or run other programs"
+        if not arg.startswith("-") and (arg.startswith(("/", "~")) or ".." in arg):
+            try:
+                safe_path(workspace, arg)
+            except WorkspaceError:
+                return f"argument {arg!r} points outside the workspace"
+    return None
+
+
+class RunShellTool:
+    """Runs argv with cwd = workspace, a timeout, and the allow-list policy above."""
+
+    name = "run_shell"
+    description = (
+        "Run one command in the workspace folder, without a shell: no pipes, redirection, "
+        "';', '&&', variables or globbing. Read-only commands run directly; others need the "
+        "user's approval. Returns the exit status and the combined stdout and stderr."
+    )
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "e.g. 'grep -rn TODO src'"}},
+        "required": ["command"],
+    }
+
+    def __init__(
+        self, allowed_commands: Sequence[str] | None = None, timeout: float | None = None
+    ) -> None:
+        # None means "take it from the ToolContext"; settings pass real values.
+        self.allowed_commands = None if allowed_commands is None else tuple(allowed_commands)
+        self.timeout = timeout
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        command = args.get("command", args.get("cmd"))  # the seeds spell it "cmd"
+        if not isinstance(command, str) or not command.strip():
+            return "error: run_shell needs a 'command' string"
+        return run_command(ctx, command, self.allowed_commands, self.timeout).as_tool_output()
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    """What a command did. ``ran`` is False when it was refused or not found."""
+
+    output: str
+    exit_code: int
+    ran: bool = True
+    problem: str | None = None  # why it did not run, or timed out
+
+    def as_tool_output(self) -> str:
+        if self.problem is not None:
+            return f"error: {self.problem}" + (f"\n{self.output}" if self.output else "")
+        if self.exit_code != 0:
+            return f"error: exit status {self.exit_code}" + (
+                f"\n{self.output}" if self.output else " (no output)"
+            )
+        return self.output if self.output else "(no output)"
+
+
+def run_command(
+    ctx: ToolContext,
+    command: str,
+    allowed_commands: Sequence[str] | None = None,
+    timeout: float | None = None,
+) -> ShellResult:
+    """The policy and execution shared by ``run_shell`` and the REPL's ``!cmd``."""
+    try:
+        argv = split_command(command)
+    except ToolError as exc:
+        return ShellResult("", 2, ran=False, problem=str(exc))
+    allowed = allowed_commands if allowed_commands is not None else ctx.allowed_commands
+    reason = needs_confirmation(argv, allowed, ctx.workspace)
+    if reason is not None:
+        if not ctx.interactive or ctx.confirm is None:
+            problem = f"refused: {reason} (non-interactive mode cannot ask for approval)"
+            return ShellResult("", 126, ran=False, problem=problem)
+        if not ctx.confirm(f"Run `{command}`? ({reason})"):
+            return ShellResult("", 126, ran=False, problem=f"the user declined to run {command!r}")
+    return _execute(argv, ctx.workspace, timeout if timeout is not None else ctx.shell_timeout)
+
+
+def _execute(argv: list[str], cwd: Path, timeout: float) -> ShellResult:
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # so a timeout can kill the whole process group
+        )
+    except FileNotFoundError:
+        return ShellResult("", 127, ran=False, problem=f"command not found: {argv[0]}")
+    except OSError as exc:
+        raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        output, _ = proc.communicate()
+        problem = f"timed out after {timeout:g}s and was stopped"
+        return ShellResult(_decode(output), -9, problem=problem)
+    return ShellResult(_decode(output), proc.returncode)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _decode(output: bytes | None) -> str:
+    data = (output or b"")[:MAX_OUTPUT_BYTES]
+    return data.decode("utf-8", errors="replace")

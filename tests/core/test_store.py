@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harvey.errors import StoreError
+from harvey.messages import Message, ToolCall
+from harvey.session.store import MIGRATIONS, SessionStore
+from harvey.tools.todo import Todo
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> SessionStore:
+    s = SessionStore(tmp_path / "home" / "sessions.db")
+    yield s
+    s.close()
+
+
+def test_wal_foreign_keys_and_migrations_recorded(store: SessionStore) -> None:
+    assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.applied_migrations() == sorted(name for name, _ in MIGRATIONS)
+
+
+def test_reopening_does_not_reapply_migrations(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    SessionStore(path).close()
+    again = SessionStore(path)
+    assert len(again.applied_migrations()) == len(MIGRATIONS)
+    again.close()
+
+
+def test_turn_round_trip_with_tool_calls(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    call = ToolCall("c1", "read_file", {"path": "a.txt"})
+    turn = [
+        Message("user", "read a.txt"),
+        Message("assistant", "", [call]),
+        Message("tool", "hello", tool_call_id="c1", name="read_file"),
+        Message("assistant", "It says hello."),
+    ]
+    store.add_turn(sid, turn)
+    assert store.messages(sid) == turn
+
+
+def test_latest_session_is_per_workspace(store: SessionStore, tmp_path: Path) -> None:
+    a = store.create_session(tmp_path / "a", "m")
+    b = store.create_session(tmp_path / "b", "m")
+    store.add_turn(a, [Message("user", "x")])
+    assert store.latest_session(tmp_path / "a").id == a
+    assert store.latest_session(tmp_path / "b").id == b
+    assert store.latest_session(tmp_path / "c") is None
+
+
+def test_delete_cascades_messages_and_todos(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    store.add_turn(sid, [Message("user", "x")])
+    store.set_todos(sid, [Todo("1", "do it", "pending")])
+    assert store.delete_session(sid)
+    assert store.messages(sid) == []
+    assert store.get_todos(sid) == []
+    count = store._db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    assert count == 0
+
+
+def test_todos_keep_order_and_are_replaced_whole(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    store.set_todos(sid, [Todo("b", "second", "pending"), Todo("a", "first", "in_progress")])
+    assert [t.id for t in store.get_todos(sid)] == ["b", "a"]
+    store.set_todos(sid, [Todo("c", "only", "completed")])
+    assert store.get_todos(sid) == [Todo("c", "only", "completed")]
+
+
+def test_a_failed_turn_commits_nothing(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    bad = [Message("user", "fine"), Message("user", None)]  # type: ignore[arg-type]
+    with pytest.raises(StoreError):
+        store.add_turn(sid, bad)
+    assert store.messages(sid) == []
+
+
+def test_calibration_keeps_the_safe_side(store: SessionStore) -> None:
+    assert store.calibration_ratio("m") is None
+    assert store.record_calibration("m", 4000, 1000) == 4.0
+    assert store.record_calibration("m", 3000, 1000) == 3.0  # more tokens per byte: adopt it
+    assert store.record_calibration("m", 5000, 1000) == 3.0  # never relax towards fewer tokens
+    assert store.calibration_ratio("m") == 3.0
+    assert store.calibration_ratio("other") is None
+
+
+def test_prefix_lookup_and_prune(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    assert store.get_session(sid[:8]).id == sid
+    store._db.execute("UPDATE sessions SET updated_at = '2000-01-01T00:00:00+00:00'")
+    assert [s.id for s in store.sessions_older_than(30)] == [sid]
+
+
+def test_unopenable_database_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
+    with pytest.raises(StoreError, match="cannot open session store"):
+        SessionStore(tmp_path / "db")
+
+
+def test_corrupt_database_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError):
+        SessionStore(path)
+    assert isinstance(sqlite3.sqlite_version, str)
