@@ -10,17 +10,36 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
-# The embedded model: llama-cpp-python compiles from source on first install
-# (about five minutes on two cores; pip caches the wheel afterwards).
-$(VENV)/.local-installed: pyproject.toml | $(BIN)/python
+# The embedded model runs on llama-cpp-python, which compiles llama.cpp from
+# source (several minutes on two cores). We build the wheel ourselves, once,
+# into a wheelhouse outside the checkout, for a portable x86-64 baseline
+# (AVX2/FMA): a -march=native build can emit AMX or AVX-512 instructions that
+# a VM advertises but does not let a process run ("Illegal instruction").
+LLAMA_VERSION ?= 0.3.36
+WHEELHOUSE    ?= $(HOME)/.cache/harvey/wheels
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF \
+	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+
+$(VENV)/.llama-installed: | $(BIN)/python
+	@mkdir -p $(WHEELHOUSE)
+	@if ! ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "Building llama-cpp-python $(LLAMA_VERSION) (one time, several minutes)..."; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	    $(PIP) wheel --no-deps --no-cache-dir -w $(WHEELHOUSE) llama-cpp-python==$(LLAMA_VERSION); \
+	fi
+	$(PIP) install --no-cache-dir $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	touch $@
+
+$(VENV)/.local-installed: pyproject.toml $(VENV)/.llama-installed
 	$(PIP) install -e '.[local]'
 	touch $@
 
-$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+$(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed
 	$(PIP) install -e '.[local,dev]'
 	touch $@
 
-$(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
+$(VENV)/.bench-installed: pyproject.toml $(VENV)/.dev-installed
 	$(PIP) install -e '.[local,dev,bench]'
 	touch $@
 

@@ -29,10 +29,10 @@ class GetPlanTool:
         "Return the full implementation plan of this session. Use it when the plan "
         "in your prompt says it was reduced to fit the injection budget."
     )
-    parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
 
     def __init__(self, read_plan: Callable[[], str]) -> None:
         self._read_plan = read_plan
+        self.parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         try:

@@ -1,0 +1,3 @@
+from harvey.cli import main
+
+main()

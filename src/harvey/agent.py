@@ -1,0 +1,367 @@
+"""The agent: history, the turn loop and tool rounds.
+
+``Agent.turn`` is the one place every chat turn passes through: it builds the
+prompt (system prompt, injected plan text, history), streams the model's reply,
+runs tool calls through the executor (the hook registry), commits the turn to
+``sessions.db`` and hands a ``TurnRecord`` to the recorder. A cancelled turn
+leaves history, store and session file exactly as they were.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvey.config import Settings
+from harvey.context.budget import estimate_tokens, remaining_context
+from harvey.errors import Cancelled
+from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote_endpoint
+from harvey.messages import Message, ToolCall, ToolResult
+from harvey.prompts import build_system_prompt
+from harvey.session.records import TurnRecord, ToolNote
+from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.ui import AgentUI, HeadlessUI
+
+log = logging.getLogger(__name__)
+
+MENTION_PREFIX = "@"
+
+
+def default_user_name(settings: Settings) -> str:
+    if settings.user:
+        return settings.user
+    try:
+        return os.environ.get("USER") or getpass.getuser() or "user"
+    except Exception:  # getpass raises various errors without a passwd entry
+        return "user"
+
+
+def split_mention(text: str) -> tuple[str | None, str]:
+    """``"@name rest"`` → ``("name", "rest")``; anything else → ``(None, text)``."""
+    stripped = text.lstrip()
+    if not stripped.startswith(MENTION_PREFIX) or len(stripped) < 2:
+        return None, text
+    head, _, rest = stripped[1:].partition(" ")
+    if not head or not all(c.isalnum() or c in "-_.:/" for c in head):
+        return None, text
+    return head, rest.strip()
+
+
+def find_mention(text: str) -> tuple[str | None, str]:
+    """Find an ``@name`` anywhere in an instruction (chunk prompts put it last)."""
+    words = text.split()
+    for i, word in enumerate(words):
+        if word.startswith(MENTION_PREFIX) and len(word) > 1:
+            rest = " ".join(words[:i] + words[i + 1 :])
+            return word[1:].rstrip(".,;:"), rest
+    return None, text
+
+
+@dataclass
+class TurnOutcome:
+    reply: str
+    tool_results: list[ToolResult] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    chunk_analysis: bool = False
+
+
+@dataclass
+class _TurnState:
+    """What one turn has produced so far; discarded if the turn is cancelled."""
+
+    client: LLMClient
+    route: str | None
+    user_text: str | None
+    new_messages: list[Message] = field(default_factory=list)
+    notes: list[ToolNote] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    final_reply: str | None = None  # set by a chunk analysis: ends the turn
+    recorded_prefix: bool = False  # the interrupted TALKING scene is already written
+    on_tool: Callable[[ToolCall, ToolResult], None] | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        client: LLMClient,
+        executor: ToolExecutor,
+        settings: Settings,
+        workspace: Path,
+        store: object | None = None,
+        session_id: str | None = None,
+        recorder: object | None = None,
+        ui: AgentUI | None = None,
+        harvey_home: Path | None = None,
+        route_client: Callable[[str], LLMClient | None] | None = None,
+        plan_text: Callable[[], str | None] | None = None,
+        system_extra: tuple[str, ...] = (),
+    ) -> None:
+        self.client = client
+        self.executor = executor
+        self.settings = settings
+        self.workspace = workspace
+        self.store = store
+        self.session_id = session_id or uuid.uuid4().hex
+        self.recorder = recorder
+        self.ui: AgentUI = ui or HeadlessUI()
+        self.harvey_home = harvey_home
+        self.route_client = route_client
+        self.plan_text = plan_text
+        self.system_extra = system_extra
+        self.user = default_user_name(settings)
+        self.history: list[Message] = []
+        self.handover: str | None = None  # injected once, into the next turn's prompt
+        self.last_usage = Usage()
+        self._caps: dict[str, ModelCapabilities] = {}
+        self._turn: _TurnState | None = None
+        self.cancel_event = threading.Event()
+
+    # -- capabilities and accounting ------------------------------------------
+
+    def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
+        client = client or self.client
+        key = f"{client.backend}:{client.endpoint}:{client.model}"
+        if key not in self._caps:
+            caps = client.capabilities()
+            if self.settings.context_window and client is self.client:
+                caps = ModelCapabilities(self.settings.context_window, caps.supports_tools, "config")
+            self._caps[key] = caps
+        return self._caps[key]
+
+    def tools_enabled(self, client: LLMClient | None = None) -> bool:
+        return self.settings.tools.enabled and self.capabilities(client).supports_tools
+
+    def system_prompt(self, client: LLMClient | None = None) -> str:
+        return build_system_prompt(
+            self.workspace, tools=self.tools_enabled(client), extra=self.system_extra
+        )
+
+    def bytes_per_token(self, client: LLMClient | None = None) -> float:
+        """The calibrated ratio for this model when known, else the 4-bytes heuristic."""
+        client = client or self.client
+        getter = getattr(self.store, "calibration_ratio", None)
+        ratio = getter(client.model) if getter else None
+        return float(ratio) if ratio else 4.0
+
+    def injected_texts(self) -> list[str]:
+        texts = []
+        if self.handover:
+            texts.append(self.handover)
+        plan = self.plan_text() if self.plan_text else None
+        if plan:
+            texts.append(plan)
+        return texts
+
+    def remaining_tokens(self, client: LLMClient | None = None, extra: list[Message] | None = None) -> int:
+        client = client or self.client
+        history = list(self.history) + list(extra or [])
+        return remaining_context(
+            self.capabilities(client).context_window,
+            history=history,
+            system_prompt=self.system_prompt(client),
+            injected=self.injected_texts(),
+            bytes_per_token=self.bytes_per_token(client),
+        )
+
+    def status(self) -> dict[str, object]:
+        caps = self.capabilities()
+        ratio = self.bytes_per_token()
+        used = estimate_tokens(
+            "".join(m.content for m in self.history) + self.system_prompt()
+            + "".join(self.injected_texts()),
+            ratio,
+        )
+        return {
+            "backend": self.client.backend,
+            "endpoint": self.client.endpoint,
+            "model": self.client.model,
+            "context_window": caps.context_window,
+            "context_source": caps.context_source,
+            "used_tokens": used,
+            "plan_tokens": sum(estimate_tokens(t, ratio) for t in self.injected_texts()),
+            "remaining_tokens": self.remaining_tokens(),
+            "bytes_per_token": ratio,
+            "calibrated": ratio != 4.0,
+            "tools": self.tools_enabled(),
+            "session_id": self.session_id,
+            "messages": len(self.history),
+        }
+
+    # -- the turn -----------------------------------------------------------------
+
+    def resolve_route(self, name: str) -> LLMClient:
+        """``@name``: a configured route, else another model on the current backend."""
+        if self.route_client is not None:
+            client = self.route_client(name)
+            if client is not None:
+                return client
+        return self.client.with_model(name)
+
+    def build_prompt(self, client: LLMClient, pending: list[Message]) -> list[Message]:
+        messages = [Message("system", self.system_prompt(client))]
+        for text in self.injected_texts():
+            messages.append(Message("system", text))
+        return messages + self.history + pending
+
+    def turn(
+        self,
+        user_text: str,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
+        on_tool: Callable[[ToolCall, ToolResult], None] | None = None,
+    ) -> TurnOutcome:
+        route, text = split_mention(user_text)
+        client = self.resolve_route(route) if route else self.client
+        if cancel is None:
+            cancel = self.cancel_event
+            cancel.clear()
+        state = _TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
+        self._turn = state
+        try:
+            if not self.tools_enabled(client):
+                text = self._attach_files(text, client)
+            state.new_messages.append(Message("user", text))
+            outcome = self._run_rounds(state, on_text, cancel)
+        finally:
+            self._turn = None
+        if cancel.is_set():
+            raise Cancelled("cancelled")
+        self.history.extend(state.new_messages)
+        self.handover = None
+        self._commit(state, outcome)
+        return outcome
+
+    def _run_rounds(
+        self, state: _TurnState, on_text: Callable[[str], None] | None, cancel: threading.Event
+    ) -> TurnOutcome:
+        client = state.client
+        use_tools = self.tools_enabled(client)
+        schemas = self.executor.schemas() if use_tools else None
+        ctx = self.tool_context()
+        usage = Usage()
+        if state.final_reply is not None:  # a tool-less model's file was chunk-analysed
+            state.new_messages.append(Message("assistant", state.final_reply))
+            return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
+        for _round in range(self.settings.tools.max_rounds + 1):
+            last_round = _round == self.settings.tools.max_rounds
+            prompt = self.build_prompt(client, state.new_messages)
+            result = chat(client, prompt, None if last_round else schemas, on_text, cancel)
+            usage = result.usage
+            self._calibrate(client, prompt, usage)
+            if not result.tool_calls or last_round:
+                reply = result.text
+                state.new_messages.append(Message("assistant", reply))
+                return TurnOutcome(reply, state.results, usage, client.model)
+            calls = [c if c.id else ToolCall(f"call_{uuid.uuid4().hex[:12]}", c.name, c.arguments) for c in result.tool_calls]
+            state.new_messages.append(Message("assistant", result.text, calls))
+            for call in calls:
+                if cancel.is_set():
+                    raise Cancelled("cancelled")
+                res = self.executor.execute(ctx, call)
+                state.results.append(res)
+                if state.on_tool is not None:
+                    state.on_tool(call, res)
+                state.notes.append(
+                    ToolNote.from_result(call, res.content, character=state.route.upper() if state.route else None)
+                )
+                state.new_messages.append(res.to_message())
+            if state.final_reply is not None:
+                state.new_messages.append(Message("assistant", state.final_reply))
+                return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
+        raise AssertionError("unreachable: the last round never offers tools")
+
+    def _calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
+        record = getattr(self.store, "record_calibration", None)
+        if record is None or not usage.prompt_tokens:
+            return
+        prompt_bytes = sum(len(m.content.encode("utf-8")) for m in prompt)
+        try:
+            record(client.model, prompt_bytes, usage.prompt_tokens)
+        except Exception as exc:  # calibration is advisory; never fail a turn on it
+            log.warning("could not record calibration: %s", exc)
+        self.last_usage = usage
+
+    def _commit(self, state: _TurnState, outcome: TurnOutcome) -> None:
+        add_turn = getattr(self.store, "add_turn", None)
+        if add_turn is not None:
+            add_turn(self.session_id, state.new_messages)
+        if self.recorder is None:
+            return
+        if outcome.chunk_analysis and state.recorded_prefix:
+            record = self.turn_record(state, user_text=None, reply=outcome.reply, notes=[])
+        else:
+            record = self.turn_record(state, user_text=state.user_text, reply=outcome.reply, notes=state.notes)
+        self.recorder.record_turn(record)  # type: ignore[attr-defined]
+
+    def turn_record(
+        self, state: _TurnState, *, user_text: str | None, reply: str | None, notes: list[ToolNote],
+        harvey_notice: str | None = None,
+    ) -> TurnRecord:
+        return TurnRecord(
+            user=self.user,
+            model=state.client.model,
+            workspace=str(self.workspace),
+            user_text=user_text,
+            reply=reply,
+            tool_notes=list(notes),
+            remote=is_remote_endpoint(state.client.endpoint),
+            route=state.route,
+            harvey_notice=harvey_notice,
+        )
+
+    # -- tools ------------------------------------------------------------------------
+
+    def tool_context(self) -> ToolContext:
+        chunking = self.settings.chunking
+        guarded = chunking.enabled
+        return ToolContext(
+            workspace=self.workspace,
+            session_id=self.session_id,
+            interactive=self.ui.interactive,
+            confirm=self.ui.confirm,
+            read_budget=self._read_budget if guarded else None,
+            on_oversize=self._on_oversize if guarded else None,
+            allowed_commands=tuple(self.settings.security.allowed_commands),
+            shell_timeout=self.settings.security.shell_timeout,
+            harvey_home=self.harvey_home,
+        )
+
+    def _read_budget(self) -> int:
+        state = self._turn
+        extra = state.new_messages if state else []
+        client = state.client if state else self.client
+        return int(self.remaining_tokens(client, extra) * self.settings.chunking.threshold)
+
+    def _on_oversize(self, path: Path, size: int, estimated: int, budget: int) -> str:
+        from harvey.oversize import handle_oversize
+
+        return handle_oversize(self, path, size, estimated)
+
+    def _attach_files(self, text: str, client: LLMClient) -> str:
+        from harvey.oversize import attach_mentioned_files
+
+        return attach_mentioned_files(self, text, client)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def load_history(self, messages: list[Message]) -> None:
+        self.history = list(messages)
+
+    def add_context(self, message: Message) -> None:
+        """Add a message outside a model turn (e.g. ``!cmd`` output) and commit it."""
+        self.history.append(message)
+        add_turn = getattr(self.store, "add_turn", None)
+        if add_turn is not None:
+            add_turn(self.session_id, [message])
+
+    def clear(self) -> None:
+        self.history = []

@@ -1,0 +1,193 @@
+"""The ``harvey`` command: a thin layer over the library.
+
+Every ``HarveyError`` becomes one line on stderr and an exit status (2 for
+usage and configuration, 1 for model and tool failures, 130 for Ctrl-C); a
+traceback reaches the user only with ``HARVEY_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from harvey import __version__
+from harvey.config import Paths, Settings, load_settings, resolve_paths
+from harvey.errors import Cancelled, HarveyError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BACKENDS = click.Choice(["auto", "ollama", "openai", "local", "scripted"])
+
+
+def _debug() -> bool:
+    return os.environ.get("HARVEY_DEBUG", "") not in ("", "0")
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"harvey: {message}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(func: F) -> F:
+    """Translate HarveyError and Ctrl-C into one line and an exit status."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except Cancelled as exc:
+            fail(str(exc) or "cancelled", 130)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        except HarveyError as exc:
+            if _debug():
+                raise
+            fail(str(exc), exc.exit_code)
+        except BrokenPipeError:
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def workspace_option(func: F) -> F:
+    return click.option(
+        "--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help="Workspace folder (default: the current directory).",
+    )(func)
+
+
+def model_options(func: F) -> F:
+    func = click.option("--model", "-m", default=None, help="Model name on the backend.")(func)
+    func = click.option("--base-url", default=None, help="Server URL for ollama/openai backends.")(func)
+    func = click.option("--backend", type=BACKENDS, default=None,
+                        help="Model backend (default: ollama if it answers, else the embedded model).")(func)
+    return func
+
+
+def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
+    paths = resolve_paths(workspace)
+    return paths, load_settings(paths, overrides)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="harvey")
+@workspace_option
+@model_options
+@click.option("--continue", "-c", "continue_", is_flag=True, help="Resume the newest session of this workspace.")
+@click.option("--continue-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Resume the conversation recorded in a .spmd session file.")
+@click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
+@click.pass_context
+@handle_errors
+def main(
+    ctx: click.Context, workspace: Path | None, backend: str | None, base_url: str | None,
+    model: str | None, continue_: bool, continue_file: Path | None, no_record: bool,
+) -> None:
+    """Harvey: a terminal LLM agent for the documents and code in a workspace.
+
+    With no command, starts the interactive REPL. Type a message to chat,
+    !CMD to run a command, @NAME PROMPT to route a turn, /help for commands.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
+    if ctx.invoked_subcommand is not None:
+        return
+    if continue_ and continue_file:
+        raise UsageError("use either --continue or --continue-file, not both")
+    paths, settings = load(workspace, backend=backend, base_url=base_url, model=model)
+    from harvey.terminal import run_repl
+
+    sys.exit(run_repl(paths, settings, record=not no_record, resume_latest=continue_,
+                      resume_file=continue_file))
+
+
+def _inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
+    parent = ctx.find_object(dict) or {}
+    return {k: v if v is not None else parent.get(k) for k, v in values.items()}
+
+
+@main.command()
+@click.argument("prompt")
+@workspace_option
+@model_options
+@click.option("--yes", "-y", is_flag=True, help="Answer yes to questions (chunk an oversized file with PROMPT as the instruction).")
+@click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
+@click.pass_context
+@handle_errors
+def run(ctx: click.Context, prompt: str, workspace: Path | None, backend: str | None,
+        base_url: str | None, model: str | None, yes: bool, no_record: bool) -> None:
+    """Send one PROMPT (or - for stdin) and print only the reply."""
+    from harvey.oneshot import run_once
+
+    opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    paths, settings = load(opts.pop("workspace"), **opts)
+    sys.exit(run_once(paths, settings, prompt, auto_yes=yes, record=not no_record))
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--instruction", "-i", required=True, help="What to do with each chunk (may contain @ROUTE).")
+@workspace_option
+@model_options
+@click.option("--chunk-size", type=click.IntRange(min=200), default=None, help="Target chunk size in bytes.")
+@click.option("--overlap", type=click.Choice(["paragraph", "sentence", "none"]), default=None)
+@click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Map calls in flight.")
+@click.option("--max-chunks", type=click.IntRange(min=1), default=None)
+@click.option("--yes", "-y", is_flag=True, help="Proceed even beyond --max-chunks.")
+@click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
+@click.pass_context
+@handle_errors
+def analyze(ctx: click.Context, file: Path, instruction: str, workspace: Path | None,
+            backend: str | None, base_url: str | None, model: str | None,
+            chunk_size: int | None, overlap: str | None, concurrency: int | None,
+            max_chunks: int | None, yes: bool, no_record: bool) -> None:
+    """Analyse FILE chunk by chunk (map-reduce) and print the synthesized result."""
+    from harvey.oneshot import analyze_once
+    from harvey.oversize import AnalysisOptions
+
+    opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    paths, settings = load(opts.pop("workspace"), **opts)
+    options = AnalysisOptions(chunk_size, overlap, concurrency, max_chunks)
+    sys.exit(analyze_once(paths, settings, file, instruction, options, auto_yes=yes,
+                          record=not no_record))
+
+
+@main.command()
+@workspace_option
+@model_options
+@click.pass_context
+@handle_errors
+def models(ctx: click.Context, workspace: Path | None, backend: str | None,
+           base_url: str | None, model: str | None) -> None:
+    """List the models the backend offers."""
+    from harvey.llm.factory import make_client
+
+    opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    _paths, settings = load(opts.pop("workspace"), **opts)
+    client = make_client(settings)
+    try:
+        names = client.list_models()
+        caps = client.capabilities()
+    finally:
+        client.close()
+    click.echo(f"# backend: {client.backend} ({client.endpoint})", err=True)
+    for name in names:
+        marker = "*" if name == client.model else " "
+        click.echo(f"{marker} {name}")
+    click.echo(f"# {client.model}: context window {caps.context_window} tokens "
+               f"({caps.context_source}), tools: {'yes' if caps.supports_tools else 'no'}", err=True)
+
+
+from harvey.cli_sessions import sessions  # noqa: E402  (registers the group)
+
+main.add_command(sessions)

@@ -1,0 +1,139 @@
+"""``harvey sessions``: list, show, delete, prune and render recorded sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harvey.config import resolve_paths
+from harvey.errors import HarveyError, UsageError
+
+
+def _store(workspace: Path | None):  # type: ignore[no-untyped-def]
+    from harvey.runtime import open_store
+
+    paths = resolve_paths(workspace)
+    return paths, open_store(paths)
+
+
+def _handle(func):  # type: ignore[no-untyped-def]
+    from harvey.cli import handle_errors
+
+    return handle_errors(func)
+
+
+@click.group()
+def sessions() -> None:
+    """Manage sessions stored in HARVEY_HOME/sessions.db and their .spmd files."""
+
+
+@sessions.command("list")
+@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--all", "all_", is_flag=True, help="Sessions of every workspace, not just this one.")
+@_handle
+def list_(workspace: Path | None, all_: bool) -> None:
+    """List sessions, newest first."""
+    paths, store = _store(workspace)
+    try:
+        rows = store.list_sessions(None if all_ else paths.workspace)
+    finally:
+        store.close()
+    if not rows:
+        click.echo("no sessions", err=True)
+        return
+    for s in rows:
+        title = s.title or "(untitled)"
+        where = f"  {s.workspace}" if all_ else ""
+        click.echo(f"{s.id[:12]}  {s.updated_at}  {s.model:<24} {s.message_count:>4} msgs  {title}{where}")
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
+@_handle
+def show(session_id: str, workspace: Path | None) -> None:
+    """Print a session's messages."""
+    _paths, store = _store(workspace)
+    try:
+        info = store.get_session(session_id)
+        if info is None:
+            raise UsageError(f"no session {session_id!r} (see 'harvey sessions list')")
+        messages = store.messages(info.id)
+        todos = store.get_todos(info.id)
+    finally:
+        store.close()
+    click.echo(f"session {info.id}  model {info.model}  workspace {info.workspace}")
+    for m in messages:
+        if m.role == "tool":
+            click.echo(f"[tool {m.name or ''}] {m.content[:200]}")
+        elif m.tool_calls:
+            for call in m.tool_calls:
+                click.echo(f"[{m.role} calls {call.name}({call.arguments_json()[:200]})]")
+            if m.content:
+                click.echo(f"{m.role}: {m.content}")
+        else:
+            click.echo(f"{m.role}: {m.content}")
+    for t in todos:
+        click.echo(f"todo [{t.status}] {t.id}: {t.content}")
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
+@_handle
+def delete(session_id: str, workspace: Path | None) -> None:
+    """Delete a session: its messages, todos and offloaded tool output."""
+    from harvey.runtime import delete_session
+
+    _paths, store = _store(workspace)
+    try:
+        info = store.get_session(session_id)
+        if info is None:
+            raise UsageError(f"no session {session_id!r} (see 'harvey sessions list')")
+        delete_session(store, info.id)
+    finally:
+        store.close()
+    click.echo(f"deleted session {info.id}")
+
+
+@sessions.command()
+@click.option("--older-than", "days", type=click.FloatRange(min=0), required=True,
+              help="Delete sessions not updated for this many days.")
+@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
+@_handle
+def prune(days: float, workspace: Path | None) -> None:
+    """Delete every session older than DAYS (all workspaces)."""
+    from harvey.runtime import delete_session
+
+    _paths, store = _store(workspace)
+    try:
+        old = store.sessions_older_than(days)
+        for info in old:
+            delete_session(store, info.id)
+    finally:
+        store.close()
+    click.echo(f"deleted {len(old)} session{'s' if len(old) != 1 else ''}")
+
+
+@sessions.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file to write (default: FILE with .html).")
+@_handle
+def render(file: Path, output: Path | None) -> None:
+    """Render a .spmd session file as a readable HTML screenplay."""
+    from harvey.session.fountain import parse_session
+    from harvey.session.render import render_html
+
+    if not file.is_file():
+        raise UsageError(f"session file {file} does not exist")
+    parsed = parse_session(file)
+    for warning in parsed.warnings:
+        click.echo(f"warning: {file.name}: {warning}", err=True)
+    target = output or file.with_suffix(".html")
+    try:
+        target.write_text(render_html(parsed), encoding="utf-8")
+    except OSError as exc:
+        raise HarveyError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    click.echo(str(target))

@@ -1,0 +1,351 @@
+"""Map-reduce analysis of a document too big for the model's context.
+
+Map: every chunk goes to the model with the user's instruction (the seed's
+prompt, ``instruction + "\\n\\n---\\nChunk i of N:\\n" + chunk``), up to
+``config.concurrency`` calls in flight. A failed chunk does not stop the map
+phase: its partial result becomes ``[chunk i failed: …]`` and the recorder
+gets ``error: …``. Notes and partial results stay in chunk order whatever
+order the calls finish in.
+
+Reduce: one synthesis call over all partial results. When they do not fit
+the synthesis model's context (``context_window`` given), they are combined
+in groups that fit and the group results combined again — a hierarchical
+reduce with a depth limit that must shrink the text at every level. A
+synthesis failure raises ``SynthesisError``; the note records it first.
+
+Cancel: setting ``cancel`` (the REPL does on Ctrl-C; a ``KeyboardInterrupt``
+here does the same) stops within a poll interval: queued calls never start,
+running streams stop at their next event, the synthesis note records
+``error: cancelled`` and ``Cancelled`` is raised — nothing is returned to
+inject. Calls run in daemon threads so a server that never answers cannot
+hold the process.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TextIO
+
+from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
+from harvey.context.chunking import Chunk, ChunkConfig
+from harvey.context.progress import NullProgress, ProgressReporter, make_progress
+from harvey.errors import BackendError, Cancelled
+from harvey.llm.base import LLMClient, chat
+from harvey.messages import Message
+
+MAX_LEVELS = 5
+POLL_SECONDS = 0.1
+_SEPARATOR = "\n\n---\n"
+
+
+class SynthesisError(BackendError):
+    """The reduce phase failed; ``harvey analyze`` exits 1."""
+
+
+class AnalysisRecorder(Protocol):
+    """The chunk-analysis methods of ``harvey.session.recorder.Recorder``."""
+
+    def record_chunk_analysis_start(
+        self,
+        filename: str,
+        total_chunks: int,
+        model: str,
+        boundary: str,
+        chunk_size_bytes: int,
+        user_instruction: str,
+    ) -> None: ...
+
+    def record_chunk_result(self, i: int, n: int, status: str) -> None: ...
+
+    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None: ...
+
+
+def map_prompt(instruction: str, index: int, total: int, chunk: str) -> str:
+    """The seed's per-chunk prompt (``index`` is 1-based)."""
+    return f"{instruction}\n\n---\nChunk {index} of {total}:\n{chunk}"
+
+
+def _reduce_header(instruction: str, count: int) -> str:
+    return (
+        f"{instruction}\n\n---\nCombine the following {count} section summaries "
+        "into a single coherent response:\n\n"
+    )
+
+
+def reduce_prompt(instruction: str, partials: Sequence[str]) -> str:
+    """The seed's synthesis prompt over ``partials`` joined by ``\\n\\n---\\n``."""
+    return _reduce_header(instruction, len(partials)) + _SEPARATOR.join(partials)
+
+
+@dataclass
+class ChunkAnalysisParams:
+    """Inputs to ``run_chunked_analysis`` (the seed's ``ChunkAnalysisParams``).
+
+    ``model`` is the resolved name recorded in the notes (an ``@name`` in the
+    instruction already parsed by the caller, who passes the matching client);
+    ``boundary`` is ``"paragraph"`` or ``"source"``.
+    """
+
+    filename: str
+    chunks: Sequence[Chunk | str]
+    instruction: str
+    model: str
+    boundary: str = "paragraph"
+    config: ChunkConfig = field(default_factory=ChunkConfig)
+
+
+@dataclass
+class AnalysisResult:
+    """The synthesized answer, which chunks failed (1-based) and how many reduce levels ran."""
+
+    text: str
+    failures: list[int]
+    levels: int
+    partials: list[str]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _run_bounded(
+    client: LLMClient,
+    prompts: Sequence[str],
+    concurrency: int,
+    cancel: threading.Event,
+    on_start: Callable[[int], None],
+    on_done: Callable[[int, str | None, BaseException | None], None],
+) -> None:
+    """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish."""
+    results: queue.Queue[tuple[int, str | None, BaseException | None]] = queue.Queue()
+
+    def work(i: int) -> None:
+        try:
+            reply = chat(client, [Message(role="user", content=prompts[i])], cancel=cancel)
+            results.put((i, reply.text, None))
+        except BaseException as exc:  # reported to the coordinator, never lost
+            results.put((i, None, exc))
+
+    next_i = in_flight = 0
+    while next_i < len(prompts) or in_flight:
+        while in_flight < concurrency and next_i < len(prompts):
+            if cancel.is_set():
+                raise Cancelled("chunk analysis cancelled")
+            on_start(next_i)
+            threading.Thread(target=work, args=(next_i,), daemon=True).start()
+            next_i += 1
+            in_flight += 1
+        try:
+            i, text, err = results.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            if cancel.is_set():
+                raise Cancelled("chunk analysis cancelled") from None
+            continue
+        in_flight -= 1
+        if cancel.is_set() or isinstance(err, Cancelled):
+            raise Cancelled("chunk analysis cancelled")
+        on_done(i, text, err)
+
+
+class _Analysis:
+    """One run: the map phase, then the (possibly hierarchical) reduce."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        params: ChunkAnalysisParams,
+        recorder: AnalysisRecorder | None,
+        progress: ProgressReporter,
+        cancel: threading.Event,
+        synthesis_client: LLMClient,
+        context_window: int | None,
+        bytes_per_token: float,
+    ) -> None:
+        self.client = client
+        self.params = params
+        self.recorder = recorder
+        self.progress = progress
+        self.cancel = cancel
+        self.synth = synthesis_client
+        self.synth_model = synthesis_client.model if synthesis_client is not client else params.model
+        self.context_window = context_window
+        self.bytes_per_token = bytes_per_token
+        self.levels = 0
+
+    def map_phase(self) -> tuple[list[str], list[int]]:
+        texts = [c.text if isinstance(c, Chunk) else c for c in self.params.chunks]
+        n = len(texts)
+        prompts = [map_prompt(self.params.instruction, i + 1, n, t) for i, t in enumerate(texts)]
+        partials: list[str | None] = [None] * n
+        statuses: dict[int, str] = {}
+        failures: list[int] = []
+        recorded = 0
+
+        def done(i: int, text: str | None, err: BaseException | None) -> None:
+            nonlocal recorded
+            if err is None:
+                partials[i] = text or ""
+                statuses[i] = "ok"
+            else:
+                reason = _first_line(err)
+                partials[i] = f"[chunk {i + 1} failed: {reason}]"
+                statuses[i] = f"error: {reason}"
+                failures.append(i + 1)
+            self.progress.chunk_finished(i + 1, n, None if err is None else _first_line(err))
+            while recorded in statuses:  # notes in chunk order, whatever finished first
+                if self.recorder is not None:
+                    self.recorder.record_chunk_result(recorded + 1, n, statuses.pop(recorded))
+                else:
+                    statuses.pop(recorded)
+                recorded += 1
+
+        _run_bounded(
+            self.client,
+            prompts,
+            self.params.config.concurrency,
+            self.cancel,
+            lambda i: self.progress.chunk_started(i + 1, n),
+            done,
+        )
+        return [p or "" for p in partials], sorted(failures)
+
+    def _fits(self, partials: Sequence[str]) -> bool:
+        if self.context_window is None:
+            return True
+        size = len(_reduce_header(self.params.instruction, len(partials)).encode("utf-8"))
+        size += sum(len(p.encode("utf-8")) for p in partials)
+        size += len(_SEPARATOR) * max(0, len(partials) - 1)
+        budget = remaining_context(self.context_window, bytes_per_token=self.bytes_per_token)
+        return tokens_for_bytes(size, self.bytes_per_token) <= budget
+
+    def _groups(self, partials: list[str]) -> list[list[str]]:
+        groups: list[list[str]] = []
+        current: list[str] = []
+        for index, partial in enumerate(partials, 1):
+            if not self._fits([partial]):
+                raise SynthesisError(
+                    f"synthesis failed: partial result {index} alone does not fit the "
+                    f"synthesis model's context ({self.context_window} tokens)"
+                )
+            if current and not self._fits([*current, partial]):
+                groups.append(current)
+                current = []
+            current.append(partial)
+        groups.append(current)
+        return groups
+
+    def reduce_phase(self, partials: list[str]) -> str:
+        current = partials
+        while True:
+            self.levels += 1
+            groups = [current] if self._fits(current) else self._groups(current)
+            self.progress.synthesis_started(self.levels, len(current), len(groups))
+            outputs = self._synthesize(groups)
+            if len(groups) == 1:
+                return outputs[0]
+            if self.levels >= MAX_LEVELS:
+                raise SynthesisError(
+                    f"synthesis failed: partial results still too large after {MAX_LEVELS} levels"
+                )
+            before = sum(len(p) for p in current)
+            if sum(len(o) for o in outputs) >= before:
+                raise SynthesisError(
+                    f"synthesis failed: level {self.levels} did not shrink the partial results "
+                    f"({before} characters in, {sum(len(o) for o in outputs)} out)"
+                )
+            current = outputs
+
+    def _synthesize(self, groups: list[list[str]]) -> list[str]:
+        prompts = [reduce_prompt(self.params.instruction, g) for g in groups]
+        outputs: list[str] = [""] * len(prompts)
+
+        def done(i: int, text: str | None, err: BaseException | None) -> None:
+            if err is not None:
+                raise SynthesisError(f"synthesis failed: {_first_line(err)}") from err
+            outputs[i] = text or ""
+
+        concurrency = self.params.config.concurrency
+        _run_bounded(self.synth, prompts, concurrency, self.cancel, lambda i: None, done)
+        return outputs
+
+    def _note(self, status: str) -> None:
+        if self.recorder is not None:
+            self.recorder.record_chunk_synthesis(self.synth_model, status, levels=max(1, self.levels))
+
+    def run(self) -> AnalysisResult:
+        p = self.params
+        n = len(p.chunks)
+        if self.recorder is not None:
+            self.recorder.record_chunk_analysis_start(
+                p.filename, n, p.model, p.boundary, p.config.chunk_size_bytes, p.instruction
+            )
+        self.progress.start(n)
+        try:
+            partials, failures = self.map_phase()
+            text = self.reduce_phase(partials)
+        except (Cancelled, KeyboardInterrupt) as exc:
+            self.cancel.set()
+            self._note("error: cancelled")
+            raise Cancelled("chunk analysis cancelled") from exc
+        except SynthesisError as exc:
+            self._note(f"error: {str(exc).removeprefix('synthesis failed: ')}")
+            raise
+        finally:
+            self.progress.close()
+        self._note("ok")
+        return AnalysisResult(text=text, failures=failures, levels=self.levels, partials=partials)
+
+
+def run_chunked_analysis(
+    client: LLMClient,
+    params: ChunkAnalysisParams,
+    *,
+    recorder: AnalysisRecorder | None = None,
+    progress: ProgressReporter | TextIO | None = None,
+    cancel: threading.Event | None = None,
+    synthesis_client: LLMClient | None = None,
+    context_window: int | None = None,
+    bytes_per_token: float = BYTES_PER_TOKEN,
+) -> AnalysisResult:
+    """Map every chunk through ``client``, then synthesize; returns an ``AnalysisResult``.
+
+    ``progress`` is a reporter, or a stream for ``make_progress`` (default
+    stderr: a rich bar on a terminal, plain lines otherwise); pass
+    ``NullProgress()`` for none. ``context_window`` (the synthesis model's)
+    enables the hierarchical reduce; without it the synthesis is one call.
+    Raises ``SynthesisError`` when synthesis fails and ``Cancelled`` on cancel.
+    """
+    if not params.chunks:
+        raise ValueError("run_chunked_analysis needs at least one chunk")
+    reporter: ProgressReporter
+    if progress is None or not hasattr(progress, "chunk_started"):
+        reporter = make_progress(progress)  # type: ignore[arg-type]
+    else:
+        reporter = progress  # type: ignore[assignment]
+    analysis = _Analysis(
+        client,
+        params,
+        recorder,
+        reporter,
+        cancel if cancel is not None else threading.Event(),
+        synthesis_client if synthesis_client is not None else client,
+        context_window,
+        bytes_per_token,
+    )
+    return analysis.run()
+
+
+__all__ = [
+    "AnalysisRecorder",
+    "AnalysisResult",
+    "ChunkAnalysisParams",
+    "NullProgress",
+    "SynthesisError",
+    "map_prompt",
+    "reduce_prompt",
+    "run_chunked_analysis",
+]

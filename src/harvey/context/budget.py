@@ -1,0 +1,200 @@
+"""How much context is left, and whether a file would blow it — without reading it.
+
+Harvey's reason to exist is never overflowing a model's context silently. The
+accounting here is deliberately simple and conservative:
+
+* ``estimate_tokens`` counts UTF-8 bytes and divides by a bytes-per-token
+  ratio (4 by default, the usual figure for English prose; source code is
+  denser in tokens, so the default over-counts it — the safe direction).
+* ``remaining_context`` subtracts everything already committed to the prompt
+  (history, system prompt, injected memory / retrieval / plan text) and a
+  safety margin (10 % of the window, room for the reply and tool calls) from
+  the model's window. What is left is what a new file may use.
+* ``file_exceeds_budget`` is the pre-read guard: it calls ``os.stat`` only, so
+  asking about a 1 GB file costs the same as asking about a 1 KB one.
+
+Calibration: backends report real prompt token counts (Ollama
+``prompt_eval_count``, OpenAI ``usage.prompt_tokens``). ``Calibration`` turns
+``(prompt_bytes, prompt_tokens)`` pairs into a per-model ratio. The rule that
+keeps it safe: the ratio in use is the *smallest* bytes-per-token seen in the
+recent samples (the most tokens per byte), so an estimate is never fewer tokens
+than any recent observation implies. Samples include the chat template's
+tokens, which only lowers the ratio further — again the safe direction.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvey.messages import Message
+
+BYTES_PER_TOKEN = 4
+DEFAULT_MARGIN = 0.10
+# Ratios outside this range come from broken reports (e.g. a server counting
+# cached tokens only); clamping keeps one bad sample from disabling the guard.
+MIN_RATIO = 1.0
+MAX_RATIO = 8.0
+# Requests shorter than this are dominated by template overhead and say little.
+MIN_SAMPLE_TOKENS = 32
+MAX_SAMPLES = 32
+
+
+def estimate_tokens(text: str, bytes_per_token: float = BYTES_PER_TOKEN) -> int:
+    """Conservative token count: ``ceil(utf8_bytes / bytes_per_token)``; ``""`` → 0."""
+    if not text:
+        return 0
+    return tokens_for_bytes(len(text.encode("utf-8")), bytes_per_token)
+
+
+def tokens_for_bytes(size: int, bytes_per_token: float = BYTES_PER_TOKEN) -> int:
+    """Tokens that ``size`` bytes are estimated to take (rounded up)."""
+    if bytes_per_token <= 0:
+        raise ValueError(f"bytes_per_token must be positive, not {bytes_per_token}")
+    if size <= 0:
+        return 0
+    return math.ceil(size / bytes_per_token)
+
+
+def serialize_history(history: Sequence[Message] | str) -> str:
+    """The text a history costs: every message's content plus its tool-call arguments."""
+    if isinstance(history, str):
+        return history
+    parts: list[str] = []
+    for message in history:
+        parts.append(message.content)
+        parts.extend(call.arguments_json() for call in message.tool_calls)
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    """The numbers ``/status`` shows: window, used, margin, remaining and the ratio."""
+
+    window: int
+    history: int
+    system_prompt: int
+    injected: int
+    margin: int
+    bytes_per_token: float
+
+    @property
+    def used(self) -> int:
+        return self.history + self.system_prompt + self.injected
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.window - self.used - self.margin)
+
+
+def budget_report(
+    context_window: int,
+    *,
+    history: Sequence[Message] | str = (),
+    system_prompt: str = "",
+    injected: Iterable[str] = (),
+    bytes_per_token: float = BYTES_PER_TOKEN,
+    margin: float = DEFAULT_MARGIN,
+) -> BudgetReport:
+    """Account for everything already in the prompt (see ``remaining_context``)."""
+    if context_window < 0:
+        raise ValueError(f"context_window must not be negative, not {context_window}")
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin must be in [0, 1), not {margin}")
+    return BudgetReport(
+        window=context_window,
+        history=estimate_tokens(serialize_history(history), bytes_per_token),
+        system_prompt=estimate_tokens(system_prompt, bytes_per_token),
+        injected=sum(estimate_tokens(text, bytes_per_token) for text in injected),
+        margin=math.ceil(context_window * margin),
+        bytes_per_token=bytes_per_token,
+    )
+
+
+def remaining_context(
+    context_window: int,
+    *,
+    history: Sequence[Message] | str = (),
+    system_prompt: str = "",
+    injected: Iterable[str] = (),
+    bytes_per_token: float = BYTES_PER_TOKEN,
+    margin: float = DEFAULT_MARGIN,
+) -> int:
+    """Tokens left for new content: window − history − system − injected − margin, ≥ 0.
+
+    ``injected`` is every other text put in front of the model this turn
+    (recalled memory, retrieval chunks, the plan summary). The margin
+    (default 10 % of the window, rounded up) is room for the reply.
+    """
+    return budget_report(
+        context_window,
+        history=history,
+        system_prompt=system_prompt,
+        injected=injected,
+        bytes_per_token=bytes_per_token,
+        margin=margin,
+    ).remaining
+
+
+def file_exceeds_budget(
+    path: str | os.PathLike[str], budget: int, bytes_per_token: float = BYTES_PER_TOKEN
+) -> tuple[bool, int]:
+    """``(exceeds, size_in_bytes)`` for the file at ``path``, from ``os.stat`` alone.
+
+    The file is never opened, so the check costs the same for any size and
+    works on files the user cannot read. A missing path raises
+    ``FileNotFoundError`` (from ``os.stat``).
+    """
+    size = os.stat(Path(path)).st_size
+    return tokens_for_bytes(size, bytes_per_token) > budget, size
+
+
+def calibrated_ratio(samples: Sequence[tuple[int, int]]) -> float | None:
+    """The safe bytes-per-token ratio implied by ``(prompt_bytes, prompt_tokens)`` samples.
+
+    The smallest ratio among usable samples (tokens ≥ ``MIN_SAMPLE_TOKENS``),
+    clamped to ``[MIN_RATIO, MAX_RATIO]``; ``None`` when no sample is usable.
+    Taking the minimum means the estimate is never below what any sample
+    implies; a model whose tokenizer is coarser than 4 bytes/token therefore
+    earns a higher ratio only when every sample agrees.
+    """
+    ratios = [b / t for b, t in samples if t >= MIN_SAMPLE_TOKENS and b > 0]
+    if not ratios:
+        return None
+    return min(MAX_RATIO, max(MIN_RATIO, min(ratios)))
+
+
+@dataclass
+class Calibration:
+    """Per-model bytes-per-token learned from the backend's real prompt counts.
+
+    The lead keeps ``samples`` in ``sessions.db`` (one row per model) and
+    passes ``bytes_per_token()`` to the estimator. Only the most recent
+    ``MAX_SAMPLES`` are kept, so a changed chat template is forgotten in time.
+    """
+
+    model: str
+    samples: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, prompt_bytes: int, prompt_tokens: int | None) -> None:
+        """Record one request; reports without a token count are ignored."""
+        if prompt_tokens is None or prompt_tokens <= 0 or prompt_bytes <= 0:
+            return
+        self.samples.append((int(prompt_bytes), int(prompt_tokens)))
+        del self.samples[:-MAX_SAMPLES]
+
+    def add_messages(self, messages: Sequence[Message], prompt_tokens: int | None) -> None:
+        """Record a request given the messages sent and the reported prompt tokens."""
+        self.add(len(serialize_history(messages).encode("utf-8")), prompt_tokens)
+
+    @property
+    def ratio(self) -> float | None:
+        return calibrated_ratio(self.samples)
+
+    def bytes_per_token(self, default: float = BYTES_PER_TOKEN) -> float:
+        """The ratio to estimate with: the calibrated one, else ``default``."""
+        ratio = self.ratio
+        return default if ratio is None else ratio

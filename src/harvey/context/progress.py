@@ -1,0 +1,132 @@
+"""Progress display for chunked analysis: a rich bar on a terminal, plain lines otherwise.
+
+The engine reports events (chunk started, chunk finished, synthesis level
+started); a reporter decides how they look. On a terminal a rich progress bar
+shows chunks done, failures, elapsed time and ETA. When output is a pipe or a
+file — ``harvey analyze ... 2>log``, tests — each call prints one plain line,
+``Processing chunk i/N…``, as the seed specifies, so logs stay greppable.
+All calls come from the engine's coordinating thread.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Protocol, TextIO
+
+
+class ProgressReporter(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def chunk_started(self, index: int, total: int) -> None: ...
+
+    def chunk_finished(self, index: int, total: int, error: str | None) -> None: ...
+
+    def synthesis_started(self, level: int, inputs: int, groups: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NullProgress:
+    """Shows nothing (library use without a terminal)."""
+
+    def start(self, total: int) -> None:
+        pass
+
+    def chunk_started(self, index: int, total: int) -> None:
+        pass
+
+    def chunk_finished(self, index: int, total: int, error: str | None) -> None:
+        pass
+
+    def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class PlainProgress:
+    """One line per event, flushed at once (the seed's ``Processing chunk i/N…``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def start(self, total: int) -> None:
+        pass
+
+    def chunk_started(self, index: int, total: int) -> None:
+        self._line(f"Processing chunk {index}/{total}…")
+
+    def chunk_finished(self, index: int, total: int, error: str | None) -> None:
+        if error is not None:
+            self._line(f"Chunk {index}/{total} failed: {error}")
+
+    def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
+        if groups == 1:
+            self._line(f"Synthesizing {inputs} partial results…")
+        else:
+            self._line(f"Synthesizing level {level}: {inputs} partial results in {groups} groups…")
+
+    def close(self) -> None:
+        pass
+
+
+class RichProgress:
+    """A rich progress bar: chunks done of N, failures, elapsed, ETA."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(file=stream),
+            transient=False,
+        )
+        self._task: Any = None
+        self._failed = 0
+
+    def start(self, total: int) -> None:
+        self._progress.start()
+        self._task = self._progress.add_task("Analysing chunks", total=total, failed=0)
+
+    def chunk_started(self, index: int, total: int) -> None:
+        pass
+
+    def chunk_finished(self, index: int, total: int, error: str | None) -> None:
+        if error is not None:
+            self._failed += 1
+        self._progress.update(self._task, advance=1, failed=self._failed)
+
+    def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
+        label = "Synthesizing" if groups == 1 else f"Synthesizing level {level} ({groups} groups)"
+        self._progress.update(self._task, description=label)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def make_progress(stream: TextIO | None = None) -> ProgressReporter:
+    """A rich bar when ``stream`` (default stderr) is a terminal, plain lines otherwise."""
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        return RichProgress(stream)
+    return PlainProgress(stream)

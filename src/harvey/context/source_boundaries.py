@@ -1,0 +1,97 @@
+"""Function, class and method starts in source code, from tree-sitter grammars.
+
+The chunker prefers to cut source files where a definition starts, so each
+chunk holds whole functions. ``tree-sitter-language-pack`` bundles compiled
+grammars (no downloads). When a grammar is missing or the parse is not clean,
+``definition_starts`` returns ``None`` and the chunker falls back to the
+seed's blank-line-then-signature heuristic — a wrong tree would cut worse
+than the heuristic does.
+
+Only top-level definitions are boundaries, plus the nested ones (methods) of a
+definition too big for one chunk: cutting between two methods of a small
+class would split what fits together.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+# Node types that start a definition, across the bundled grammars: Python
+# function_definition / class_definition / decorated_definition, Go
+# function_declaration / method_declaration / type_declaration, Rust
+# function_item / impl_item / trait_item, JS/TS class_declaration and
+# export_statement, C/C++ function_definition / struct_specifier, Java/Kotlin
+# class, interface, enum, constructor and method declarations, ...
+_DEFINITION = re.compile(
+    r"function|method|class|struct|impl_item|trait|interface|enum|module|mod_item|namespace"
+    r"|decorated_definition|type_declaration|type_alias|type_item|export_statement|constructor"
+    r"|object_declaration|protocol|union|template_declaration|macro_definition|record"
+)
+_NOT_DEFINITION = re.compile(r"call|expression|identifier|parameter|argument|body|_type$")
+_MAX_DEPTH = 4
+
+
+class GrammarUnavailable(Exception):
+    """No usable grammar for a language (internal: triggers the heuristic)."""
+
+
+@lru_cache(maxsize=32)
+def load_parser(language: str) -> Any:
+    """A cached tree-sitter parser for ``language``; raises ``GrammarUnavailable``."""
+    try:
+        from tree_sitter_language_pack import get_parser
+
+        return get_parser(language)  # type: ignore[arg-type]
+    except Exception as exc:  # a missing grammar or a broken binding: fall back
+        raise GrammarUnavailable(f"no tree-sitter grammar for {language!r}: {exc}") from exc
+
+
+def _is_definition(node: Any) -> bool:
+    kind: str = node.type
+    return bool(_DEFINITION.search(kind)) and not _NOT_DEFINITION.search(kind)
+
+
+def _line_start(node: Any) -> int:
+    # tree-sitter columns are byte offsets within the line.
+    return int(node.start_byte - node.start_point.column)
+
+
+def _collect(node: Any, size: int, out: list[int], depth: int) -> None:
+    """Add the starts of definitions among ``node``'s children (and inside big ones)."""
+    lead: Any = None  # first of a run of comments directly above the next node
+    prev_row = -2
+    for child in node.named_children:
+        kind: str = child.type
+        if "comment" in kind:
+            if lead is None or child.start_point.row > prev_row + 1:
+                lead = child
+            prev_row = child.end_point.row
+            continue
+        if _is_definition(child):
+            attached = lead is not None and child.start_point.row <= prev_row + 1
+            out.append(_line_start(lead if attached else child))
+        if depth < _MAX_DEPTH and child.end_byte - child.start_byte > size:
+            _collect(child, size, out, depth + 1)
+        lead = None
+        prev_row = child.end_point.row
+
+
+def definition_starts(data: bytes, language: str, size: int) -> list[int] | None:
+    """Sorted byte offsets (line starts) where definitions begin, or ``None`` to fall back.
+
+    ``size`` is the chunk size: definitions bigger than that also contribute
+    their nested definitions (a big class's methods).
+    """
+    try:
+        parser = load_parser(language)
+        tree = parser.parse(data)
+    except Exception:
+        return None
+    root = tree.root_node
+    if root.has_error:
+        return None
+    out: list[int] = []
+    _collect(root, size, out, 0)
+    return sorted({p for p in out if p > 0})

@@ -1,0 +1,277 @@
+"""Shared HTTP plumbing for the Ollama and OpenAI-compatible backends.
+
+Two things live here so that the backends stay about their wire formats:
+
+* **Error translation.** Every httpx exception and every HTTP error status is
+  turned into a one-line ``BackendError`` subclass that names the endpoint and
+  says what to do next. Nothing from httpx escapes this module.
+* **Retries.** Transient failures (connect errors, HTTP 429 and 5xx) are retried
+  with bounded exponential backoff. A retry only ever happens *before* a
+  response has been accepted, so a caller never sees an event twice. The sleep
+  function is injectable so tests exercise retries without sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from harvey.errors import (
+    BackendError,
+    BackendHTTPError,
+    BackendUnavailable,
+    ModelNotFound,
+    StreamError,
+)
+
+Sleep = Callable[[float], None]
+
+BACKOFF_BASE = 0.5  # seconds before the first retry
+BACKOFF_CAP = 8.0  # no single wait is longer than this
+
+
+def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number ``attempt`` (0-based).
+
+    Deterministic (no jitter) so tests can assert the schedule. A server's
+    ``Retry-After`` is honoured when it fits under the cap; a larger one is
+    clamped, because Harvey prefers failing with a clear message to hanging.
+    """
+    if retry_after is not None and retry_after >= 0:
+        return min(retry_after, BACKOFF_CAP)
+    return float(min(BACKOFF_CAP, BACKOFF_BASE * (2**attempt)))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date: not worth parsing for a bounded wait
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How to talk about one server in error messages."""
+
+    label: str  # "Ollama", "the OpenAI-compatible server"
+    base_url: str
+    start_hint: str  # what to do when it cannot be reached
+    model_hint: str = "run `harvey models` to list the models it offers"
+
+    @property
+    def where(self) -> str:
+        return f"{self.label} at {self.base_url}"
+
+
+def error_detail(body: bytes) -> str:
+    """The human part of an error body: Ollama's ``{"error": "..."}``,
+    OpenAI's ``{"error": {"message": "..."}}``, or the first line of text."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.splitlines()[0][:200] if text else ""
+    if isinstance(data, dict):
+        err = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        if err is not None:
+            return str(err)[:200]
+    return text[:200]
+
+
+def status_error(endpoint: Endpoint, status: int, body: bytes, model: str | None) -> BackendError:
+    """Translate an HTTP error status into the right BackendError."""
+    detail = error_detail(body)
+    suffix = f": {detail}" if detail else ""
+    if status == 404:
+        if model is not None and "model" in detail.lower():
+            return ModelNotFound(
+                f"{endpoint.where} does not know model {model!r}{suffix} — {endpoint.model_hint}"
+            )
+        return BackendHTTPError(
+            f"{endpoint.where} answered HTTP 404{suffix} — check the base URL "
+            "(OpenAI-compatible servers usually need it to end in /v1)",
+            status,
+        )
+    if status in (401, 403):
+        hint = "check the API key (OPENAI_API_KEY or api_key in harvey.yaml)"
+    elif status == 429:
+        hint = "the server is rate limiting; wait a moment and try again"
+    elif status >= 500:
+        hint = "the server failed; check its log, or retry"
+    else:
+        hint = "the server rejected the request"
+    return BackendHTTPError(f"{endpoint.where} answered HTTP {status}{suffix} — {hint}", status)
+
+
+def connect_error(endpoint: Endpoint, exc: Exception) -> BackendUnavailable:
+    reason = "connection refused"
+    text = str(exc).lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        reason = "connection timed out"
+    elif "name or service" in text or "nodename" in text or "getaddrinfo" in text:
+        reason = "host name not found"
+    elif isinstance(exc, httpx.RemoteProtocolError):
+        reason = "the server closed the connection"
+    return BackendUnavailable(f"cannot reach {endpoint.where}: {reason} — {endpoint.start_hint}")
+
+
+def timeout_error(endpoint: Endpoint, timeout: float) -> BackendUnavailable:
+    err = BackendUnavailable(
+        f"{endpoint.where} did not answer within {timeout:g}s — the model may still be "
+        "loading or be too slow; raise `timeout` in harvey.yaml"
+    )
+    err.transient = False  # waiting that long again rarely helps
+    return err
+
+
+class HttpTransport:
+    """An httpx client bound to one endpoint, with retries and translation."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float = 120.0,
+        connect_timeout: float = 5.0,
+        retries: int = 3,
+        sleep: Sleep = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.sleep = sleep
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            transport=transport,
+            follow_redirects=True,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        payload: Any,
+        model: str | None,
+        retries: int,
+        timeout: float | None,
+    ) -> httpx.Response:
+        """Send with retries; returns an open, successful streaming response."""
+        attempt = 0
+        while True:
+            err: BackendError
+            retry_after: float | None = None
+            try:
+                kwargs: dict[str, Any] = {}
+                if timeout is not None:
+                    kwargs["timeout"] = httpx.Timeout(timeout)
+                request = self._client.build_request(method, url, json=payload, **kwargs)
+                response = self._client.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+                err = connect_error(self.endpoint, exc)
+                cause: Exception = exc
+            except httpx.TimeoutException as exc:
+                raise timeout_error(self.endpoint, timeout or self.timeout) from exc
+            except httpx.HTTPError as exc:
+                raise BackendUnavailable(f"cannot reach {self.endpoint.where}: {exc}") from exc
+            else:
+                if response.status_code < 400:
+                    return response
+                try:
+                    body = response.read()
+                except httpx.HTTPError:
+                    body = b""
+                finally:
+                    response.close()
+                err = status_error(self.endpoint, response.status_code, body, model)
+                retry_after = _retry_after(response)
+                cause = err
+            if not err.transient or attempt >= retries:
+                if cause is err:
+                    raise err
+                raise err from cause
+            self.sleep(backoff_delay(attempt, retry_after))
+            attempt += 1
+
+    def request_json(
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """One request whose answer is a JSON document."""
+        url = self.url(path)
+        response = self._send(
+            method, url, payload, model, self.retries if retries is None else retries, timeout
+        )
+        try:
+            body = response.read()
+        except httpx.TimeoutException as exc:
+            raise timeout_error(self.endpoint, timeout or self.timeout) from exc
+        except httpx.HTTPError as exc:
+            raise StreamError(f"{self.endpoint.where}: the answer was cut off ({exc})") from exc
+        finally:
+            response.close()
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise StreamError(
+                f"{self.endpoint.where} answered {path} with something that is not JSON "
+                "— is the base URL right?"
+            ) from exc
+
+    def stream_lines(
+        self, path: str, payload: Any, *, model: str | None = None
+    ) -> Iterator[str]:
+        """POST and yield the response body line by line as it arrives."""
+        response = self._send("POST", self.url(path), payload, model, self.retries, None)
+        try:
+            yield from response.iter_lines()
+        except httpx.TimeoutException as exc:
+            raise timeout_error(self.endpoint, self.timeout) from exc
+        except httpx.HTTPError as exc:
+            raise StreamError(
+                f"{self.endpoint.where}: the stream broke off ({type(exc).__name__}) — retry; "
+                "if it keeps happening check the server's log"
+            ) from exc
+        finally:
+            response.close()
+
+    def url(self, path: str) -> str:
+        if path.startswith(("http://", "https://")):
+            return path
+        return self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+def truncated(endpoint: Endpoint, marker: str) -> StreamError:
+    return StreamError(
+        f"{endpoint.where}: the stream ended before {marker} — the server may have crashed "
+        "or the connection dropped; retry"
+    )
+
+
+def malformed(endpoint: Endpoint, line: str) -> StreamError:
+    shown = line if len(line) <= 60 else line[:57] + "..."
+    return StreamError(
+        f"{endpoint.where} sent a malformed stream line {shown!r} — is the base URL pointing "
+        "at the right kind of server?"
+    )

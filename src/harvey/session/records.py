@@ -1,0 +1,175 @@
+"""What the recorder is told about a session, and what the parser gives back.
+
+The agent describes each interaction with these plain records instead of
+calling the recorder with long argument lists, so the recorder stays the one
+place that knows the Fountain layout (see ``docs/FOUNTAIN_FORMAT.md``). The
+``Parsed*`` records are the typed view of the notes the parser finds; they
+carry text exactly as it was written, so a round trip can be compared.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from harvey.messages import ToolCall
+
+#: Tool arguments longer than this (as compact JSON) are shortened in the note.
+ARGS_LIMIT = 200
+#: A status line longer than this is shortened; statuses are for scanning, not reading.
+STATUS_LIMIT = 200
+ELLIPSIS = "…"
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def status_from_result(content: str) -> str:
+    """``ok``, or ``error: <first line>`` for results that follow the ``error:`` convention."""
+    if not content.startswith("error:"):
+        return "ok"
+    first = content.splitlines()[0] if content else "error:"
+    detail = first[len("error:") :].strip()
+    return shorten(f"error: {detail}" if detail else "error:", STATUS_LIMIT)
+
+
+def first_line_status(status: str) -> str:
+    """Normalise a caller's status to one line: ``ok`` or ``error: ...``."""
+    lines = status.strip().splitlines()
+    line = lines[0].strip() if lines else ""
+    if line == "ok":
+        return "ok"
+    if not line.startswith("error:"):
+        line = f"error: {line}" if line else "error:"
+    return shorten(line, STATUS_LIMIT)
+
+
+@dataclass(frozen=True)
+class ToolNote:
+    """One tool call as the audit trail sees it: name, arguments, status, who asked."""
+
+    name: str
+    arguments: dict[str, Any]
+    status: str
+    character: str | None = None
+
+    @classmethod
+    def from_result(
+        cls, call: ToolCall, result_content: str, character: str | None = None
+    ) -> ToolNote:
+        return cls(call.name, dict(call.arguments), status_from_result(result_content), character)
+
+    def args_text(self, limit: int = ARGS_LIMIT) -> str:
+        """The arguments as compact JSON, shortened to ``limit`` characters for the note."""
+        try:
+            text = json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            text = repr(self.arguments)
+        return shorten(text, limit)
+
+
+@dataclass(frozen=True)
+class RagInfo:
+    chunks: int
+    store: str
+    top_score: float
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    id: str
+    source: str
+    score: float
+
+
+@dataclass
+class TurnRecord:
+    """One chat turn: who spoke, which model answered, what tools ran."""
+
+    user: str
+    model: str
+    workspace: str
+    user_text: str | None
+    reply: str | None
+    tool_notes: list[ToolNote] = field(default_factory=list)
+    remote: bool = False
+    route: str | None = None
+    mode: str = "chat"
+    rag: RagInfo | None = None
+    harvey_notice: str | None = None
+    timestamp: datetime | None = None
+
+
+# ---------------------------------------------------------------- parsed notes
+
+
+@dataclass(frozen=True)
+class ParsedToolNote:
+    """A ``[[tool: …]]`` note read back; ``args_text`` is the (possibly shortened) JSON."""
+
+    name: str
+    args_text: str
+    status: str
+    character: str | None = None
+
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        """The arguments as a dict, or None when the note was shortened or is not JSON."""
+        try:
+            value = json.loads(self.args_text)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class ParsedRag:
+    chunks: int
+    store: str
+    top_score: float
+
+
+@dataclass(frozen=True)
+class ParsedRecall:
+    id: str
+    source: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ParsedChunkInfo:
+    """The ``[[chunk: …]]`` header: parameters of one chunked analysis."""
+
+    file: str
+    chunks: int
+    model: str
+    boundary: str
+    chunk_size: int
+
+
+@dataclass(frozen=True)
+class ParsedChunkResult:
+    index: int
+    total: int
+    status: str
+
+
+@dataclass(frozen=True)
+class ParsedSynthesis:
+    model: str
+    status: str
+    levels: int = 1
+
+
+@dataclass(frozen=True)
+class ParsedShell:
+    command: str
+    exit_code: int

@@ -1,0 +1,135 @@
+"""Render a parsed session as a standalone HTML screenplay page.
+
+The page reads like a screenplay: a title page, a table of contents of scenes,
+scene headings in caps, action lines full width, character names centred over
+a narrow dialogue column, and notes (tool calls, retrieval, recall, chunk
+progress) as margin notes beside the scene so they annotate without
+interrupting the dialogue. Everything is escaped with :func:`html.escape`; the
+page needs no scripts and no network.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from harvey.session.fountain import Element, ParsedSession, Scene, parse_session
+
+_CSS = """
+:root { --ink: #1b1b1b; --paper: #fffdf8; --rule: #d8d2c4; --note: #6b5d3f; }
+* { box-sizing: border-box; }
+body { margin: 0; background: #ece8df; color: var(--ink);
+  font: 12pt/1.35 "Courier Prime", "Courier New", Courier, monospace; }
+.page { width: 8.5in; margin: 24px auto; padding: 0.8in 2.6in 0.8in 1.2in;
+  background: var(--paper); box-shadow: 0 1px 6px rgba(0,0,0,.18); position: relative; }
+.title-page { text-align: center; padding-bottom: 0.4in; border-bottom: 1px dashed var(--rule); }
+.title-page h1 { font-size: 14pt; text-transform: uppercase; text-decoration: underline;
+  margin: 0 0 0.2in; }
+.title-page dl { display: inline-grid; grid-template-columns: auto auto; gap: 2px 12px;
+  text-align: left; margin: 0; }
+.title-page dt { font-weight: bold; } .title-page dd { margin: 0; }
+nav.toc { margin: 0.3in 0; font-size: 10pt; }
+nav.toc h2 { font-size: 10pt; text-transform: uppercase; margin: 0 0 4px; }
+nav.toc ol { margin: 0; padding-left: 2.2em; } nav.toc a { color: inherit; }
+.transition { text-align: right; text-transform: uppercase; margin: 0.25in 0; }
+.scene { margin-top: 0.35in; display: flow-root; }
+.scene-heading { font-size: 12pt; font-weight: bold; text-transform: uppercase; margin: 0 0 12pt; }
+.action { margin: 0 0 12pt; white-space: pre-wrap; }
+.dialogue { margin: 0 0 12pt; }
+.character { margin: 0; text-align: center; text-transform: uppercase; }
+.lines { margin: 0 auto; width: 3.5in; white-space: pre-wrap; overflow-wrap: anywhere; }
+.margin-notes { float: right; clear: right; width: 2.2in; margin: 0 -2.45in 6pt 0; }
+.note { display: block; margin: 0 0 4px; font: 9pt/1.3 Georgia, serif; color: var(--note);
+  border-left: 3px solid #c9b27c; background: #fbf5e6; padding: 3px 6px;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+.note.error { border-left-color: #b5452f; color: #7a2a1c; background: #fbebe6; }
+.end { text-align: right; text-transform: uppercase; margin-top: 0.4in; }
+.incomplete { color: #b5452f; text-align: center; font-style: italic; }
+"""
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _note_class(text: str) -> str:
+    kind = text.split(":", 1)[0].split(".")[-1].strip() or "note"
+    error = " error" if "— error" in text else ""
+    return f"note note-{_e(kind.replace(' ', '-'))}{error}"
+
+
+def _element(element: Element) -> str:
+    if element.kind == "action":
+        return f'<p class="action">{_e(element.text)}</p>'
+    if element.kind == "note":
+        return f'<aside class="{_note_class(element.text)}">{_e(element.text)}</aside>'
+    return (
+        '<div class="dialogue">'
+        f'<p class="character">{_e(element.character or "")}</p>'
+        f'<p class="lines">{_e(element.text)}</p></div>'
+    )
+
+
+def _scene(index: int, scene: Scene) -> str:
+    """One scene; each run of consecutive notes becomes one margin-note group."""
+    parts = [
+        f'<section class="scene scene-{_e(scene.kind)}" id="scene-{index}">',
+        f'<h2 class="scene-heading">{_e(scene.heading)}</h2>',
+    ]
+    in_notes = False
+    for element in scene.elements:
+        is_note = element.kind == "note"
+        if is_note and not in_notes:
+            parts.append('<div class="margin-notes">')
+        elif in_notes and not is_note:
+            parts.append("</div>")
+        in_notes = is_note
+        parts.append(_element(element))
+    if in_notes:
+        parts.append("</div>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_html(parsed: ParsedSession) -> str:
+    """A standalone HTML page of the session: title page, scene index, the screenplay."""
+    title = parsed.title_page.get("Title", "Harvey Session")
+    entries = "".join(
+        f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in parsed.title_page.items() if k != "Title"
+    )
+    toc = "".join(
+        f'<li><a href="#scene-{i}">{_e(s.heading)}</a></li>'
+        for i, s in enumerate(parsed.scenes, start=1)
+    )
+    scenes = "\n".join(_scene(i, s) for i, s in enumerate(parsed.scenes, start=1))
+    ending = (
+        '<p class="end">THE END.</p>'
+        if parsed.complete
+        else '<p class="incomplete">(The recording stops here: '
+        "the session did not end cleanly.)</p>"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{_e(title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<main class="page">
+<header class="title-page"><h1>{_e(title)}</h1><dl>{entries}</dl></header>
+<nav class="toc"><h2>Scenes</h2><ol>{toc}</ol></nav>
+<p class="transition">FADE IN:</p>
+{scenes}
+{ending}
+</main>
+</body>
+</html>
+"""
+
+
+def render_session_file(path: str | Path, output: str | Path) -> Path:
+    """Parse ``path`` and write its HTML rendering to ``output``; returns the output path."""
+    out = Path(output)
+    out.write_text(render_html(parse_session(path)), encoding="utf-8")
+    return out

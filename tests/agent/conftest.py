@@ -1,0 +1,77 @@
+"""Build a real Agent around the scripted backend, a real store and real tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harvey.agent import Agent
+from harvey.config import Settings
+from harvey.llm.scripted import Reply, ScriptedClient
+from harvey.session.recorder import Recorder
+from harvey.session.store import SessionStore
+from harvey.tools.builtin import build_executor, build_registry
+from harvey.tools.plan import FilePlanWriter
+from harvey.ui import HeadlessUI
+
+AgentFactory = Callable[..., Agent]
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> SessionStore:
+    s = SessionStore(tmp_path / "home" / "sessions.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture()
+def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFactory:
+    def factory(
+        replies: list[Reply | str],
+        *,
+        settings: Settings | None = None,
+        context_window: int = 8192,
+        supports_tools: bool = True,
+        ui: HeadlessUI | None = None,
+        record: bool = True,
+        plan: bool = False,
+    ) -> Agent:
+        settings = settings or Settings()
+        client = ScriptedClient(replies, model="testmodel", context_window=context_window,
+                                supports_tools=supports_tools)
+        session_id = store.create_session(workspace, client.model)
+        writer = FilePlanWriter(workspace, session_id, tmp_path / "home") if plan else None
+        registry = build_registry(settings, todo_store=store, plan_writer=writer)
+        executor = build_executor(registry, settings, workspace, session_id)
+        recorder = (
+            Recorder.open_in(workspace / ".harvey" / "sessions", user="tester",
+                             model=client.model, backend=client.backend)
+            if record else None
+        )
+        plan_text = None
+        if writer is not None:
+            from harvey.context.plan_injection import dynamic_plan_text
+
+            def plan_text() -> str | None:
+                if not writer.path.exists():
+                    return None
+                return dynamic_plan_text("", writer.read(), session_id=session_id)
+
+        agent = Agent(
+            client=client, executor=executor, settings=settings, workspace=workspace,
+            store=store, session_id=session_id, recorder=recorder, ui=ui or HeadlessUI(),
+            harvey_home=tmp_path / "home", plan_text=plan_text,
+        )
+        agent.plan_writer = writer  # type: ignore[attr-defined]
+        return agent
+
+    return factory

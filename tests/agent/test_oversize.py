@@ -1,0 +1,160 @@
+"""The pre-read guard and chunked analysis, driven through a real Agent turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harvey.config import ChunkingSettings, Settings
+from harvey.context.chunking import ChunkConfig, DocType, chunk_document
+from harvey.llm.scripted import Reply
+from harvey.oversize import CANCELLED, CHUNK_CLOSING
+from harvey.session.fountain import parse_session
+from harvey.ui import HeadlessUI
+
+from .conftest import AgentFactory
+
+PARAGRAPH = "The reservoir opened in 1881 and held four hundred million gallons of water. " * 6
+
+
+def big_file(workspace: Path, paragraphs: int = 80) -> Path:
+    path = workspace / "history.md"
+    path.write_text("\n\n".join(f"{i}. {PARAGRAPH}" for i in range(paragraphs)) + "\n")
+    return path
+
+
+def expected_chunks(path: Path) -> int:
+    return len(chunk_document(path.read_text(), ChunkConfig(), DocType.PROSE))
+
+
+class AnsweringUI(HeadlessUI):
+    """A person at the terminal: answers the alert with a fixed instruction."""
+
+    interactive = True
+
+    def __init__(self, answer: str | None) -> None:
+        super().__init__()
+        self.answer = answer
+        self.alerts: list[tuple[str, str]] = []
+
+    def ask_chunk_instruction(self, alert: str, default: str) -> str | None:
+        self.alerts.append((alert, default))
+        return self.answer
+
+    def confirm(self, question: str) -> bool:
+        return True
+
+
+def test_non_interactive_read_is_cancelled_with_a_hint(make_agent: AgentFactory, workspace: Path) -> None:
+    big_file(workspace)
+    agent = make_agent(
+        [Reply(tool_calls=[("read_file", {"path": "history.md"})]), "It is too big."],
+        context_window=2048,
+    )
+    outcome = agent.turn("Summarise history.md")
+    assert outcome.reply == "It is too big."
+    result = outcome.tool_results[0].content
+    assert result.startswith("File read cancelled")
+    assert "--yes" in result
+    assert "history.md" in result
+
+
+def test_user_says_no(make_agent: AgentFactory, workspace: Path) -> None:
+    big_file(workspace)
+    ui = AnsweringUI(None)
+    agent = make_agent(
+        [Reply(tool_calls=[("read_file", {"path": "history.md"})]), "OK, not reading it."],
+        context_window=2048, ui=ui,
+    )
+    outcome = agent.turn("Summarise history.md")
+    assert outcome.tool_results[0].content == CANCELLED
+    alert, default = ui.alerts[0]
+    assert "Context overflow: history.md is approximately" in alert
+    assert 'Enter instructions to process each chunk in turn, or "no" to return.' in alert
+    assert default == "Summarise history.md"  # the last user message is pre-filled
+
+
+def test_accepted_alert_runs_map_reduce_and_injects_the_synthesis(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
+    path = big_file(workspace)
+    n = expected_chunks(path)
+    assert n > 1
+    ui = AnsweringUI("List the dates in each part.")
+    replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
+    replies += [f"partial {i}" for i in range(n)] + ["FINAL: 1881."]
+    agent = make_agent(replies, context_window=2048, ui=ui)
+    outcome = agent.turn("Summarise history.md")
+    assert outcome.reply == "FINAL: 1881."
+    assert outcome.chunk_analysis
+    assert outcome.tool_results[0].content == "FINAL: 1881."
+    assert agent.history[-1].content == "FINAL: 1881."
+    map_prompts = [s.messages[-1].content for s in agent.client.seen[1 : n + 1]]
+    assert all(p.startswith("List the dates in each part.\n\n---\nChunk ") for p in map_prompts)
+    synthesis = agent.client.seen[n + 1].messages[-1].content
+    assert f"Combine the following {n} section summaries" in synthesis
+
+    agent.recorder.close()
+    scenes = parse_session(agent.recorder.path).scenes
+    kinds = [s.kind for s in scenes]
+    assert kinds == ["talking", "chunk_analysis", "talking"]
+    overflow, analysis, answer = scenes
+    assert overflow.user_text == "Summarise history.md"
+    assert overflow.reply is None
+    assert any("Context overflow" in text for who, text in overflow.dialogue if who == "HARVEY")
+    assert analysis.chunk is not None and analysis.chunk.chunks == n
+    assert len(analysis.chunk_results) == n
+    assert any(CHUNK_CLOSING in text for who, text in analysis.dialogue)
+    assert answer.reply == "FINAL: 1881."
+
+
+def test_chunking_disabled_reads_without_any_guard(make_agent: AgentFactory, workspace: Path) -> None:
+    big_file(workspace)
+    settings = Settings(chunking=ChunkingSettings(enabled=False))
+    agent = make_agent(
+        [Reply(tool_calls=[("read_file", {"path": "history.md"})]), "Read it."],
+        context_window=2048, settings=settings,
+    )
+    outcome = agent.turn("Summarise history.md")
+    assert outcome.tool_results[0].content.startswith("0. The reservoir opened")
+
+
+def test_small_file_is_read_normally(make_agent: AgentFactory, workspace: Path) -> None:
+    (workspace / "small.md").write_text("tiny file\n")
+    ui = AnsweringUI("should not be asked")
+    agent = make_agent(
+        [Reply(tool_calls=[("read_file", {"path": "small.md"})]), "ok"], context_window=2048, ui=ui
+    )
+    agent.turn("read small.md")
+    assert ui.alerts == []
+
+
+def test_tool_less_model_gets_the_same_guard(make_agent: AgentFactory, workspace: Path) -> None:
+    path = big_file(workspace)
+    n = expected_chunks(path)
+    ui = AnsweringUI("Dates please.")
+    agent = make_agent(
+        [f"p{i}" for i in range(n)] + ["SYNTHESIS"], context_window=2048, ui=ui,
+        supports_tools=False,
+    )
+    outcome = agent.turn("What happened in history.md?")
+    assert ui.alerts, "the alert fired for a file named in the prompt"
+    assert outcome.reply == "SYNTHESIS"
+
+
+def test_tool_less_model_gets_small_files_attached(make_agent: AgentFactory, workspace: Path) -> None:
+    (workspace / "note.txt").write_text("remember the milk\n")
+    agent = make_agent(["ok"], supports_tools=False)
+    agent.turn("What does note.txt say?")
+    sent = agent.client.seen[0].messages[-1].content
+    assert "remember the milk" in sent
+
+
+def test_harvey_run_yes_uses_prompt_as_instruction(make_agent: AgentFactory, workspace: Path) -> None:
+    path = big_file(workspace)
+    n = expected_chunks(path)
+    replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
+    replies += ["p"] * n + ["DONE"]
+    agent = make_agent(replies, context_window=2048, ui=HeadlessUI(auto_yes=True))
+    outcome = agent.turn("Summarise history.md")
+    assert outcome.reply == "DONE"
+    assert agent.client.seen[1].messages[-1].content.startswith("Summarise history.md\n\n---\nChunk 1 of")

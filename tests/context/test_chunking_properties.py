@@ -1,0 +1,153 @@
+"""Hypothesis properties of the chunker: hard bound, lossless offsets, overlap rules."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document
+
+ALPHABET = st.sampled_from(list("ab cd.!?\n\n\n\t#=}é日😀\r") + ["ab", "# ", "\n\n", ". "])
+RAW = st.lists(ALPHABET, max_size=400).map("".join) | st.text(max_size=300)
+SIZES = st.integers(min_value=16, max_value=400)
+OVERLAPS = st.sampled_from(["paragraph", "sentence", "none"])
+DOC_TYPES = st.sampled_from([DocType.PROSE, DocType.SOURCE])
+
+
+def nbytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def check_invariants(content: str, chunks: list[Chunk], size: int) -> None:
+    assert chunks, "never an empty list"
+    assert chunks[0].start == 0
+    assert chunks[-1].end == len(content)
+    for c in chunks:
+        assert content[c.start : c.end] == c.text
+        assert nbytes(c.text) <= size
+        assert c.start_line == content.count("\n", 0, c.start) + 1
+        assert c.end_line == content.count("\n", 0, max(c.start, c.end - 1)) + 1
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+        assert prev.start <= nxt.start <= prev.end  # no gap, progress
+        assert nxt.end > prev.end
+        assert nbytes(content[nxt.start : prev.end]) <= size // 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(RAW, SIZES, OVERLAPS, DOC_TYPES)
+def test_bound_lossless_offsets_lines(
+    content: str, size: int, overlap: str, doc_type: DocType
+) -> None:
+    cfg = ChunkConfig(chunk_size_bytes=size, overlap=overlap)  # type: ignore[arg-type]
+    chunks = chunk_document(content, cfg, doc_type)
+    check_invariants(content, chunks, size)
+    if not content:
+        assert chunks == [Chunk("", 0, 0, 1, 1)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(RAW, SIZES, DOC_TYPES)
+def test_overlap_none_is_disjoint(content: str, size: int, doc_type: DocType) -> None:
+    chunks = chunk_document(content, ChunkConfig(chunk_size_bytes=size, overlap="none"), doc_type)
+    assert "".join(c.text for c in chunks) == content
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+        assert nxt.start == prev.end
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from(["def f():\n    pass\n", "\n", "class A:\n  x = 1\n", "y = 2\n"]),
+                max_size=80).map("".join), SIZES, OVERLAPS)
+def test_tree_sitter_path_keeps_the_invariants(content: str, size: int, overlap: str) -> None:
+    cfg = ChunkConfig(chunk_size_bytes=size, overlap=overlap)  # type: ignore[arg-type]
+    check_invariants(content, chunk_document(content, cfg, DocType.SOURCE, language="python"), size)
+
+
+# --- documents whose sentences and paragraphs are known by construction ---------------------
+
+
+@dataclass
+class Doc:
+    text: str
+    paragraph_starts: list[int]  # after a blank line
+    sentence_starts: list[int]  # after ". " or ".\n" (and every paragraph start)
+
+
+WORD = st.sampled_from(["lorem", "ipsum", "dolor", "sit", "amet", "é", "日本", "x" * 30])
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> Doc:
+    paragraphs = draw(
+        st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=6),
+                 min_size=1, max_size=12)
+    )
+    text = ""
+    paragraph_starts: list[int] = []
+    sentence_starts: list[int] = [0]
+    for pi, sentences in enumerate(paragraphs):
+        if pi:
+            text += "\n\n"
+            paragraph_starts.append(len(text))
+            sentence_starts.append(len(text))
+        for si, words in enumerate(sentences):
+            if si:
+                text += draw(st.sampled_from([" ", "\n"]))
+                sentence_starts.append(len(text))
+            text += " ".join(words).capitalize() + "."
+    return Doc(text, paragraph_starts, sorted(set(sentence_starts)))
+
+
+def trailing_sentences_start(doc: Doc, lo: int, prev: Chunk, quarter: int, starts: list[int]) -> int:
+    fitting = [
+        t for t in starts if lo <= t < prev.end and nbytes(doc.text[t : prev.end]) <= quarter
+    ]
+    return min(fitting) if fitting else prev.end
+
+
+@settings(max_examples=80, deadline=None)
+@given(documents(), st.integers(min_value=40, max_value=600))
+def test_paragraph_overlap_rule(doc: Doc, size: int) -> None:
+    chunks = chunk_document(doc.text, ChunkConfig(chunk_size_bytes=size), DocType.PROSE)
+    check_invariants(doc.text, chunks, size)
+    quarter = size // 4
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+        inside = [p for p in doc.paragraph_starts if prev.start < p < prev.end]
+        last_para = max(inside, default=prev.start)
+        if nbytes(doc.text[last_para : prev.end]) <= quarter:
+            assert nxt.start == last_para  # begins with chunk N's last paragraph
+        else:  # else the longest run of its trailing whole sentences that fits
+            expected = trailing_sentences_start(doc, last_para, prev, quarter, doc.sentence_starts)
+            assert nxt.start == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(documents(), st.integers(min_value=40, max_value=600))
+def test_sentence_overlap_rule(doc: Doc, size: int) -> None:
+    chunks = chunk_document(
+        doc.text, ChunkConfig(chunk_size_bytes=size, overlap="sentence"), DocType.PROSE
+    )
+    check_invariants(doc.text, chunks, size)
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+        expected = trailing_sentences_start(doc, prev.start, prev, size // 4, doc.sentence_starts)
+        assert nxt.start == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(documents(), st.integers(min_value=60, max_value=600))
+def test_prose_cuts_prefer_paragraphs_then_sentences(doc: Doc, size: int) -> None:
+    chunks = chunk_document(doc.text, ChunkConfig(chunk_size_bytes=size, overlap="none"),
+                            DocType.PROSE)
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+        cut = nxt.start
+        window = doc.text[prev.start : prev.start + size]
+        fits = [p for p in doc.paragraph_starts
+                if prev.start < p and nbytes(doc.text[prev.start : p]) <= size]
+        if fits:
+            assert cut in doc.paragraph_starts  # a blank-line cut whenever one fits
+        elif any(prev.start < t and nbytes(doc.text[prev.start : t]) <= size
+                 for t in doc.sentence_starts):
+            assert cut in doc.sentence_starts
+        assert re.sub(r"\s", "", window) != "" or cut == prev.end

@@ -1,0 +1,330 @@
+"""What the fake servers share: script steps, the threaded HTTP server, and
+the request loop that plays a script. The wire formats live in ``ollama.py``
+and ``openai.py``; ``servers.py`` is the public face."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from harvey.llm.scripted import Reply, estimate_tokens
+
+
+@dataclass(frozen=True)
+class HTTPFailure:
+    status: int = 500
+    message: str = "internal server error"
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Malformed:
+    text: str = ""
+    line: str = "{this is not json"
+
+
+@dataclass(frozen=True)
+class Truncated:
+    text: str = ""
+    abrupt: bool = False
+
+
+@dataclass(frozen=True)
+class Slow:
+    seconds: float
+    then: Reply | str = ""
+
+
+Step = Reply | str | HTTPFailure | Malformed | Truncated | Slow
+
+
+@dataclass
+class Received:
+    """One request the fake server got."""
+
+    method: str
+    path: str
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Abort(Exception):
+    """Raised inside a handler to drop the connection without finishing."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet tests
+        pass
+
+    def _dispatch(self, method: str) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", errors="replace")
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0]
+        fake._record(Received(method, path, body, dict(self.headers.items())))
+        self.close_connection = True
+        try:
+            fake._handle(self, method, path, body)
+        except _Abort:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (cancelled stream, timeout): fine
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    # --- response helpers used by the fakes ---------------------------------
+
+    def send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def send_text(self, status: int, text: str) -> None:
+        payload = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def start_stream(self, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def write_chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, fake: _FakeServer) -> None:
+        self.fake = fake
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _FakeServer:
+    """What both fakes share: lifecycle, script, recording, delays."""
+
+    chat_path = ""
+
+    def __init__(
+        self,
+        replies: Iterable[Step] = (),
+        *,
+        models: Iterable[str] = ("fake-model",),
+        context_window: int | None = 4096,
+        delay_per_call: float = 0.0,
+        chunk_delay: float = 0.0,
+        default_reply: Reply | str | None = None,
+        strict_models: bool = False,
+    ) -> None:
+        self.models = list(models)
+        self.context_window = context_window
+        self.delay_per_call = delay_per_call
+        self.chunk_delay = chunk_delay
+        self.default_reply = default_reply
+        self.strict_models = strict_models
+        self.requests: list[Received] = []
+        self._steps: list[Step] = list(replies)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server: _Server | None = None
+        self._port: int | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------
+
+    def start(self) -> _FakeServer:
+        if self._server is None:
+            self._stop.clear()
+            self._server = _Server(self)
+            self._port = int(self._server.server_address[1])
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def root_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("the fake server is not started (use `with` or .start())")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def url(self) -> str:
+        return self.root_url
+
+    # --- script and records ---------------------------------------------------
+
+    def script(self, *steps: Step) -> None:
+        """Append steps to the script."""
+        with self._lock:
+            self._steps.extend(steps)
+
+    @property
+    def pending(self) -> int:
+        return len(self._steps)
+
+    def _record(self, received: Received) -> None:
+        with self._lock:
+            self.requests.append(received)
+
+    @property
+    def chat_requests(self) -> list[Any]:
+        """Bodies of the chat requests received, oldest first."""
+        with self._lock:
+            return [r.body for r in self.requests if r.path.endswith(self.chat_path)]
+
+    def _next_step(self) -> Step | None:
+        with self._lock:
+            if self._steps:
+                return self._steps.pop(0)
+        return self.default_reply
+
+    def _pause(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stop.wait(seconds)
+
+    def _chat(self, h: _Handler, body: Any) -> None:
+        """Run one scripted step for a chat request."""
+        if not isinstance(body, dict):
+            self._error(h, 400, "request body must be a JSON object")
+            return
+        model = str(body.get("model", ""))
+        if self.strict_models and model not in self.models:
+            self._unknown_model(h, model)
+            return
+        self._pause(self.delay_per_call)
+        step = self._next_step()
+        if step is None:
+            self._error(h, 400, "fake server: the script has no more replies")
+            return
+        while isinstance(step, Slow):
+            self._pause(step.seconds)
+            step = step.then
+        if isinstance(step, HTTPFailure):
+            headers = {}
+            if step.retry_after is not None:
+                headers["Retry-After"] = f"{step.retry_after:g}"
+            self._error(h, step.status, step.message, headers)
+            return
+        stream = body.get("stream", self._stream_default)
+        if isinstance(step, str | Reply):
+            reply = Reply(step) if isinstance(step, str) else step
+            if stream:
+                h.start_stream(self._content_type)
+                self._stream_reply(h, body, reply)
+                h.end_stream()
+            else:
+                h.send_json(200, self._whole_reply(body, reply))
+            return
+        h.start_stream(self._content_type)
+        for chunk in Reply(step.text).chunks():
+            self._emit(h, self._text_event(model, chunk))
+        if isinstance(step, Malformed):
+            ndjson = self._content_type == "application/x-ndjson"
+            self._emit(h, f"{step.line}\n" if ndjson else f"data: {step.line}\n\n")
+            h.end_stream()
+        elif step.abrupt:
+            h.wfile.write(b"5\r\nabc")  # half a chunk, then the connection closes
+            h.wfile.flush()
+            raise _Abort
+        else:
+            h.end_stream()
+
+    def _emit(self, h: _Handler, text: str) -> None:
+        if self.chunk_delay:
+            self._pause(self.chunk_delay)
+        h.write_chunk(text)
+
+    def _usage(self, body: dict[str, Any], reply: Reply) -> tuple[int, int]:
+        prompt = reply.prompt_tokens
+        if prompt is None:
+            prompt = sum(
+                estimate_tokens(str(m.get("content") or ""))
+                for m in body.get("messages") or []
+                if isinstance(m, dict)
+            )
+        completion = reply.completion_tokens
+        if completion is None:
+            completion = estimate_tokens(reply.text) + sum(
+                estimate_tokens(c.arguments_json()) for c in reply.calls()
+            )
+        return prompt, completion
+
+    # --- per-format hooks -----------------------------------------------------
+
+    _stream_default = True
+    _content_type = "application/json"
+
+    def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:
+        raise NotImplementedError
+
+    def _error(
+        self, h: _Handler, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    def _unknown_model(self, h: _Handler, model: str) -> None:
+        raise NotImplementedError
+
+    def _text_event(self, model: str, text: str) -> str:
+        raise NotImplementedError
+
+    def _stream_reply(self, h: _Handler, body: dict[str, Any], reply: Reply) -> None:
+        raise NotImplementedError
+
+    def _whole_reply(self, body: dict[str, Any], reply: Reply) -> Any:
+        raise NotImplementedError
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())

