@@ -8,13 +8,23 @@ from pathlib import Path
 import pytest
 
 ENV_VARS = (
-    "HARVEY_HOME", "HARVEY_BACKEND", "HARVEY_MODEL", "HARVEY_BASE_URL", "HARVEY_USER",
-    "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "HARVEY_DEBUG", "HARVEY_SCRIPT",
+    "HARVEY_HOME",
+    "HARVEY_BACKEND",
+    "HARVEY_MODEL",
+    "HARVEY_BASE_URL",
+    "HARVEY_USER",
+    "OLLAMA_HOST",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "HARVEY_DEBUG",
+    "HARVEY_SCRIPT",
 )
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated_env(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("harvey-home")
     for var in ENV_VARS:
         monkeypatch.delenv(var, raising=False)

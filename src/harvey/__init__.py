@@ -12,6 +12,10 @@ try:
 except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
+from harvey.context.analysis import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
+from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
+from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document, detect_doc_type
+from harvey.context.plan_budget import DYNAMIC_BUDGET, HANDOVER_BUDGET, contain_tags, reduce_plan
 from harvey.errors import (
     BackendError,
     Cancelled,
@@ -22,10 +26,6 @@ from harvey.errors import (
     ToolError,
     WorkspaceError,
 )
-from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
-from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document, detect_doc_type
-from harvey.context.analysis import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
-from harvey.context.plan_budget import DYNAMIC_BUDGET, HANDOVER_BUDGET, contain_tags, reduce_plan
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.fountain import ParsedSession, Scene, parse_session
 from harvey.tools.files import safe_path
@@ -34,12 +34,24 @@ __all__ = [
     "DYNAMIC_BUDGET",
     "HANDOVER_BUDGET",
     "AnalysisResult",
+    "BackendError",
+    "Cancelled",
     "Chunk",
     "ChunkAnalysisParams",
     "ChunkConfig",
+    "ConfigError",
     "DocType",
+    "HarveyError",
+    "Message",
     "ParsedSession",
     "Scene",
+    "SessionFileError",
+    "StoreError",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "WorkspaceError",
+    "__version__",
     "chunk_document",
     "contain_tags",
     "detect_doc_type",
@@ -50,16 +62,4 @@ __all__ = [
     "remaining_context",
     "run_chunked_analysis",
     "safe_path",
-    "BackendError",
-    "Cancelled",
-    "ConfigError",
-    "HarveyError",
-    "Message",
-    "SessionFileError",
-    "StoreError",
-    "ToolCall",
-    "ToolError",
-    "ToolResult",
-    "WorkspaceError",
-    "__version__",
 ]

@@ -24,7 +24,9 @@ from harvey.errors import Cancelled
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.prompts import build_system_prompt
-from harvey.session.records import TurnRecord, ToolNote
+from harvey.session.recorder import Recorder
+from harvey.session.records import ToolNote, TurnRecord
+from harvey.session.store import SessionStore
 from harvey.tools.registry import ToolContext, ToolExecutor
 from harvey.ui import AgentUI, HeadlessUI
 
@@ -95,9 +97,9 @@ class Agent:
         executor: ToolExecutor,
         settings: Settings,
         workspace: Path,
-        store: object | None = None,
+        store: SessionStore | None = None,
         session_id: str | None = None,
-        recorder: object | None = None,
+        recorder: Recorder | None = None,
         ui: AgentUI | None = None,
         harvey_home: Path | None = None,
         route_client: Callable[[str], LLMClient | None] | None = None,
@@ -132,7 +134,9 @@ class Agent:
         if key not in self._caps:
             caps = client.capabilities()
             if self.settings.context_window and client is self.client:
-                caps = ModelCapabilities(self.settings.context_window, caps.supports_tools, "config")
+                caps = ModelCapabilities(
+                    self.settings.context_window, caps.supports_tools, "config"
+                )
             self._caps[key] = caps
         return self._caps[key]
 
@@ -160,7 +164,9 @@ class Agent:
             texts.append(plan)
         return texts
 
-    def remaining_tokens(self, client: LLMClient | None = None, extra: list[Message] | None = None) -> int:
+    def remaining_tokens(
+        self, client: LLMClient | None = None, extra: list[Message] | None = None
+    ) -> int:
         client = client or self.client
         history = list(self.history) + list(extra or [])
         return remaining_context(
@@ -175,7 +181,8 @@ class Agent:
         caps = self.capabilities()
         ratio = self.bytes_per_token()
         used = estimate_tokens(
-            "".join(m.content for m in self.history) + self.system_prompt()
+            "".join(m.content for m in self.history)
+            + self.system_prompt()
             + "".join(self.injected_texts()),
             ratio,
         )
@@ -261,7 +268,10 @@ class Agent:
                 reply = result.text
                 state.new_messages.append(Message("assistant", reply))
                 return TurnOutcome(reply, state.results, usage, client.model)
-            calls = [c if c.id else ToolCall(f"call_{uuid.uuid4().hex[:12]}", c.name, c.arguments) for c in result.tool_calls]
+            calls = [
+                c if c.id else ToolCall(f"call_{uuid.uuid4().hex[:12]}", c.name, c.arguments)
+                for c in result.tool_calls
+            ]
             state.new_messages.append(Message("assistant", result.text, calls))
             for call in calls:
                 if cancel.is_set():
@@ -271,7 +281,9 @@ class Agent:
                 if state.on_tool is not None:
                     state.on_tool(call, res)
                 state.notes.append(
-                    ToolNote.from_result(call, res.content, character=state.route.upper() if state.route else None)
+                    ToolNote.from_result(
+                        call, res.content, character=state.route.upper() if state.route else None
+                    )
                 )
                 state.new_messages.append(res.to_message())
             if state.final_reply is not None:
@@ -299,11 +311,18 @@ class Agent:
         if outcome.chunk_analysis and state.recorded_prefix:
             record = self.turn_record(state, user_text=None, reply=outcome.reply, notes=[])
         else:
-            record = self.turn_record(state, user_text=state.user_text, reply=outcome.reply, notes=state.notes)
-        self.recorder.record_turn(record)  # type: ignore[attr-defined]
+            record = self.turn_record(
+                state, user_text=state.user_text, reply=outcome.reply, notes=state.notes
+            )
+        self.recorder.record_turn(record)
 
     def turn_record(
-        self, state: _TurnState, *, user_text: str | None, reply: str | None, notes: list[ToolNote],
+        self,
+        state: _TurnState,
+        *,
+        user_text: str | None,
+        reply: str | None,
+        notes: list[ToolNote],
         harvey_notice: str | None = None,
     ) -> TurnRecord:
         return TurnRecord(

@@ -57,16 +57,25 @@ def handle_errors(func: F) -> F:
 
 def workspace_option(func: F) -> F:
     return click.option(
-        "--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None,
+        "--workspace",
+        "-w",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
         help="Workspace folder (default: the current directory).",
     )(func)
 
 
 def model_options(func: F) -> F:
     func = click.option("--model", "-m", default=None, help="Model name on the backend.")(func)
-    func = click.option("--base-url", default=None, help="Server URL for ollama/openai backends.")(func)
-    func = click.option("--backend", type=BACKENDS, default=None,
-                        help="Model backend (default: ollama if it answers, else the embedded model).")(func)
+    func = click.option("--base-url", default=None, help="Server URL for ollama/openai backends.")(
+        func
+    )
+    func = click.option(
+        "--backend",
+        type=BACKENDS,
+        default=None,
+        help="Model backend (default: ollama if it answers, else the embedded model).",
+    )(func)
     return func
 
 
@@ -79,15 +88,31 @@ def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
 @click.version_option(__version__, "--version", "-V", prog_name="harvey")
 @workspace_option
 @model_options
-@click.option("--continue", "-c", "continue_", is_flag=True, help="Resume the newest session of this workspace.")
-@click.option("--continue-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Resume the conversation recorded in a .spmd session file.")
+@click.option(
+    "--continue",
+    "-c",
+    "continue_",
+    is_flag=True,
+    help="Resume the newest session of this workspace.",
+)
+@click.option(
+    "--continue-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Resume the conversation recorded in a .spmd session file.",
+)
 @click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
 @click.pass_context
 @handle_errors
 def main(
-    ctx: click.Context, workspace: Path | None, backend: str | None, base_url: str | None,
-    model: str | None, continue_: bool, continue_file: Path | None, no_record: bool,
+    ctx: click.Context,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    continue_: bool,
+    continue_file: Path | None,
+    no_record: bool,
 ) -> None:
     """Harvey: a terminal LLM agent for the documents and code in a workspace.
 
@@ -103,8 +128,15 @@ def main(
     paths, settings = load(workspace, backend=backend, base_url=base_url, model=model)
     from harvey.terminal import run_repl
 
-    sys.exit(run_repl(paths, settings, record=not no_record, resume_latest=continue_,
-                      resume_file=continue_file))
+    sys.exit(
+        run_repl(
+            paths,
+            settings,
+            record=not no_record,
+            resume_latest=continue_,
+            resume_file=continue_file,
+        )
+    )
 
 
 def _inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
@@ -116,12 +148,25 @@ def _inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
 @click.argument("prompt")
 @workspace_option
 @model_options
-@click.option("--yes", "-y", is_flag=True, help="Answer yes to questions (chunk an oversized file with PROMPT as the instruction).")
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help="Answer yes to questions (chunk an oversized file with PROMPT as the instruction).",
+)
 @click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
 @click.pass_context
 @handle_errors
-def run(ctx: click.Context, prompt: str, workspace: Path | None, backend: str | None,
-        base_url: str | None, model: str | None, yes: bool, no_record: bool) -> None:
+def run(
+    ctx: click.Context,
+    prompt: str,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    yes: bool,
+    no_record: bool,
+) -> None:
     """Send one PROMPT (or - for stdin) and print only the reply."""
     from harvey.oneshot import run_once
 
@@ -136,21 +181,38 @@ def run(ctx: click.Context, prompt: str, workspace: Path | None, backend: str | 
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--instruction", "-i", required=True, help="What to do with each chunk (may contain @ROUTE).")
+@click.option(
+    "--instruction", "-i", required=True, help="What to do with each chunk (may contain @ROUTE)."
+)
 @workspace_option
 @model_options
-@click.option("--chunk-size", type=click.IntRange(min=200), default=None, help="Target chunk size in bytes.")
+@click.option(
+    "--chunk-size", type=click.IntRange(min=200), default=None, help="Target chunk size in bytes."
+)
 @click.option("--overlap", type=click.Choice(["paragraph", "sentence", "none"]), default=None)
-@click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Map calls in flight.")
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=None, help="Map calls in flight."
+)
 @click.option("--max-chunks", type=click.IntRange(min=1), default=None)
 @click.option("--yes", "-y", is_flag=True, help="Proceed even beyond --max-chunks.")
 @click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
 @click.pass_context
 @handle_errors
-def analyze(ctx: click.Context, file: Path, instruction: str, workspace: Path | None,
-            backend: str | None, base_url: str | None, model: str | None,
-            chunk_size: int | None, overlap: str | None, concurrency: int | None,
-            max_chunks: int | None, yes: bool, no_record: bool) -> None:
+def analyze(
+    ctx: click.Context,
+    file: Path,
+    instruction: str,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    chunk_size: int | None,
+    overlap: str | None,
+    concurrency: int | None,
+    max_chunks: int | None,
+    yes: bool,
+    no_record: bool,
+) -> None:
     """Analyse FILE chunk by chunk (map-reduce) and print the synthesized result."""
     from harvey.oneshot import analyze_once
     from harvey.oversize import AnalysisOptions
@@ -158,8 +220,11 @@ def analyze(ctx: click.Context, file: Path, instruction: str, workspace: Path | 
     opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
     paths, settings = load(opts.pop("workspace"), **opts)
     options = AnalysisOptions(chunk_size, overlap, concurrency, max_chunks)
-    sys.exit(analyze_once(paths, settings, file, instruction, options, auto_yes=yes,
-                          record=not no_record))
+    sys.exit(
+        analyze_once(
+            paths, settings, file, instruction, options, auto_yes=yes, record=not no_record
+        )
+    )
 
 
 @main.command()
@@ -167,8 +232,13 @@ def analyze(ctx: click.Context, file: Path, instruction: str, workspace: Path | 
 @model_options
 @click.pass_context
 @handle_errors
-def models(ctx: click.Context, workspace: Path | None, backend: str | None,
-           base_url: str | None, model: str | None) -> None:
+def models(
+    ctx: click.Context,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+) -> None:
     """List the models the backend offers."""
     from harvey.llm.factory import make_client
 
@@ -184,8 +254,11 @@ def models(ctx: click.Context, workspace: Path | None, backend: str | None,
     for name in names:
         marker = "*" if name == client.model else " "
         click.echo(f"{marker} {name}")
-    click.echo(f"# {client.model}: context window {caps.context_window} tokens "
-               f"({caps.context_source}), tools: {'yes' if caps.supports_tools else 'no'}", err=True)
+    click.echo(
+        f"# {client.model}: context window {caps.context_window} tokens "
+        f"({caps.context_source}), tools: {'yes' if caps.supports_tools else 'no'}",
+        err=True,
+    )
 
 
 from harvey.cli_sessions import sessions  # noqa: E402  (registers the group)

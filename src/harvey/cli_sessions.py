@@ -45,7 +45,9 @@ def list_(workspace: Path | None, all_: bool) -> None:
     for s in rows:
         title = s.title or "(untitled)"
         where = f"  {s.workspace}" if all_ else ""
-        click.echo(f"{s.id[:12]}  {s.updated_at}  {s.model:<24} {s.message_count:>4} msgs  {title}{where}")
+        click.echo(
+            f"{s.id[:12]}  {s.updated_at}  {s.model:<24} {s.message_count:>4} msgs  {title}{where}"
+        )
 
 
 @sessions.command()
@@ -98,8 +100,13 @@ def delete(session_id: str, workspace: Path | None) -> None:
 
 
 @sessions.command()
-@click.option("--older-than", "days", type=click.FloatRange(min=0), required=True,
-              help="Delete sessions not updated for this many days.")
+@click.option(
+    "--older-than",
+    "days",
+    type=click.FloatRange(min=0),
+    required=True,
+    help="Delete sessions not updated for this many days.",
+)
 @click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
 @_handle
 def prune(days: float, workspace: Path | None) -> None:
@@ -118,8 +125,13 @@ def prune(days: float, workspace: Path | None) -> None:
 
 @sessions.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="HTML file to write (default: FILE with .html).")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="HTML file to write (default: FILE with .html).",
+)
 @_handle
 def render(file: Path, output: Path | None) -> None:
     """Render a .spmd session file as a readable HTML screenplay."""

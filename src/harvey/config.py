@@ -23,8 +23,23 @@ CONFIG_FILENAME = "harvey.yaml"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_ALLOWED_COMMANDS = (
-    "ls", "cat", "grep", "head", "tail", "wc", "find", "stat", "pwd", "echo",
-    "file", "du", "sort", "uniq", "diff", "tree", "which",
+    "ls",
+    "cat",
+    "grep",
+    "head",
+    "tail",
+    "wc",
+    "find",
+    "stat",
+    "pwd",
+    "echo",
+    "file",
+    "du",
+    "sort",
+    "uniq",
+    "diff",
+    "tree",
+    "which",
 )
 
 BackendName = Literal["auto", "ollama", "openai", "local", "scripted"]
@@ -136,7 +151,9 @@ def default_harvey_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(platformdirs.user_data_dir("harvey", appauthor=False))
 
 
-def resolve_paths(workspace: str | Path | None = None, env: Mapping[str, str] | None = None) -> Paths:
+def resolve_paths(
+    workspace: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> Paths:
     ws = Path(workspace or os.getcwd()).expanduser()
     if not ws.is_dir():
         raise ConfigError(f"workspace {ws} is not a directory")
@@ -157,7 +174,9 @@ def _line_of(document: yaml.Node | None, loc: tuple[int | str, ...]) -> int | No
                     break
             else:
                 return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             node = node.value[part]
             line = node.start_mark.line + 1
         else:

@@ -28,8 +28,13 @@ def run() -> None:
             file=sys.stderr,
         )
         args = [
-            "analyze", str(sample), "--backend", "local",
-            "--instruction", INSTRUCTION, "--yes",
+            "analyze",
+            str(sample),
+            "--backend",
+            "local",
+            "--instruction",
+            INSTRUCTION,
+            "--yes",
         ]
         main(args, prog_name="harvey")
 

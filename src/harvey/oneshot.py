@@ -78,8 +78,12 @@ def analyze_once(
         if runtime.recorder is not None:
             runtime.recorder.record_turn(
                 TurnRecord(
-                    user=agent.user, model=agent.client.model, workspace=str(paths.workspace),
-                    user_text=None, reply=text, mode="analysis",
+                    user=agent.user,
+                    model=agent.client.model,
+                    workspace=str(paths.workspace),
+                    user_text=None,
+                    reply=text,
+                    mode="analysis",
                 )
             )
     finally:

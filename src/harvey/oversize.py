@@ -140,7 +140,7 @@ def analyze_file(
         cfg = ChunkConfig(**{**_fields(cfg), "concurrency": 1})
     recorder = agent.recorder
     if state is not None and recorder is not None and not state.recorded_prefix:
-        recorder.record_turn(  # type: ignore[attr-defined]
+        recorder.record_turn(
             agent.turn_record(
                 state, user_text=state.user_text, reply=None, notes=state.notes, harvey_notice=alert
             )

@@ -17,6 +17,7 @@ from harvey.context.plan_injection import dynamic_plan_text, handover_text
 from harvey.errors import ConfigError, HarveyError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
+from harvey.messages import Message
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
@@ -54,7 +55,9 @@ class Runtime:
     def close(self) -> None:
         if self.recorder is not None:
             self.recorder.close()
-        for client in {id(c): c for c in [self.agent.client, *self.route_clients.values()]}.values():
+        for client in {
+            id(c): c for c in [self.agent.client, *self.route_clients.values()]
+        }.values():
             try:
                 client.close()
             except Exception:
@@ -110,7 +113,7 @@ def _assemble(
     resume_file: Path | None,
 ) -> Runtime:
     workspace = paths.workspace
-    history = []
+    history: list[Message] = []
     session_id: str | None = None
     resumed = False
     if resume_latest:
@@ -197,7 +200,7 @@ def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:
         raise ConfigError(f"cannot create the plan directory: {exc}") from exc
 
 
-def _history_from_file(path: Path, ui: AgentUI) -> list:  # type: ignore[type-arg]
+def _history_from_file(path: Path, ui: AgentUI) -> list[Message]:
     from harvey.session.fountain import parse_session
     from harvey.session.resume import conversation_from_session
 

@@ -16,8 +16,10 @@ SLASH_HELP: list[tuple[str, str]] = [
     ("/model [NAME]", "list models, or switch to NAME"),
     ("/status", "backend, model, context window, tokens used and remaining"),
     ("/read FILE", "add a workspace file to the conversation (guarded by the context budget)"),
-    ("/read-chunks FILE [--chunk-size N] [--overlap paragraph|sentence|none] [INSTRUCTION]",
-     "analyse a file chunk by chunk and add the synthesized result"),
+    (
+        "/read-chunks FILE [--chunk-size N] [--overlap paragraph|sentence|none] [INSTRUCTION]",
+        "analyse a file chunk by chunk and add the synthesized result",
+    ),
     ("/plan", "show the plan file"),
     ("/plan edit", "open the plan file in $EDITOR"),
     ("/todos", "show the todo list"),
@@ -35,7 +37,10 @@ class ReadChunksRequest:
 
 
 def parse_read_chunks(arg: str) -> ReadChunksRequest:
-    usage = "usage: /read-chunks FILE [--chunk-size N] [--overlap paragraph|sentence|none] [INSTRUCTION]"
+    usage = (
+        "usage: /read-chunks FILE [--chunk-size N] [--overlap paragraph|sentence|none] "
+        "[INSTRUCTION]"
+    )
     try:
         words = shlex.split(arg)
     except ValueError as exc:

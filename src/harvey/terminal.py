@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
@@ -65,12 +67,9 @@ class LineReader:
     """prompt_toolkit input with history; plain ``input()`` when not a terminal."""
 
     def __init__(self, history_file: Path | None) -> None:
-        self._session = None
+        self._session: PromptSession[str] | None = None
         if sys.stdin.isatty() and sys.stdout.isatty():
-            from prompt_toolkit import PromptSession
-            from prompt_toolkit.history import FileHistory, InMemoryHistory
-
-            history = InMemoryHistory()
+            history: History = InMemoryHistory()
             if history_file is not None:
                 try:
                     history_file.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +91,9 @@ class LineReader:
 
 
 class Repl:
-    def __init__(self, runtime: Runtime, console: Console, reader: LineReader, ui: TerminalUI) -> None:
+    def __init__(
+        self, runtime: Runtime, console: Console, reader: LineReader, ui: TerminalUI
+    ) -> None:
         self.rt = runtime
         self.console = console
         self.reader = reader
@@ -192,7 +193,10 @@ class Repl:
             self.rt.recorder.record_shell(command, result.output, result.exit_code)
         if result.ran:
             self.agent.add_context(
-                Message("user", f"I ran `{command}` (exit {result.exit_code}):\n```\n{result.output}\n```")
+                Message(
+                    "user",
+                    f"I ran `{command}` (exit {result.exit_code}):\n```\n{result.output}\n```",
+                )
             )
 
     # -- slash commands --------------------------------------------------------------
@@ -201,9 +205,15 @@ class Repl:
         name, _, arg = text.partition(" ")
         arg = arg.strip()
         handlers = {
-            "/help": self.cmd_help, "/model": self.cmd_model, "/status": self.cmd_status,
-            "/clear": self.cmd_clear, "/new": self.cmd_new, "/plan": self.cmd_plan,
-            "/todos": self.cmd_todos, "/read": self.cmd_read, "/read-chunks": self.cmd_read_chunks,
+            "/help": self.cmd_help,
+            "/model": self.cmd_model,
+            "/status": self.cmd_status,
+            "/clear": self.cmd_clear,
+            "/new": self.cmd_new,
+            "/plan": self.cmd_plan,
+            "/todos": self.cmd_todos,
+            "/read": self.cmd_read,
+            "/read-chunks": self.cmd_read_chunks,
         }
         handler = handlers.get(name)
         if handler is None:
@@ -224,10 +234,13 @@ class Repl:
             return
         self.agent.client = self.agent.client.with_model(arg)
         caps = self.agent.capabilities()
-        self.console.print(f"model: {arg} (context {caps.context_window:,} tokens)", highlight=False)
+        self.console.print(
+            f"model: {arg} (context {caps.context_window:,} tokens)", highlight=False
+        )
 
     def cmd_status(self, _: str) -> None:
         st = self.agent.status()
+        ratio_kind = "calibrated" if st["calibrated"] else "heuristic"
         table = Table(show_header=False, box=None)
         rows = [
             ("backend", f"{st['backend']} ({st['endpoint']})"),
@@ -236,7 +249,7 @@ class Repl:
             ("used (estimated)", f"{st['used_tokens']:,} tokens"),
             ("  of which plan", f"{st['plan_tokens']:,} tokens"),
             ("remaining", f"{st['remaining_tokens']:,} tokens (after a 10% margin)"),
-            ("bytes per token", f"{st['bytes_per_token']:.2f} ({'calibrated' if st['calibrated'] else 'heuristic'})"),
+            ("bytes per token", f"{st['bytes_per_token']:.2f} ({ratio_kind})"),
             ("tools", "on" if st["tools"] else "off"),
             ("session", str(st["session_id"])),
         ]
@@ -277,7 +290,9 @@ class Repl:
             self.console.print("no todos")
         marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "cancelled": "[-]"}
         for t in todos:
-            self.console.print(f"{marks.get(t.status, '[?]')} {t.id}: {t.content}", highlight=False, markup=False)
+            self.console.print(
+                f"{marks.get(t.status, '[?]')} {t.id}: {t.content}", highlight=False, markup=False
+            )
 
     def cmd_read(self, arg: str) -> None:
         from harvey.oversize import read_for_context
@@ -290,7 +305,9 @@ class Repl:
             raise UsageError(f"{arg}: no such file in the workspace")
         text = read_for_context(self.agent, path)
         self.agent.add_context(Message("user", text))
-        self.console.print(f"added {arg} to the conversation ({len(text):,} characters)", highlight=False)
+        self.console.print(
+            f"added {arg} to the conversation ({len(text):,} characters)", highlight=False
+        )
 
     def cmd_read_chunks(self, arg: str) -> None:
         from harvey.oversize import analyze_file
@@ -311,10 +328,15 @@ class Repl:
         self.agent.history.extend([user, reply])
         self.rt.store.add_turn(self.agent.session_id, [user, reply])
         if self.rt.recorder is not None:
-            self.rt.recorder.record_turn(TurnRecord(
-                user=self.agent.user, model=self.agent.client.model,
-                workspace=str(self.agent.workspace), user_text=None, reply=text,
-            ))
+            self.rt.recorder.record_turn(
+                TurnRecord(
+                    user=self.agent.user,
+                    model=self.agent.client.model,
+                    workspace=str(self.agent.workspace),
+                    user_text=None,
+                    reply=text,
+                )
+            )
 
 
 def run_repl(

@@ -46,16 +46,22 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
         plan: bool = False,
     ) -> Agent:
         settings = settings or Settings()
-        client = ScriptedClient(replies, model="testmodel", context_window=context_window,
-                                supports_tools=supports_tools)
+        client = ScriptedClient(
+            replies, model="testmodel", context_window=context_window, supports_tools=supports_tools
+        )
         session_id = store.create_session(workspace, client.model)
         writer = FilePlanWriter(workspace, session_id, tmp_path / "home") if plan else None
         registry = build_registry(settings, todo_store=store, plan_writer=writer)
         executor = build_executor(registry, settings, workspace, session_id)
         recorder = (
-            Recorder.open_in(workspace / ".harvey" / "sessions", user="tester",
-                             model=client.model, backend=client.backend)
-            if record else None
+            Recorder.open_in(
+                workspace / ".harvey" / "sessions",
+                user="tester",
+                model=client.model,
+                backend=client.backend,
+            )
+            if record
+            else None
         )
         plan_text = None
         if writer is not None:
@@ -67,9 +73,16 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
                 return dynamic_plan_text("", writer.read(), session_id=session_id)
 
         agent = Agent(
-            client=client, executor=executor, settings=settings, workspace=workspace,
-            store=store, session_id=session_id, recorder=recorder, ui=ui or HeadlessUI(),
-            harvey_home=tmp_path / "home", plan_text=plan_text,
+            client=client,
+            executor=executor,
+            settings=settings,
+            workspace=workspace,
+            store=store,
+            session_id=session_id,
+            recorder=recorder,
+            ui=ui or HeadlessUI(),
+            harvey_home=tmp_path / "home",
+            plan_text=plan_text,
         )
         agent.plan_writer = writer  # type: ignore[attr-defined]
         return agent

@@ -44,7 +44,9 @@ class AnsweringUI(HeadlessUI):
         return True
 
 
-def test_non_interactive_read_is_cancelled_with_a_hint(make_agent: AgentFactory, workspace: Path) -> None:
+def test_non_interactive_read_is_cancelled_with_a_hint(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
     big_file(workspace)
     agent = make_agent(
         [Reply(tool_calls=[("read_file", {"path": "history.md"})]), "It is too big."],
@@ -63,7 +65,8 @@ def test_user_says_no(make_agent: AgentFactory, workspace: Path) -> None:
     ui = AnsweringUI(None)
     agent = make_agent(
         [Reply(tool_calls=[("read_file", {"path": "history.md"})]), "OK, not reading it."],
-        context_window=2048, ui=ui,
+        context_window=2048,
+        ui=ui,
     )
     outcome = agent.turn("Summarise history.md")
     assert outcome.tool_results[0].content == CANCELLED
@@ -107,12 +110,15 @@ def test_accepted_alert_runs_map_reduce_and_injects_the_synthesis(
     assert answer.reply == "FINAL: 1881."
 
 
-def test_chunking_disabled_reads_without_any_guard(make_agent: AgentFactory, workspace: Path) -> None:
+def test_chunking_disabled_reads_without_any_guard(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
     big_file(workspace)
     settings = Settings(chunking=ChunkingSettings(enabled=False))
     agent = make_agent(
         [Reply(tool_calls=[("read_file", {"path": "history.md"})]), "Read it."],
-        context_window=2048, settings=settings,
+        context_window=2048,
+        settings=settings,
     )
     outcome = agent.turn("Summarise history.md")
     assert outcome.tool_results[0].content.startswith("0. The reservoir opened")
@@ -133,7 +139,9 @@ def test_tool_less_model_gets_the_same_guard(make_agent: AgentFactory, workspace
     n = expected_chunks(path)
     ui = AnsweringUI("Dates please.")
     agent = make_agent(
-        [f"p{i}" for i in range(n)] + ["SYNTHESIS"], context_window=2048, ui=ui,
+        [f"p{i}" for i in range(n)] + ["SYNTHESIS"],
+        context_window=2048,
+        ui=ui,
         supports_tools=False,
     )
     outcome = agent.turn("What happened in history.md?")
@@ -141,7 +149,9 @@ def test_tool_less_model_gets_the_same_guard(make_agent: AgentFactory, workspace
     assert outcome.reply == "SYNTHESIS"
 
 
-def test_tool_less_model_gets_small_files_attached(make_agent: AgentFactory, workspace: Path) -> None:
+def test_tool_less_model_gets_small_files_attached(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
     (workspace / "note.txt").write_text("remember the milk\n")
     agent = make_agent(["ok"], supports_tools=False)
     agent.turn("What does note.txt say?")
@@ -149,7 +159,9 @@ def test_tool_less_model_gets_small_files_attached(make_agent: AgentFactory, wor
     assert "remember the milk" in sent
 
 
-def test_harvey_run_yes_uses_prompt_as_instruction(make_agent: AgentFactory, workspace: Path) -> None:
+def test_harvey_run_yes_uses_prompt_as_instruction(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
     path = big_file(workspace)
     n = expected_chunks(path)
     replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
@@ -157,4 +169,8 @@ def test_harvey_run_yes_uses_prompt_as_instruction(make_agent: AgentFactory, wor
     agent = make_agent(replies, context_window=2048, ui=HeadlessUI(auto_yes=True))
     outcome = agent.turn("Summarise history.md")
     assert outcome.reply == "DONE"
-    assert agent.client.seen[1].messages[-1].content.startswith("Summarise history.md\n\n---\nChunk 1 of")
+    assert (
+        agent.client.seen[1]
+        .messages[-1]
+        .content.startswith("Summarise history.md\n\n---\nChunk 1 of")
+    )

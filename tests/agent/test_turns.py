@@ -32,10 +32,12 @@ def test_plain_turn_commits_history_store_and_scene(make_agent: AgentFactory) ->
 
 def test_tool_round_trip_reads_a_workspace_file(make_agent: AgentFactory, workspace: Path) -> None:
     (workspace / "notes.txt").write_text("the secret is 42\n")
-    agent = make_agent([
-        Reply(tool_calls=[("read_file", {"path": "notes.txt"})]),
-        "The secret is 42.",
-    ])
+    agent = make_agent(
+        [
+            Reply(tool_calls=[("read_file", {"path": "notes.txt"})]),
+            "The secret is 42.",
+        ]
+    )
     outcome = agent.turn("What is the secret?")
     assert outcome.reply == "The secret is 42."
     tool_msgs = [m for m in agent.history if m.role == "tool"]
@@ -47,11 +49,13 @@ def test_tool_round_trip_reads_a_workspace_file(make_agent: AgentFactory, worksp
 
 
 def test_failing_tool_becomes_error_result_not_exception(make_agent: AgentFactory) -> None:
-    agent = make_agent([
-        Reply(tool_calls=[("read_file", {"path": "../../etc/passwd"})]),
-        Reply(tool_calls=[("no_such_tool", {})]),
-        "I could not read it.",
-    ])
+    agent = make_agent(
+        [
+            Reply(tool_calls=[("read_file", {"path": "../../etc/passwd"})]),
+            Reply(tool_calls=[("no_such_tool", {})]),
+            "I could not read it.",
+        ]
+    )
     outcome = agent.turn("read /etc/passwd")
     assert [r.is_error for r in outcome.tool_results] == [True, True]
     assert outcome.reply == "I could not read it."

@@ -22,14 +22,23 @@ def workspace(tmp_path: Path) -> Path:
 def harvey(workspace: Path) -> Run:
     """Run the real ``harvey`` command in a subprocess, in the workspace."""
 
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
-            cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
         full_env = dict(os.environ)
         full_env.update(env or {})
         return subprocess.run(
             [sys.executable, "-m", "harvey", *args],
-            cwd=cwd or workspace, input=input, env=full_env, capture_output=True,
-            text=True, timeout=timeout,
+            cwd=cwd or workspace,
+            input=input,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
     return run

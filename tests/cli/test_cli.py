@@ -11,8 +11,17 @@ from tests.fakes.servers import FakeOpenAI, HTTPFailure
 
 from .conftest import Run, assert_one_line_error
 
-SUBCOMMANDS = ["run", "analyze", "models", "sessions", "sessions list", "sessions show",
-               "sessions delete", "sessions prune", "sessions render"]
+SUBCOMMANDS = [
+    "run",
+    "analyze",
+    "models",
+    "sessions",
+    "sessions list",
+    "sessions show",
+    "sessions delete",
+    "sessions prune",
+    "sessions render",
+]
 
 
 def test_version(harvey: Run) -> None:
@@ -42,7 +51,9 @@ def test_run_prints_only_the_reply(harvey: Run, workspace: Path, isolated_env: P
 
 def test_run_reads_stdin(harvey: Run) -> None:
     with FakeOpenAI([Reply("got it")]) as srv:
-        proc = harvey("run", "-", "--backend", "openai", "--base-url", srv.url, input="from stdin\n")
+        proc = harvey(
+            "run", "-", "--backend", "openai", "--base-url", srv.url, input="from stdin\n"
+        )
         sent = srv.chat_requests[0]["messages"][-1]["content"]
     assert proc.returncode == 0 and proc.stdout == "got it\n"
     assert sent == "from stdin\n"
@@ -67,8 +78,15 @@ def test_no_record_writes_no_session_file(harvey: Run, workspace: Path) -> None:
 
 
 def test_unreachable_server_is_one_line_exit_1(harvey: Run) -> None:
-    proc = harvey("run", "hi", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
-                  env={"HARVEY_DEBUG": ""})
+    proc = harvey(
+        "run",
+        "hi",
+        "--backend",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        env={"HARVEY_DEBUG": ""},
+    )
     assert_one_line_error(proc, 1, "127.0.0.1:9")
 
 
@@ -79,7 +97,9 @@ def test_server_error_after_retries_is_exit_1(harvey: Run, workspace: Path) -> N
     assert_one_line_error(proc, 1, "500")
 
 
-def test_bad_config_is_exit_2_and_writes_nothing(harvey: Run, workspace: Path, isolated_env: Path) -> None:
+def test_bad_config_is_exit_2_and_writes_nothing(
+    harvey: Run, workspace: Path, isolated_env: Path
+) -> None:
     (workspace / "harvey.yaml").write_text("backend: openai\nchunking:\n  overlap: words\n")
     proc = harvey("run", "hi")
     assert_one_line_error(proc, 2, "harvey.yaml", "line 3", "chunking.overlap")
@@ -110,19 +130,37 @@ def test_models_lists_server_models(harvey: Run) -> None:
 
 
 def test_analyze_missing_and_binary_files(harvey: Run, workspace: Path) -> None:
-    assert_one_line_error(harvey("analyze", "nope.md", "-i", "x", "--backend", "openai"), 2, "no such file")
+    assert_one_line_error(
+        harvey("analyze", "nope.md", "-i", "x", "--backend", "openai"), 2, "no such file"
+    )
     (workspace / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
-    assert_one_line_error(harvey("analyze", "blob.bin", "-i", "x", "--backend", "openai"), 2, "binary")
+    assert_one_line_error(
+        harvey("analyze", "blob.bin", "-i", "x", "--backend", "openai"), 2, "binary"
+    )
     (workspace / "dir").mkdir()
-    assert_one_line_error(harvey("analyze", "dir", "-i", "x", "--backend", "openai"), 2, "directory")
+    assert_one_line_error(
+        harvey("analyze", "dir", "-i", "x", "--backend", "openai"), 2, "directory"
+    )
 
 
 def test_analyze_against_server(harvey: Run, workspace: Path) -> None:
     doc = "\n\n".join(f"Paragraph {i}. " + "Some words here. " * 40 for i in range(30))
     (workspace / "doc.md").write_text(doc)
     with FakeOpenAI([], default_reply=Reply("partial or final")) as srv:
-        proc = harvey("analyze", "doc.md", "-i", "Summarise", "--backend", "openai",
-                      "--base-url", srv.url, "--chunk-size", "2000", "--concurrency", "3")
+        proc = harvey(
+            "analyze",
+            "doc.md",
+            "-i",
+            "Summarise",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.url,
+            "--chunk-size",
+            "2000",
+            "--concurrency",
+            "3",
+        )
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "partial or final\n"
@@ -139,7 +177,9 @@ def test_analyze_synthesis_failure_exits_1(harvey: Run, workspace: Path) -> None
     (workspace / "doc.md").write_text("One paragraph.\n\nAnother paragraph.\n")
     (workspace / "harvey.yaml").write_text("retries: 0\n")
     with FakeOpenAI([Reply("partial"), HTTPFailure(500, "synthesis exploded")]) as srv:
-        proc = harvey("analyze", "doc.md", "-i", "Summarise", "--backend", "openai", "--base-url", srv.url)
+        proc = harvey(
+            "analyze", "doc.md", "-i", "Summarise", "--backend", "openai", "--base-url", srv.url
+        )
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
@@ -189,8 +229,15 @@ def test_render_writes_html(harvey: Run, workspace: Path) -> None:
 
 
 def test_debug_shows_traceback(harvey: Run) -> None:
-    proc = harvey("run", "hi", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
-                  env={"HARVEY_DEBUG": "1"})
+    proc = harvey(
+        "run",
+        "hi",
+        "--backend",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        env={"HARVEY_DEBUG": "1"},
+    )
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr
 

@@ -78,8 +78,13 @@ class RecordingDouble:
         self.events: list[tuple[Any, ...]] = []
 
     def record_chunk_analysis_start(
-        self, filename: str, total_chunks: int, model: str, boundary: str,
-        chunk_size_bytes: int, user_instruction: str,
+        self,
+        filename: str,
+        total_chunks: int,
+        model: str,
+        boundary: str,
+        chunk_size_bytes: int,
+        user_instruction: str,
     ) -> None:
         self.events.append(
             ("start", filename, total_chunks, model, boundary, chunk_size_bytes, user_instruction)
@@ -145,7 +150,9 @@ def test_chunk_error_continues_and_synthesis_sees_the_failure_note() -> None:
 
     client = FnClient(reply)
     rec = RecordingDouble()
-    out = run_chunked_analysis(client, params(["a", "b", "c"]), recorder=rec, progress=NullProgress())
+    out = run_chunked_analysis(
+        client, params(["a", "b", "c"]), recorder=rec, progress=NullProgress()
+    )
     assert out.text == "final"
     assert out.failures == [2]
     assert out.partials == ["result1", "[chunk 2 failed: context exceeded]", "result3"]
@@ -161,8 +168,9 @@ def test_synthesis_error_is_raised_and_recorded() -> None:
 
     rec = RecordingDouble()
     with pytest.raises(SynthesisError, match="server went away"):
-        run_chunked_analysis(FnClient(reply), params(["a", "b"]), recorder=rec,
-                             progress=NullProgress())
+        run_chunked_analysis(
+            FnClient(reply), params(["a", "b"]), recorder=rec, progress=NullProgress()
+        )
     assert rec.events[-1] == ("synthesis", "LLAMA3", "error: server went away", 1)
 
 
@@ -192,8 +200,12 @@ def test_results_and_notes_in_chunk_order_when_calls_finish_out_of_order() -> No
 
     client = FnClient(reply)
     rec = RecordingDouble()
-    out = run_chunked_analysis(client, params([str(i) for i in range(n)], concurrency=4),
-                               recorder=rec, progress=NullProgress())
+    out = run_chunked_analysis(
+        client,
+        params([str(i) for i in range(n)], concurrency=4),
+        recorder=rec,
+        progress=NullProgress(),
+    )
     assert out.partials == [f"r{i}" for i in range(1, n + 1)]
     assert [e[1] for e in rec.events if e[0] == "result"] == list(range(1, n + 1))
     assert 1 < client.max_in_flight <= 4
@@ -216,8 +228,9 @@ def test_hierarchical_reduce_when_partials_do_not_fit() -> None:
     client = FnClient(reply)
     rec = RecordingDouble()
     chunks = [f"chunk {i}" for i in range(12)]
-    out = run_chunked_analysis(client, params(chunks), recorder=rec, progress=NullProgress(),
-                               context_window=1024)
+    out = run_chunked_analysis(
+        client, params(chunks), recorder=rec, progress=NullProgress(), context_window=1024
+    )
     # 12 × ~150 tokens do not fit 1024 - 10%: groups first, then one final synthesis.
     assert out.levels == 2
     assert out.text.startswith("combined")
@@ -233,8 +246,13 @@ def test_hierarchical_reduce_must_shrink() -> None:
 
     rec = RecordingDouble()
     with pytest.raises(SynthesisError, match="did not shrink"):
-        run_chunked_analysis(FnClient(reply), params(["a"] * 6), recorder=rec,
-                             progress=NullProgress(), context_window=1024)
+        run_chunked_analysis(
+            FnClient(reply),
+            params(["a"] * 6),
+            recorder=rec,
+            progress=NullProgress(),
+            context_window=1024,
+        )
     assert rec.events[-1][2].startswith("error: level ")
     assert "did not shrink" in rec.events[-1][2]
 
@@ -242,16 +260,18 @@ def test_hierarchical_reduce_must_shrink() -> None:
 def test_partial_too_big_for_the_synthesis_context() -> None:
     client = FnClient(lambda p: "s" * 10_000 if chunk_index(p) else "final")
     with pytest.raises(SynthesisError, match="alone does not fit"):
-        run_chunked_analysis(client, params(["a", "b"]), progress=NullProgress(),
-                             context_window=1024)
+        run_chunked_analysis(
+            client, params(["a", "b"]), progress=NullProgress(), context_window=1024
+        )
 
 
 def test_synthesis_client_is_used_for_the_reduce() -> None:
     mapper = FnClient(lambda p: "partial")
     synth = FnClient(lambda p: "final", model="BIGMODEL")
     rec = RecordingDouble()
-    out = run_chunked_analysis(mapper, params(["a", "b"]), recorder=rec, progress=NullProgress(),
-                               synthesis_client=synth)
+    out = run_chunked_analysis(
+        mapper, params(["a", "b"]), recorder=rec, progress=NullProgress(), synthesis_client=synth
+    )
     assert out.text == "final"
     assert len(mapper.prompts) == 2 and len(synth.prompts) == 1
     assert rec.events[-1] == ("synthesis", "BIGMODEL", "ok", 1)
@@ -273,8 +293,13 @@ def test_cancel_stops_outstanding_calls_and_records_it() -> None:
 
     def run() -> None:
         try:
-            run_chunked_analysis(client, params(["a"] * 20, concurrency=2), recorder=rec,
-                                 progress=NullProgress(), cancel=cancel)
+            run_chunked_analysis(
+                client,
+                params(["a"] * 20, concurrency=2),
+                recorder=rec,
+                progress=NullProgress(),
+                cancel=cancel,
+            )
         except BaseException as exc:
             result["exc"] = exc
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -116,7 +117,7 @@ def test_no_overlap_produces_no_repeated_content() -> None:
     text = "\n\n".join(_paragraphs(12, 200))
     chunks = chunk_document(text, ChunkConfig(chunk_size_bytes=1000, overlap="none"), DocType.PROSE)
     assert "".join(c.text for c in chunks) == text
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert b.start == a.end
 
 
@@ -130,7 +131,8 @@ def test_max_chunks_is_not_enforced_by_the_chunker() -> None:
 
 def test_oversized_paragraph_splits_at_sentences_then_lines_then_chars() -> None:
     sentences = "".join(f"Sentence number {i} is here. " for i in range(40))
-    chunks = chunk_document(sentences, ChunkConfig(chunk_size_bytes=200, overlap="none"), DocType.PROSE)
+    cfg = ChunkConfig(chunk_size_bytes=200, overlap="none")
+    chunks = chunk_document(sentences, cfg, DocType.PROSE)
     assert all(c.text.endswith(". ") for c in chunks[:-1])
     lines = "\n".join("word" * 5 for _ in range(40))
     chunks = chunk_document(lines, ChunkConfig(chunk_size_bytes=100, overlap="none"), DocType.PROSE)
@@ -164,12 +166,16 @@ def test_rst_underlined_titles_are_preferred_boundaries() -> None:
     assert all(c.text.startswith("Section ") for c in chunks)
 
 
-GO_SOURCE = "package main\n\nimport \"fmt\"\n\n" + "\n\n".join(
-    f"// F{i} does thing {i}.\nfunc F{i}(x int) int {{\n"
-    + "".join(f"\ty{j} := x + {j}\n\n" for j in range(6))
-    + "\treturn x\n}"
-    for i in range(12)
-) + "\n"
+GO_SOURCE = (
+    'package main\n\nimport "fmt"\n\n'
+    + "\n\n".join(
+        f"// F{i} does thing {i}.\nfunc F{i}(x int) int {{\n"
+        + "".join(f"\ty{j} := x + {j}\n\n" for j in range(6))
+        + "\treturn x\n}"
+        for i in range(12)
+    )
+    + "\n"
+)
 
 
 @pytest.mark.parametrize("language", ["go", None])
@@ -189,7 +195,8 @@ def _big_class_source() -> str:
         + "        return x\n"
         for i in range(20)
     )
-    return f"import os\n\n\nclass Big:\n    \"\"\"A big class.\"\"\"\n\n{methods}\n\ndef tail():\n    pass\n"
+    head = 'import os\n\n\nclass Big:\n    """A big class."""\n\n'
+    return f"{head}{methods}\n\ndef tail():\n    pass\n"
 
 
 def test_tree_sitter_splits_big_classes_at_methods() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document
 
-ALPHABET = st.sampled_from(list("ab cd.!?\n\n\n\t#=}é日😀\r") + ["ab", "# ", "\n\n", ". "])
+ALPHABET = st.sampled_from([*list("ab cd.!?\n\n\n\t#=}é日😀\r"), "ab", "# ", "\n\n", ". "])
 RAW = st.lists(ALPHABET, max_size=400).map("".join) | st.text(max_size=300)
 SIZES = st.integers(min_value=16, max_value=400)
 OVERLAPS = st.sampled_from(["paragraph", "sentence", "none"])
@@ -30,7 +31,7 @@ def check_invariants(content: str, chunks: list[Chunk], size: int) -> None:
         assert nbytes(c.text) <= size
         assert c.start_line == content.count("\n", 0, c.start) + 1
         assert c.end_line == content.count("\n", 0, max(c.start, c.end - 1)) + 1
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         assert prev.start <= nxt.start <= prev.end  # no gap, progress
         assert nxt.end > prev.end
         assert nbytes(content[nxt.start : prev.end]) <= size // 4
@@ -53,13 +54,19 @@ def test_bound_lossless_offsets_lines(
 def test_overlap_none_is_disjoint(content: str, size: int, doc_type: DocType) -> None:
     chunks = chunk_document(content, ChunkConfig(chunk_size_bytes=size, overlap="none"), doc_type)
     assert "".join(c.text for c in chunks) == content
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         assert nxt.start == prev.end
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.sampled_from(["def f():\n    pass\n", "\n", "class A:\n  x = 1\n", "y = 2\n"]),
-                max_size=80).map("".join), SIZES, OVERLAPS)
+@given(
+    st.lists(
+        st.sampled_from(["def f():\n    pass\n", "\n", "class A:\n  x = 1\n", "y = 2\n"]),
+        max_size=80,
+    ).map("".join),
+    SIZES,
+    OVERLAPS,
+)
 def test_tree_sitter_path_keeps_the_invariants(content: str, size: int, overlap: str) -> None:
     cfg = ChunkConfig(chunk_size_bytes=size, overlap=overlap)  # type: ignore[arg-type]
     check_invariants(content, chunk_document(content, cfg, DocType.SOURCE, language="python"), size)
@@ -81,8 +88,11 @@ WORD = st.sampled_from(["lorem", "ipsum", "dolor", "sit", "amet", "é", "日本"
 @st.composite
 def documents(draw: st.DrawFn) -> Doc:
     paragraphs = draw(
-        st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=6),
-                 min_size=1, max_size=12)
+        st.lists(
+            st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=6),
+            min_size=1,
+            max_size=12,
+        )
     )
     text = ""
     paragraph_starts: list[int] = []
@@ -100,7 +110,9 @@ def documents(draw: st.DrawFn) -> Doc:
     return Doc(text, paragraph_starts, sorted(set(sentence_starts)))
 
 
-def trailing_sentences_start(doc: Doc, lo: int, prev: Chunk, quarter: int, starts: list[int]) -> int:
+def trailing_sentences_start(
+    doc: Doc, lo: int, prev: Chunk, quarter: int, starts: list[int]
+) -> int:
     fitting = [
         t for t in starts if lo <= t < prev.end and nbytes(doc.text[t : prev.end]) <= quarter
     ]
@@ -113,7 +125,7 @@ def test_paragraph_overlap_rule(doc: Doc, size: int) -> None:
     chunks = chunk_document(doc.text, ChunkConfig(chunk_size_bytes=size), DocType.PROSE)
     check_invariants(doc.text, chunks, size)
     quarter = size // 4
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         inside = [p for p in doc.paragraph_starts if prev.start < p < prev.end]
         last_para = max(inside, default=prev.start)
         if nbytes(doc.text[last_para : prev.end]) <= quarter:
@@ -130,7 +142,7 @@ def test_sentence_overlap_rule(doc: Doc, size: int) -> None:
         doc.text, ChunkConfig(chunk_size_bytes=size, overlap="sentence"), DocType.PROSE
     )
     check_invariants(doc.text, chunks, size)
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         expected = trailing_sentences_start(doc, prev.start, prev, size // 4, doc.sentence_starts)
         assert nxt.start == expected
 
@@ -138,16 +150,21 @@ def test_sentence_overlap_rule(doc: Doc, size: int) -> None:
 @settings(max_examples=80, deadline=None)
 @given(documents(), st.integers(min_value=60, max_value=600))
 def test_prose_cuts_prefer_paragraphs_then_sentences(doc: Doc, size: int) -> None:
-    chunks = chunk_document(doc.text, ChunkConfig(chunk_size_bytes=size, overlap="none"),
-                            DocType.PROSE)
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    chunks = chunk_document(
+        doc.text, ChunkConfig(chunk_size_bytes=size, overlap="none"), DocType.PROSE
+    )
+    for prev, nxt in itertools.pairwise(chunks):
         cut = nxt.start
         window = doc.text[prev.start : prev.start + size]
-        fits = [p for p in doc.paragraph_starts
-                if prev.start < p and nbytes(doc.text[prev.start : p]) <= size]
+        fits = [
+            p
+            for p in doc.paragraph_starts
+            if prev.start < p and nbytes(doc.text[prev.start : p]) <= size
+        ]
         if fits:
             assert cut in doc.paragraph_starts  # a blank-line cut whenever one fits
-        elif any(prev.start < t and nbytes(doc.text[prev.start : t]) <= size
-                 for t in doc.sentence_starts):
+        elif any(
+            prev.start < t and nbytes(doc.text[prev.start : t]) <= size for t in doc.sentence_starts
+        ):
             assert cut in doc.sentence_starts
         assert re.sub(r"\s", "", window) != "" or cut == prev.end

@@ -56,7 +56,7 @@ def test_nested_wrong_type_names_the_key_path_and_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["0", "1.5", "-0.2", "lots"])
 def test_threshold_must_be_in_range(tmp_path: Path, value: str) -> None:
     write(tmp_path, f"chunking:\n  threshold: {value}\n")
-    with pytest.raises(ConfigError, match="chunking.threshold"):
+    with pytest.raises(ConfigError, match=r"chunking\.threshold"):
         load_settings(resolve_paths(tmp_path), env={})
 
 

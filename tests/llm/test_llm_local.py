@@ -92,14 +92,32 @@ def test_embedded_model_answers_for_real() -> None:
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
     """``python -m llama_cpp.server`` with the embedded model on a free port."""
-    if importlib.util.find_spec("llama_cpp.server") is None or importlib.util.find_spec(
-        "uvicorn"
-    ) is None:
+    if (
+        importlib.util.find_spec("llama_cpp.server") is None
+        or importlib.util.find_spec("uvicorn") is None
+    ):
         pytest.skip("llama-cpp-python[server] is not installed")
     port = free_port()
+    # `python -m llama_cpp.server`, run through runpy so the server loads the
+    # model without AMX buffers (see harvey.llm.local._plain_cpu_buffers).
+    launcher = (
+        "import runpy, sys, llama_cpp; from harvey.llm.local import _plain_cpu_buffers\n"
+        "with _plain_cpu_buffers(llama_cpp):\n"
+        "    sys.argv = ['llama_cpp.server'] + sys.argv[1:]\n"
+        "    runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
+    )
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(find_model_file()),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+        sys.executable,
+        "-c",
+        launcher,
+        "--model",
+        str(find_model_file()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
     ]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}/v1"
@@ -143,10 +161,22 @@ def test_harvey_run_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
     env = {**os.environ, "HARVEY_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
     proc = subprocess.run(
         [
-            sys.executable, "-m", "harvey", "run", "Say hello in one short sentence.",
-            "--backend", "openai", "--base-url", llama_server, "--no-record",
+            sys.executable,
+            "-m",
+            "harvey",
+            "run",
+            "Say hello in one short sentence.",
+            "--backend",
+            "openai",
+            "--base-url",
+            llama_server,
+            "--no-record",
         ],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip()

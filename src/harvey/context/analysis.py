@@ -171,7 +171,8 @@ class _Analysis:
         self.progress = progress
         self.cancel = cancel
         self.synth = synthesis_client
-        self.synth_model = synthesis_client.model if synthesis_client is not client else params.model
+        separate = synthesis_client is not client
+        self.synth_model = synthesis_client.model if separate else params.model
         self.context_window = context_window
         self.bytes_per_token = bytes_per_token
         self.levels = 0
@@ -274,7 +275,8 @@ class _Analysis:
 
     def _note(self, status: str) -> None:
         if self.recorder is not None:
-            self.recorder.record_chunk_synthesis(self.synth_model, status, levels=max(1, self.levels))
+            levels = max(1, self.levels)
+            self.recorder.record_chunk_synthesis(self.synth_model, status, levels=levels)
 
     def run(self) -> AnalysisResult:
         p = self.params
@@ -323,7 +325,7 @@ def run_chunked_analysis(
         raise ValueError("run_chunked_analysis needs at least one chunk")
     reporter: ProgressReporter
     if progress is None or not hasattr(progress, "chunk_started"):
-        reporter = make_progress(progress)  # type: ignore[arg-type]
+        reporter = make_progress(progress)
     else:
         reporter = progress  # type: ignore[assignment]
     analysis = _Analysis(

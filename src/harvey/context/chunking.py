@@ -94,14 +94,46 @@ class Chunk:
 
 _PROSE_EXTS = {".md", ".markdown", ".txt", ".rst", ".tex", ".html", ".htm", ".org", ".adoc"}
 _LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".go": "go", ".js": "javascript", ".mjs": "javascript",
-    ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".tsx": "tsx",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
-    ".hh": "cpp", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".rb": "ruby",
-    ".php": "php", ".cs": "csharp", ".swift": "swift", ".scala": "scala", ".lua": "lua",
-    ".sh": "bash", ".bash": "bash", ".pl": "perl", ".r": "r", ".jl": "julia",
-    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml",
-    ".zig": "zig", ".dart": "dart", ".m": "objc", ".sql": "sql", ".vue": "vue",
+    ".py": "python",
+    ".pyi": "python",
+    ".go": "go",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".rb": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".swift": "swift",
+    ".scala": "scala",
+    ".lua": "lua",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".pl": "perl",
+    ".r": "r",
+    ".jl": "julia",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".zig": "zig",
+    ".dart": "dart",
+    ".m": "objc",
+    ".sql": "sql",
+    ".vue": "vue",
 }
 # Source without a grammar we map: still split with the heuristic.
 _OTHER_SOURCE_EXTS = {".asm", ".s", ".f90", ".pas", ".clj", ".groovy", ".mk", ".cmake"}
@@ -126,17 +158,22 @@ def detect_doc_type(path: str | Path) -> DocType:
 
 # A blank line followed by a non-blank one: the cut lands at the start of the paragraph.
 _PARA = re.compile(rb"\n[ \t\r\f\v]*\n(?![ \t\r\f\v]*(?:\n|\Z))")
-_HEADING = re.compile(
-    rb"\n(?=#{1,6}[ \t])"  # ATX heading, even without a blank line before it
-    # a title line underlined with a run of one punctuation character (setext, RST)
-    rb"|\n[ \t\r\f\v]*\n(?=[^\n]*[^\s=\-~^*+#\"'`:.][^\n]*\n([=\-~^*+#\"'`:.])\1{2,}[ \t\r]*(?:\n|\Z))"
-    # an over- and underlined RST title
-    rb"|\n[ \t\r\f\v]*\n(?=([=\-~^*+#\"'`:.])\2{2,}[ \t\r]*\n[^\n]+\n)"
-)
+# A heading line: ATX (``# Title``), or the underline of a setext/RST title (a run of
+# one punctuation character). Both start with a literal newline, which keeps the scan fast;
+# the title line above an underline is found in Python (underlines are rare).
+_HEADING = re.compile(rb"\n(?:#{1,6}[ \t]|([=\-~^*+#\"'`:.])\1{2,}[ \t\r]*(?:\n|\Z))")
+_BLANK_LINE = re.compile(rb"[ \t\r\f\v]*")
 # Seed heuristic: a blank line, then a line that starts flush with neither } nor ).
 _SIGNATURE = re.compile(rb"\n[ \t\r\f\v]*\n(?=[^\s})\]])")
-_SENTENCE = re.compile(rb"(?:[.!?]|\xe2\x80\xa6)(?:[\"')\]]|\xe2\x80[\x99\x9d])*\s+")
-_BACKUP = b" \t\r\n\f\v\"')].!?\xe2\x80\xa6\x99\x9d"  # chars a match may span before a boundary
+# A sentence ends at . ! or ?, maybe closed by quotes or brackets (curly ones too), then
+# whitespace; the boundary is the start of the next sentence.
+_SENTENCE = re.compile(rb"[.!?][\"')\]\x99\x9d\x80\xe2]*\s+")
+_BACKUP = b" \t\r\n\f\v\"')].!?\xe2\x80\x99\x9d"  # chars a match may span before a boundary
+
+
+# How far past the last allowed boundary a search may look (heading lookaheads read the
+# next two lines). Bounding it keeps each search within about one chunk of text.
+_LOOKAHEAD = 1024
 
 
 def _search_start(data: bytes, floor: int, pos: int) -> int:
@@ -153,7 +190,7 @@ def _search_start(data: bytes, floor: int, pos: int) -> int:
 
 def _first_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor: int) -> int:
     """The smallest boundary in ``[lo, hi]``, or -1."""
-    for m in pattern.finditer(data, _search_start(data, floor, lo)):
+    for m in pattern.finditer(data, _search_start(data, floor, lo), hi + _LOOKAHEAD):
         e = m.end()
         if e > hi:
             return -1
@@ -163,14 +200,60 @@ def _first_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor:
 
 
 def _last_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor: int) -> int:
-    """The largest boundary in ``[lo, hi]``, or -1."""
+    """The largest boundary in ``[lo, hi]``, or -1.
+
+    Searches a short tail of the range first: the last boundary is usually
+    near the end, so most calls scan a few hundred bytes, not a whole chunk.
+    """
+    tail = max(lo, hi - 512)
+    best = _scan_last(pattern, data, tail, hi, floor)
+    if best < 0 and tail > lo:
+        best = _scan_last(pattern, data, lo, tail - 1, floor)
+    return best
+
+
+def _scan_last(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor: int) -> int:
     best = -1
-    for m in pattern.finditer(data, _search_start(data, floor, lo)):
+    for m in pattern.finditer(data, _search_start(data, floor, lo), hi + _LOOKAHEAD):
         e = m.end()
         if e > hi:
             break
         if e >= lo:
             best = e
+    return best
+
+
+def _is_blank(line: bytes) -> bool:
+    return _BLANK_LINE.fullmatch(line) is not None
+
+
+def _line_before(data: bytes, start: int) -> int:
+    """Start of the line that ends just before ``start`` (a line start), or -1."""
+    return -1 if start <= 0 else data.rfind(b"\n", 0, start - 1) + 1
+
+
+def _last_heading(data: bytes, lo: int, hi: int) -> int:
+    """The largest heading start in ``[lo, hi]``, or -1."""
+    best = -1
+    for m in _HEADING.finditer(data, max(0, lo - 1), hi + _LOOKAHEAD):
+        line = m.start() + 1
+        if m.group(1) is None:  # ATX
+            b = line
+        else:  # an underline: the title is the line above, after a blank line or an overline
+            title = _line_before(data, line)
+            if title < 0 or _is_blank(data[title : line - 1]):
+                continue
+            b = title
+            above = _line_before(data, title)
+            if above >= 0 and data[above : title - 1].rstrip() == data[line : m.end()].rstrip():
+                b = above  # an over- and underlined title starts at its overline
+                above = _line_before(data, b)
+            if above >= 0 and not _is_blank(data[above : b - 1]):
+                continue
+        if b > hi:
+            break
+        if b >= lo:
+            best = max(best, b)
     return best
 
 
@@ -187,8 +270,9 @@ class _Cutter:
         if self.defs is not None:
             k = bisect_right(self.defs, hi) - 1
             return self.defs[k] if k >= 0 and self.defs[k] >= lo else -1
-        pattern = _SIGNATURE if self.doc_type is DocType.SOURCE else _HEADING
-        return _last_end(pattern, self.data, lo, hi, 0)
+        if self.doc_type is DocType.SOURCE:
+            return _last_end(_SIGNATURE, self.data, lo, hi, 0)
+        return _last_heading(self.data, lo, hi)
 
     def end(self, cb: int, s: int, hi: int) -> int:
         """Where the chunk starting at ``cb`` (new text from ``s``) ends, given end ≤ ``hi``."""
@@ -237,7 +321,9 @@ class _Cutter:
         return min(starts) if starts else e
 
 
-def _byte_spans(data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: list[int] | None):
+def _byte_spans(
+    data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: list[int] | None
+) -> list[tuple[int, int]]:
     """The chunks as ``(start, end)`` byte offsets."""
     cutter = _Cutter(data, cfg, doc_type, defs)
     n, size = len(data), cfg.chunk_size_bytes

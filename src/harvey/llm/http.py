@@ -239,9 +239,7 @@ class HttpTransport:
                 "— is the base URL right?"
             ) from exc
 
-    def stream_lines(
-        self, path: str, payload: Any, *, model: str | None = None
-    ) -> Iterator[str]:
+    def stream_lines(self, path: str, payload: Any, *, model: str | None = None) -> Iterator[str]:
         """POST and yield the response body line by line as it arrives."""
         response = self._send("POST", self.url(path), payload, model, self.retries, None)
         try:

@@ -15,6 +15,7 @@ first used, so Harvey starts fast and works without the extra.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import threading
@@ -78,21 +79,55 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
             raise BackendError(f"model file {model_path} does not exist — {INSTALL_HINT}")
         threads = n_threads or max(1, min(4, os.cpu_count() or 1))
         try:
-            llama = llama_cpp.Llama(
-                str(model_path), n_ctx=n_ctx or DEFAULT_MAX_CTX, n_threads=threads, verbose=False
-            )
-            trained = _trained(llama, DEFAULT_MAX_CTX)
-            if n_ctx is None and trained < DEFAULT_MAX_CTX:
-                # Never run past what the model was trained on: reload at that size.
-                del llama
+            with _plain_cpu_buffers(llama_cpp):
                 llama = llama_cpp.Llama(
-                    str(model_path), n_ctx=trained, n_threads=threads, verbose=False
+                    str(model_path),
+                    n_ctx=n_ctx or DEFAULT_MAX_CTX,
+                    n_threads=threads,
+                    verbose=False,
                 )
+                trained = _trained(llama, DEFAULT_MAX_CTX)
+                if n_ctx is None and trained < DEFAULT_MAX_CTX:
+                    # Never run past what the model was trained on: reload at that size.
+                    del llama
+                    llama = llama_cpp.Llama(
+                        str(model_path), n_ctx=trained, n_threads=threads, verbose=False
+                    )
         except (ValueError, RuntimeError, OSError) as exc:
             raise BackendError(f"cannot load the embedded model {model_path.name}: {exc}") from exc
         loaded = _Loaded(llama, threading.Lock(), int(llama.n_ctx()), trained)
         _CACHE[key] = loaded
         return loaded
+
+
+@contextlib.contextmanager
+def _plain_cpu_buffers(llama_cpp: Any) -> Iterator[None]:
+    """Load weights without llama.cpp's "extra buffer types" (AMX, repacking).
+
+    A CPU may advertise AMX while its hypervisor does not enable it (seen in
+    Firecracker VMs): a natively built llama.cpp then dies with SIGILL on the
+    first matrix multiply, taking Harvey with it. ``Llama`` offers no argument
+    for ``use_extra_bufts``, so its default-params factory is wrapped while the
+    model loads (under ``_CACHE_LOCK``). For a 135M model the speed cost is nil.
+    Set ``HARVEY_LLAMA_EXTRA_BUFFERS=1`` to keep them.
+    """
+    low: Any = getattr(llama_cpp, "llama_cpp", None)
+    original = getattr(low, "llama_model_default_params", None)
+    if original is None or os.environ.get("HARVEY_LLAMA_EXTRA_BUFFERS") == "1":
+        yield
+        return
+
+    def without_extra() -> Any:
+        params = original()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = without_extra
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = original
 
 
 def _trained(llama: Any, fallback: int) -> int:
@@ -186,8 +221,10 @@ class LocalClient:
 
     def capabilities(self) -> ModelCapabilities:
         loaded = self._loaded()
-        source = "n_ctx (config)" if self.n_ctx is not None else (
-            f"model (trained {loaded.n_ctx_train}, loaded {loaded.n_ctx})"
+        source = (
+            "n_ctx (config)"
+            if self.n_ctx is not None
+            else (f"model (trained {loaded.n_ctx_train}, loaded {loaded.n_ctx})")
         )
         return ModelCapabilities(loaded.n_ctx, False, source)
 

@@ -244,9 +244,7 @@ class OpenAIClient:
     def _props_n_ctx(self) -> int | None:
         """llama.cpp's ``/props``; other servers 404, which just means "unknown"."""
         try:
-            props = self.http.request_json(
-                "GET", server_root(self.endpoint) + "/props", retries=0
-            )
+            props = self.http.request_json("GET", server_root(self.endpoint) + "/props", retries=0)
         except BackendError:
             return None
         if not isinstance(props, dict):

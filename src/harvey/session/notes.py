@@ -50,8 +50,9 @@ def tool_note(note: ToolNote, character: str | None = None) -> str:
     who = note.character or character
     prefix = f"{encode_field(cue_name(character_cue(who, 'MODEL')), '—')}." if who else ""
     name = encode_field(note.name, "(—")
-    return format_note(f"{prefix}tool: {name}({encode_field(note.args_text())}){SEP}"
-                       f"{_status(note.status)}")
+    return format_note(
+        f"{prefix}tool: {name}({encode_field(note.args_text())}){SEP}{_status(note.status)}"
+    )
 
 
 def rag_note(rag: RagInfo) -> str:

@@ -67,7 +67,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             status TEXT NOT NULL,
             PRIMARY KEY (session_id, position)
         );
-        """
+        """,
     )
 
 
@@ -83,7 +83,7 @@ def _m002_calibration(db: sqlite3.Connection) -> None:
             samples INTEGER NOT NULL,
             updated_at TEXT NOT NULL
         );
-        """
+        """,
     )
 
 
@@ -151,7 +151,8 @@ class SessionStore:
 
     def _migrate(self) -> None:
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS _migrations "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
         done = {row[0] for row in self._db.execute("SELECT name FROM _migrations")}
         for name, migration in MIGRATIONS:
@@ -183,8 +184,13 @@ class SessionStore:
     def _info(self, row: sqlite3.Row) -> SessionInfo:
         keys = row.keys()
         return SessionInfo(
-            row["id"], row["workspace"], row["title"], row["model"], row["created_at"],
-            row["updated_at"], row["n"] if "n" in keys else 0,
+            row["id"],
+            row["workspace"],
+            row["title"],
+            row["model"],
+            row["created_at"],
+            row["updated_at"],
+            row["n"] if "n" in keys else 0,
         )
 
     _SELECT = (
@@ -202,7 +208,8 @@ class SessionStore:
 
     def latest_session(self, workspace: Path | str) -> SessionInfo | None:
         rows = self._query(
-            f"{self._SELECT} WHERE s.workspace = ? ORDER BY s.updated_at DESC, s.rowid DESC LIMIT 1",
+            f"{self._SELECT} WHERE s.workspace = ? "
+            "ORDER BY s.updated_at DESC, s.rowid DESC LIMIT 1",
             (str(workspace),),
         )
         return self._info(rows[0]) if rows else None
@@ -244,7 +251,12 @@ class SessionStore:
         with self._tx() as db:
             for m in messages:
                 calls = (
-                    json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls])
+                    json.dumps(
+                        [
+                            {"id": c.id, "name": c.name, "arguments": c.arguments}
+                            for c in m.tool_calls
+                        ]
+                    )
                     if m.tool_calls
                     else None
                 )

@@ -91,7 +91,9 @@ class ToolRegistry:
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"
-            return ToolResult(call.id, call.name, f"error: unknown tool {call.name!r} (known: {known})")
+            return ToolResult(
+                call.id, call.name, f"error: unknown tool {call.name!r} (known: {known})"
+            )
         if not isinstance(call.arguments, dict):
             return ToolResult(call.id, call.name, "error: tool arguments must be a JSON object")
         try:

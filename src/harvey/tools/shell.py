@@ -17,8 +17,8 @@ import os
 import shlex
 import signal
 import subprocess
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

@@ -1,0 +1,59 @@
+"""Drive the real REPL through a pseudo-terminal with pexpect."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+PROMPT = "tester>"
+Spawn = Callable[..., pexpect.spawn]
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture()
+def spawn(workspace: Path) -> Iterator[Spawn]:
+    children: list[pexpect.spawn] = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
+        full_env = dict(os.environ)
+        full_env.update(
+            {
+                "TERM": "xterm",
+                "NO_COLOR": "1",
+                "PROMPT_TOOLKIT_NO_CPR": "1",
+                "COLUMNS": "120",
+                "LINES": "40",
+            }
+        )
+        full_env.update(env or {})
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "harvey", *args],
+            cwd=str(workspace),
+            env=full_env,
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(40, 120),
+        )
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def send_line(child: pexpect.spawn, text: str) -> None:
+    child.send(text + "\r")

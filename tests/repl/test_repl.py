@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pexpect
+
+from harvey.llm.scripted import Reply
+from tests.fakes.servers import FakeOpenAI
+
+from .conftest import PROMPT, Spawn, send_line
+
+
+def finish(child: pexpect.spawn) -> None:
+    send_line(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_chat_status_help_shell_and_exit(spawn: Spawn, workspace: Path) -> None:
+    (workspace / "hello.txt").write_text("hi there\n")
+    with FakeOpenAI([Reply("The answer is **42**.")], context_window=4096) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect("Type /help")
+        child.expect(PROMPT)
+        send_line(child, "What is the answer?")
+        child.expect("The answer is")
+        child.expect(PROMPT)
+        send_line(child, "/status")
+        child.expect("context window")
+        child.expect("4,096")
+        child.expect("remaining")
+        child.expect(PROMPT)
+        send_line(child, "/help")
+        child.expect("/read-chunks")
+        child.expect(PROMPT)
+        send_line(child, "!cat hello.txt")
+        child.expect("hi there")
+        child.expect(PROMPT)
+        send_line(child, "/nonsense")
+        child.expect("unknown command")
+        child.expect(PROMPT)
+        finish(child)
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    assert "INT. SHELL" in spmd and "[[shell: cat hello.txt — exit 0]]" in spmd
+    assert spmd.rstrip().endswith("THE END.")
+
+
+def test_ctrl_c_cancels_a_streaming_reply(
+    spawn: Spawn, workspace: Path, isolated_env: Path
+) -> None:
+    long_reply = " ".join(f"word{i}" for i in range(200))
+    with FakeOpenAI([Reply(long_reply), Reply("after cancel")], chunk_delay=0.05) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "tell me a long story")
+        child.expect("word3")
+        child.sendintr()
+        child.expect("cancelled")
+        child.expect(PROMPT)
+        send_line(child, "still there?")
+        child.expect("after cancel")
+        child.expect(PROMPT)
+        finish(child)
+    db = sqlite3.connect(isolated_env / "sessions.db")
+    contents = [r[0] for r in db.execute("SELECT content FROM messages ORDER BY id")]
+    assert contents == ["still there?", "after cancel"]
+
+
+def test_ctrl_d_quits(spawn: Spawn) -> None:
+    with FakeOpenAI([]) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+
+
+def test_plan_written_then_shown(spawn: Spawn, workspace: Path) -> None:
+    (workspace / ".git").mkdir()  # a git workspace keeps its plan in .harvey/plans
+    todos = [
+        {"id": "1", "content": "Read the report", "status": "completed"},
+        {"id": "2", "content": "Write the summary", "status": "in_progress"},
+    ]
+    script = [Reply(tool_calls=[("todo_write", {"todos": todos})]), Reply("Plan saved.")]
+    with FakeOpenAI(script) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "make a plan")
+        child.expect("Plan saved")
+        child.expect(PROMPT)
+        send_line(child, "/todos")
+        child.expect(r"\[x\] 1: Read the report")
+        child.expect(r"\[>\] 2: Write the summary")
+        child.expect(PROMPT)
+        send_line(child, "/plan")
+        child.expect("Execution Plan")
+        child.expect("Write the summary")
+        child.expect(PROMPT)
+        finish(child)
+    plans = list((workspace / ".harvey" / "plans").glob("*.md"))
+    assert len(plans) == 1 and "[>] Write the summary" in plans[0].read_text()
+
+
+def test_overflow_alert_prefill_and_analysis(spawn: Spawn, workspace: Path) -> None:
+    (workspace / "harvey.yaml").write_text(
+        "context_window: 2048\nchunking:\n  chunk_size_bytes: 3000\n"
+    )
+    text = "\n\n".join(f"Section {i}. " + "The dam held until spring. " * 20 for i in range(40))
+    (workspace / "big.md").write_text(text)
+    script = [Reply(tool_calls=[("read_file", {"path": "big.md"})])]
+    with FakeOpenAI(script, default_reply=Reply("SYNTHESIZED ANSWER")) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "what happened to the dam in big.md")
+        child.expect("Context overflow: big.md is approximately")
+        child.expect("tokens remain in current context")
+        child.expect("instruction>")
+        child.expect("what happened to the dam in big.md")  # pre-filled, editable
+        send_line(child, "")  # Enter accepts the suggestion
+        child.expect("SYNTHESIZED ANSWER")
+        child.expect(PROMPT)
+        finish(child)
+        maps = [r["messages"][-1]["content"] for r in srv.chat_requests[1:-1]]
+    assert maps and all(
+        m.startswith("what happened to the dam in big.md\n\n---\nChunk ") for m in maps
+    )
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    a = spmd.index("Context overflow")
+    b = spmd.index("INT. CHUNK ANALYSIS — big.md")
+    c = spmd.index("SYNTHESIZED ANSWER")
+    assert a < b < c
+
+
+def test_overflow_alert_no_cancels(spawn: Spawn, workspace: Path) -> None:
+    (workspace / "harvey.yaml").write_text("context_window: 2048\n")
+    (workspace / "big.md").write_text("A paragraph of text.\n\n" * 2000)
+    script = [Reply(tool_calls=[("read_file", {"path": "big.md"})]), Reply("Fine, skipped.")]
+    with FakeOpenAI(script) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "read big.md")
+        child.expect("instruction>")
+        time.sleep(0.2)
+        child.sendcontrol("u")  # clear the pre-filled text
+        send_line(child, "no")
+        child.expect("Fine, skipped.")
+        child.expect(PROMPT)
+        finish(child)
+        tool_msg = next(m for m in srv.chat_requests[1]["messages"] if m["role"] == "tool")
+    assert tool_msg["content"] == "File read cancelled by user."
+
+
+def test_route_turn_is_attributed(spawn: Spawn, workspace: Path) -> None:
+    with (
+        FakeOpenAI([Reply("main reply")]) as main,
+        FakeOpenAI([Reply(tool_calls=[("list_files", {})]), Reply("route reply")]) as other,
+    ):
+        (workspace / "harvey.yaml").write_text(
+            f"routes:\n  - name: helper\n    backend: openai\n    base_url: {other.url}\n    model: helper-model\n"
+        )
+        child = spawn("--backend", "openai", "--base-url", main.url)
+        child.expect(PROMPT)
+        send_line(child, "@helper look at the files")
+        child.expect("route reply")
+        child.expect(PROMPT)
+        send_line(child, "and you?")
+        child.expect("main reply")
+        child.expect(PROMPT)
+        finish(child)
+        assert other.chat_requests[0]["messages"][-1]["content"] == "look at the files"
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    assert "[[HELPER.tool: list_files(" in spmd
