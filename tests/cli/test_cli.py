@@ -244,3 +244,21 @@ def test_debug_shows_traceback(harvey: Run) -> None:
 
 def test_json_dumps_is_importable() -> None:
     assert json.dumps({"a": 1})
+
+
+def test_unwritable_session_dir_warns_and_keeps_the_turn(
+    harvey: Run, workspace: Path, isolated_env: Path
+) -> None:
+    (workspace / ".harvey").mkdir()
+    (workspace / ".harvey" / "sessions").write_text("a file where the folder should be")
+    with FakeOpenAI([Reply("still answered")]) as srv:
+        proc = harvey("run", "hello", "--backend", "openai", "--base-url", srv.url)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "still answered\n"
+    assert "warning" in proc.stderr.lower()
+    db = sqlite3.connect(isolated_env / "sessions.db")
+    assert db.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 2
+
+
+def test_workspace_flag_and_missing_workspace(harvey: Run, tmp_path: Path) -> None:
+    assert_one_line_error(harvey("run", "hi", "--workspace", str(tmp_path / "nope")), 2, "nope")

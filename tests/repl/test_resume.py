@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harvey.llm.scripted import Reply
+from tests.fakes.servers import FakeOpenAI
+
+from .conftest import PROMPT, Spawn, send_line
+from .test_repl import finish
+
+
+def run_once(workspace: Path, url: str, prompt: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "harvey", "run", prompt, "--backend", "openai", "--base-url", url],
+        cwd=workspace, capture_output=True, text=True, env=dict(os.environ), timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_continue_resumes_newest_session_with_plan_handover(spawn: Spawn, workspace: Path) -> None:
+    (workspace / ".git").mkdir()
+    todos = [{"id": "t1", "content": "Check the dam records", "status": "in_progress"}]
+    script = [
+        Reply(tool_calls=[("todo_write", {"todos": todos})]),
+        Reply("Remembered: the code word is heron."),
+        Reply("The code word was heron."),
+    ]
+    with FakeOpenAI(script) as srv:
+        run_once(workspace, srv.url, "Remember the code word heron and plan the work")
+        child = spawn("--continue", "--backend", "openai", "--base-url", srv.url)
+        child.expect("resumed")
+        child.expect(PROMPT)
+        send_line(child, "What was the code word?")
+        child.expect("The code word was heron")
+        child.expect(PROMPT)
+        finish(child)
+        messages = srv.chat_requests[-1]["messages"]
+    contents = [m.get("content") or "" for m in messages]
+    assert "Remember the code word heron and plan the work" in contents
+    system_text = "\n".join(m["content"] for m in messages if m["role"] == "system")
+    assert "<harvey-system>" in system_text
+    assert "The task has an implementation plan:" in system_text
+    assert "Check the dam records" in system_text
+    assert "Plan summary: " in system_text
+
+
+def test_continue_file_rebuilds_the_conversation(spawn: Spawn, workspace: Path) -> None:
+    with FakeOpenAI([Reply("Paris is the capital."), Reply("You asked about France.")]) as srv:
+        run_once(workspace, srv.url, "What is the capital of France?")
+        recorded = next((workspace / ".harvey" / "sessions").glob("*.spmd"))
+        child = spawn("--continue-file", str(recorded), "--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "What did I ask?")
+        child.expect("You asked about France")
+        child.expect(PROMPT)
+        finish(child)
+        messages = srv.chat_requests[-1]["messages"]
+    pairs = [(m["role"], m["content"]) for m in messages if m["role"] != "system"]
+    assert pairs[:3] == [
+        ("user", "What is the capital of France?"),
+        ("assistant", "Paris is the capital."),
+        ("user", "What did I ask?"),
+    ]
+    files = sorted((workspace / ".harvey" / "sessions").glob("*.spmd"))
+    assert len(files) == 2, "the continued session records into a new file"
+
+
+def test_continue_file_that_is_corrupt_warns_or_fails_cleanly(spawn: Spawn, workspace: Path) -> None:
+    bad = workspace / "bad.spmd"
+    bad.write_bytes(b"\xff\xfe not a session \x00\x01")
+    with FakeOpenAI([]) as srv:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harvey", "--continue-file", str(bad), "--backend", "openai",
+             "--base-url", srv.url],
+            cwd=workspace, capture_output=True, text=True, input="", timeout=60,
+            env=dict(os.environ),
+        )
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode in (0, 1, 2)
