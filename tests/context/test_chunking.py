@@ -187,9 +187,9 @@ def test_source_split_at_function_boundaries(language: str | None) -> None:
         assert c.text.startswith("// F"), c.text[:40]
 
 
-def _big_class_source() -> str:
+def _big_class_source(between: str = "\n") -> str:
     # ~300-byte methods with blank lines inside: the 75% rule alone would cut mid-method.
-    methods = "\n".join(
+    methods = between.join(
         f"    def method_{i}(self, x):\n"
         + "".join(f"        y{j} = x + {j} * {'7' * 20}\n\n" for j in range(6))
         + "        return x\n"
@@ -209,11 +209,11 @@ def test_tree_sitter_splits_big_classes_at_methods() -> None:
 
 
 def test_fallback_to_heuristic_when_the_grammar_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    src = _big_class_source()
+    src = _big_class_source(between="")  # no blank line before a method: only a grammar sees it
     cfg = ChunkConfig(chunk_size_bytes=1000, overlap="none")
     with_grammar = chunk_document(src, cfg, DocType.SOURCE, language="python")
     heuristic = chunk_document(src, cfg, DocType.SOURCE, language=None)
-    assert with_grammar != heuristic  # the heuristic cannot see indented methods
+    assert with_grammar != heuristic
 
     def missing(language: str) -> object:
         raise source_boundaries.GrammarUnavailable(language)

@@ -130,6 +130,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default listen backlog is 5: a burst of 16 concurrent calls
+    # (chunked analysis at concurrency 16) overflows it and the kernel drops the
+    # extra handshakes, which the client retries only after a second. Real
+    # servers listen with a deep backlog; so does the fake.
+    request_queue_size = 128
 
     def __init__(self, fake: _FakeServer) -> None:
         self.fake = fake

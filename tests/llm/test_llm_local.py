@@ -78,7 +78,7 @@ def test_model_file_is_found_inside_the_package() -> None:
 @pytest.mark.slow
 @needs_model
 def test_embedded_model_answers_for_real() -> None:
-    client = LocalClient(n_ctx=2048)
+    client = LocalClient(n_ctx=2048, max_tokens=24)  # a short answer keeps the test quick
     caps = client.capabilities()
     assert caps.context_window == 2048 and caps.supports_tools is False
     result = chat(client, PROMPT)
@@ -90,7 +90,7 @@ def test_embedded_model_answers_for_real() -> None:
 
 
 @pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the embedded model on a free port."""
     if (
         importlib.util.find_spec("llama_cpp.server") is None
@@ -119,13 +119,15 @@ def llama_server() -> Iterator[str]:
         "--n_ctx",
         "2048",
     ]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log = log_path.open("wb")  # a file, not a pipe: the server's chatter must never block it
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                err = log_path.read_text(errors="replace")
                 pytest.fail(f"llama_cpp.server exited: {err[-2000:]}")
             try:
                 if httpx.get(base + "/models", timeout=1).status_code == 200:
@@ -143,6 +145,7 @@ def llama_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 @pytest.mark.slow

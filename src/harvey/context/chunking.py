@@ -8,13 +8,17 @@ worth of text, whatever the number of paragraphs.
 
 Where a chunk ends (first rule that applies, the hard bound always wins):
 
-1. a *preferred* boundary — a Markdown/reStructuredText heading for prose, a
-   function/class/method start for source (tree-sitter, or the seed's
-   blank-line-then-signature heuristic) — the last one past half the target;
+1. a *preferred* boundary — for prose a Markdown/reStructuredText heading, the
+   last one past half the target; for source a top-level definition (keyword
+   line at column 0 after an empty line, with its decorators and comments)
+   past a third, else an indented definition (a method) or any flush line
+   (the seed's heuristic) past half; or tree-sitter's definition starts;
 2. the first paragraph boundary (a blank line) once the chunk reaches 75 %
-   of the target, else the last one that fits;
-3. for a paragraph too big to fit: the last sentence end (prose), then the
-   last line end, then the last whole character that fits.
+   of the target, else the last one past half;
+3. else, each only when the larger unit cannot end the chunk past half the
+   target (so a fallback never leaves a tiny chunk): the last sentence end
+   (prose), line end, or word break past half; else the last whole
+   character that fits.
 
 Overlap: chunk N+1 starts inside chunk N — at N's last paragraph when that is
 at most a quarter of the chunk size, else at the longest run of N's trailing
@@ -154,107 +158,147 @@ def detect_doc_type(path: str | Path) -> DocType:
     return DocType.PROSE
 
 
-# --- boundary patterns (on bytes); a boundary is the match's end ---------------------------
+# --- boundary patterns (on bytes) ------------------------------------------------------------
+
+_SPACE = rb"[ \t\r\f\v]"
+# A paragraph break is a blank line: empty, or holding only whitespace. Python's regex
+# engine tries a pattern that starts with a lone ``\n`` at every line, but skips in C to the
+# next occurrence of a two-byte literal prefix; so the empty-line (``fast``) variant finds
+# the candidates and the ``full`` one only rescans the short stretch between them
+# (``_last_para``/``_first_para``). Headings and definition starts are recognised after
+# an empty line only: a whitespace-only line before them still counts as a paragraph break.
+_BLANK_FULL, _BLANK_FAST = rb"\n" + _SPACE + rb"*\n", rb"\n\n"
+
+
+def _both(template: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    return (
+        re.compile(template.replace(b"BLANK", _BLANK_FULL)),
+        re.compile(template.replace(b"BLANK", _BLANK_FAST)),
+    )
+
 
 # A blank line followed by a non-blank one: the cut lands at the start of the paragraph.
-_PARA = re.compile(rb"\n[ \t\r\f\v]*\n(?![ \t\r\f\v]*(?:\n|\Z))")
-# A heading line: ATX (``# Title``), or the underline of a setext/RST title (a run of
-# one punctuation character). Both start with a literal newline, which keeps the scan fast;
-# the title line above an underline is found in Python (underlines are rare).
-_HEADING = re.compile(rb"\n(?:#{1,6}[ \t]|([=\-~^*+#\"'`:.])\1{2,}[ \t\r]*(?:\n|\Z))")
-_BLANK_LINE = re.compile(rb"[ \t\r\f\v]*")
-# Seed heuristic: a blank line, then a line that starts flush with neither } nor ).
-_SIGNATURE = re.compile(rb"\n[ \t\r\f\v]*\n(?=[^\s})\]])")
+_PARA = _both(rb"BLANK(?!" + _SPACE + rb"*(?:\n|\Z))")
+# A heading: an ATX line (``# Title``; the boundary is the line start), or, after a blank
+# line, a title underlined (maybe also overlined) by a run of one punctuation character
+# (setext/reStructuredText; the boundary is group ``t``).
+_ATX = re.compile(rb"\n#{1,6}[ \t]")
+_RULE = rb"(?P<%s>[=\-~^*+#\"'`:.])(?P=%s){2,}[ \t\r]*"
+_SETEXT = re.compile(
+    rb"\n\n(?P<t>(?P<o>" + _RULE % (b"oc", b"oc") + rb"\n)?"
+    rb"[ \t]*[^\s][^\n]*\n" + _RULE % (b"uc", b"uc") + rb"(?:\n|\Z))"
+)
+# Source: after a blank line, (1) a top-level definition — a keyword line at column 0, with
+# its decorators and the comment lines directly above it; (2) the same indented (a method);
+# (3) any line that starts flush with neither } nor ) (the seed's heuristic).
+_DEF_WORD = (
+    rb"(?=[a-z@#])(?:(?:async|export|pub(?:\([^)\n]*\))?|public|private|protected|static|final|abstract"
+    rb"|inline|unsafe|default)[ \t]+)*"
+    rb"(?:def|class|func|fn|function|impl|struct|enum|trait|interface|type|module|namespace"
+    rb"|object|record|union|template|macro_rules!|sub|proc)\b|@[A-Za-z_]|#\["
+)
+_COMMENT = rb"(?:#(?!\[)|//|/\*|\*|--|;)[^\n]*\n"
+_SOURCE = re.compile(
+    rb"\n\n(?:(?P<top>(?:" + _COMMENT + rb")*(?:" + _DEF_WORD + rb"))"
+    rb"|(?P<inner>[ \t]+(?:" + _COMMENT + rb"[ \t]+)*(?:" + _DEF_WORD + rb"))"
+    rb"|(?P<any>[^\s})\]]))"
+)
 # A sentence ends at . ! or ?, maybe closed by quotes or brackets (curly ones too), then
 # whitespace; the boundary is the start of the next sentence.
 _SENTENCE = re.compile(rb"[.!?][\"')\]\x99\x9d\x80\xe2]*\s+")
-_BACKUP = b" \t\r\n\f\v\"')].!?\xe2\x80\x99\x9d"  # chars a match may span before a boundary
-
-
-# How far past the last allowed boundary a search may look (heading lookaheads read the
-# next two lines). Bounding it keeps each search within about one chunk of text.
+# Bytes a match may span before its boundary: a search for boundaries ≥ pos starts before them.
+_BACKUP = frozenset(b" \t\r\n\f\v\"')].!?\xe2\x80\x99\x9d")
+# How far past a window's end a search may read (lookaheads, a title's underline).
 _LOOKAHEAD = 1024
+_HEADING_LOOKAHEAD = 256  # a title plus its underline; comments above a definition
+_TAIL = 512
 
 
-def _search_start(data: bytes, floor: int, pos: int) -> int:
+def _search_start(data: bytes, pos: int) -> int:
     """An earliest start for a search whose matches must *end* at ≥ ``pos``.
 
-    Every pattern above matches only whitespace, closers and terminators
-    before its end, so backing over a run of those is enough (plus one byte).
+    Every pattern here matches only whitespace, closers and terminators before
+    its boundary, so backing over a run of those (plus one byte) is enough.
     """
-    if pos <= floor:
-        return floor
-    window = data[max(floor, pos - 4096) : pos]
-    return max(floor, pos - (len(window) - len(window.rstrip(_BACKUP))) - 1)
+    i = pos - 1
+    while i > 0 and data[i - 1] in _BACKUP:
+        i -= 1
+    return max(0, i)
 
 
-def _first_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor: int) -> int:
-    """The smallest boundary in ``[lo, hi]``, or -1."""
-    for m in pattern.finditer(data, _search_start(data, floor, lo), hi + _LOOKAHEAD):
+def _first_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int) -> int:
+    """The smallest boundary (match end) in ``[lo, hi]``, or -1."""
+    for m in pattern.finditer(data, _search_start(data, lo), hi + _LOOKAHEAD):
         e = m.end()
-        if e > hi:
-            return -1
         if e >= lo:
-            return e
+            return e if e <= hi else -1
     return -1
 
 
-def _last_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor: int) -> int:
-    """The largest boundary in ``[lo, hi]``, or -1.
+def _last_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int) -> int:
+    """The largest boundary (match end) in ``[lo, hi]``, or -1.
 
-    Searches a short tail of the range first: the last boundary is usually
-    near the end, so most calls scan a few hundred bytes, not a whole chunk.
+    Scans a short tail of the range first: the last boundary is usually near
+    the end, so most calls read a few hundred bytes, not a whole chunk.
     """
-    tail = max(lo, hi - 512)
-    best = _scan_last(pattern, data, tail, hi, floor)
-    if best < 0 and tail > lo:
-        best = _scan_last(pattern, data, lo, tail - 1, floor)
-    return best
+    cut = max(lo, hi - _TAIL)
+    while True:
+        best = -1
+        for m in pattern.finditer(data, _search_start(data, cut), hi + _LOOKAHEAD):
+            e = m.end()
+            if e > hi:
+                break
+            if e >= cut:
+                best = e
+        if best >= 0 or cut <= lo:
+            return best
+        cut, hi = lo, cut - 1
 
 
-def _scan_last(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, floor: int) -> int:
-    best = -1
-    for m in pattern.finditer(data, _search_start(data, floor, lo), hi + _LOOKAHEAD):
-        e = m.end()
-        if e > hi:
-            break
-        if e >= lo:
-            best = e
-    return best
+def _last_para(data: bytes, lo: int, hi: int) -> int:
+    """The largest paragraph boundary in ``[lo, hi]``, or -1."""
+    full, fast = _PARA
+    e = _last_end(fast, data, lo, hi)
+    if e == hi:
+        return e
+    return max(e, _last_end(full, data, max(lo, e + 1), hi))
 
 
-def _is_blank(line: bytes) -> bool:
-    return _BLANK_LINE.fullmatch(line) is not None
-
-
-def _line_before(data: bytes, start: int) -> int:
-    """Start of the line that ends just before ``start`` (a line start), or -1."""
-    return -1 if start <= 0 else data.rfind(b"\n", 0, start - 1) + 1
+def _first_para(data: bytes, lo: int, hi: int) -> int:
+    """The smallest paragraph boundary in ``[lo, hi]``, or -1."""
+    full, fast = _PARA
+    e = _first_end(fast, data, lo, hi)
+    if e == lo:
+        return e
+    first = _first_end(full, data, lo, e - 1 if e > 0 else hi)
+    return first if first > 0 else e
 
 
 def _last_heading(data: bytes, lo: int, hi: int) -> int:
     """The largest heading start in ``[lo, hi]``, or -1."""
+    start, stop = max(0, _search_start(data, lo) - 1), hi + _HEADING_LOOKAHEAD
     best = -1
-    for m in _HEADING.finditer(data, max(0, lo - 1), hi + _LOOKAHEAD):
-        line = m.start() + 1
-        if m.group(1) is None:  # ATX
-            b = line
-        else:  # an underline: the title is the line above, after a blank line or an overline
-            title = _line_before(data, line)
-            if title < 0 or _is_blank(data[title : line - 1]):
-                continue
-            b = title
-            above = _line_before(data, title)
-            if above >= 0 and data[above : title - 1].rstrip() == data[line : m.end()].rstrip():
-                b = above  # an over- and underlined title starts at its overline
-                above = _line_before(data, b)
-            if above >= 0 and not _is_blank(data[above : b - 1]):
-                continue
+    for m in _SETEXT.finditer(data, start, stop):
+        b = m.start("t")
         if b > hi:
             break
-        if b >= lo:
-            best = max(best, b)
+        if b < lo or (
+            m.start("o") >= 0
+            and data[m.start("o") : m.end("oc") + 1].rstrip()
+            != data[m.start("uc") : m.end()].rstrip()
+        ):
+            continue  # an overline that differs from the underline: not a title
+        best = b
+    for m in _ATX.finditer(data, max(best, start), hi + 8):
+        if m.start() + 1 >= lo:
+            best = max(best, m.start() + 1)
     return best
+
+
+def _last_char_before(data: bytes, chars: bytes, lo: int, hi: int) -> int:
+    """The largest boundary in ``[lo, hi]`` just after one of ``chars``, or -1."""
+    best = max(data.rfind(c, lo - 1, hi) for c in (chars[i : i + 1] for i in range(len(chars))))
+    return best + 1 if best >= lo - 1 else -1
 
 
 class _Cutter:
@@ -263,36 +307,59 @@ class _Cutter:
     def __init__(self, data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: list[int] | None):
         self.data = data
         self.size = cfg.chunk_size_bytes
-        self.doc_type = doc_type
+        self.prose = doc_type is DocType.PROSE
         self.defs = defs  # sorted byte offsets of definition starts (tree-sitter), or None
 
-    def preferred(self, lo: int, hi: int) -> int:
+    def _source_preferred(self, cb: int, s: int, hi: int) -> int:
+        """A definition start: top-level past a third of the chunk, else nested or any
+        flush line past half; the last of the best kind found."""
+        third, half = max(s + 1, cb + self.size // 3), max(s + 1, cb + self.size // 2)
         if self.defs is not None:
             k = bisect_right(self.defs, hi) - 1
-            return self.defs[k] if k >= 0 and self.defs[k] >= lo else -1
-        if self.doc_type is DocType.SOURCE:
-            return _last_end(_SIGNATURE, self.data, lo, hi, 0)
-        return _last_heading(self.data, lo, hi)
+            return self.defs[k] if k >= 0 and self.defs[k] >= half else -1
+        top = inner = flush = -1
+        start = _search_start(self.data, third)
+        for m in _SOURCE.finditer(self.data, start, hi + _HEADING_LOOKAHEAD):
+            b = m.start(m.lastgroup or 0)
+            if b > hi:
+                break
+            if m.lastgroup == "top":
+                if b >= third:
+                    top = b
+            elif b >= half:
+                if m.lastgroup == "inner":
+                    inner = b
+                else:
+                    flush = b
+        return top if top >= 0 else inner if inner >= 0 else flush
 
     def end(self, cb: int, s: int, hi: int) -> int:
-        """Where the chunk starting at ``cb`` (new text from ``s``) ends, given end ≤ ``hi``."""
+        """Where the chunk starting at ``cb`` (new text from ``s``) ends, given end ≤ ``hi``.
+
+        A smaller unit is tried only when the larger one cannot end the chunk at
+        half the target or more, so fallbacks never leave tiny chunks.
+        """
         data, size = self.data, self.size
-        e = self.preferred(max(s + 1, cb + size // 2), hi)
+        half = max(s + 1, cb + size // 2)
+        e = _last_heading(data, half, hi) if self.prose else self._source_preferred(cb, s, hi)
         if e > 0:
             return e
-        e = _first_end(_PARA, data, max(s + 1, cb + (3 * size + 3) // 4), hi, 0)
+        e = _first_para(data, max(s + 1, cb + (3 * size + 3) // 4), hi)
         if e > 0:
             return e
-        e = _last_end(_PARA, data, s + 1, hi, 0)
+        e = _last_para(data, half, hi)
         if e > 0:
             return e
-        if self.doc_type is DocType.PROSE:
-            e = _last_end(_SENTENCE, data, s + 1, hi, 0)
+        if self.prose:
+            e = _last_end(_SENTENCE, data, half, hi)
             if e > 0:
                 return e
-        nl = data.rfind(b"\n", s, hi)
-        if nl >= s:
-            return nl + 1
+        e = _last_char_before(data, b"\n", half, hi)
+        if e > 0:
+            return e
+        e = _last_char_before(data, b" \t", half, hi)
+        if e > 0:
+            return e
         e = hi
         while e > s + 1 and (data[e] & 0xC0) == 0x80:  # never inside a character
             e -= 1
@@ -307,15 +374,15 @@ class _Cutter:
         if mode == "paragraph":
             # The last paragraph of chunk N starts at its last paragraph boundary,
             # or at ``cb`` when there is none inside the chunk.
-            para = _last_end(_PARA, self.data, max(cb + 1, lo), e - 1, 0)
-            if para > 0:
-                return para
+            last = _last_para(self.data, max(cb + 1, lo), e - 1)
+            if last > 0:
+                return last
             if e - cb <= quarter:
                 return cb
         # Sentence starts, counting paragraph starts (and the text's start) as ones.
-        sent = _first_end(_SENTENCE, self.data, lo, e - 1, 0)
-        para = _first_end(_PARA, self.data, lo, e - 1, 0)
-        starts = [x for x in (sent, para) if x >= 0]
+        sent = _first_end(_SENTENCE, self.data, lo, e - 1)
+        first = _first_para(self.data, lo, e - 1)
+        starts = [x for x in (sent, first) if x >= 0]
         if lo == 0:
             starts.append(0)
         return min(starts) if starts else e
@@ -326,17 +393,15 @@ def _byte_spans(
 ) -> list[tuple[int, int]]:
     """The chunks as ``(start, end)`` byte offsets."""
     cutter = _Cutter(data, cfg, doc_type, defs)
-    n, size = len(data), cfg.chunk_size_bytes
+    n, size, overlap = len(data), cfg.chunk_size_bytes, cfg.overlap
     spans: list[tuple[int, int]] = []
     cb = s = 0
-    while True:
-        hi = cb + size
-        if n <= hi:
-            spans.append((cb, n))
-            return spans
-        e = cutter.end(cb, s, hi)
+    while n > cb + size:
+        e = cutter.end(cb, s, cb + size)
         spans.append((cb, e))
-        cb, s = cutter.overlap_start(cb, e, cfg.overlap), e
+        cb, s = cutter.overlap_start(cb, e, overlap), e
+    spans.append((cb, n))
+    return spans
 
 
 def _to_chunks(content: str, data: bytes, spans: list[tuple[int, int]]) -> list[Chunk]:
@@ -345,20 +410,20 @@ def _to_chunks(content: str, data: bytes, spans: list[tuple[int, int]]) -> list[
     chars: dict[int, int] = {}
     lines: dict[int, int] = {}
     ascii_only = len(data) == len(content)
-    char = line = prev = 0
+    char = prev = 0
+    line = 1
     for p in points:
-        piece = data[prev:p]
         if not ascii_only:
-            char += len(piece.decode("utf-8", errors="surrogatepass"))
-        line += piece.count(b"\n")
+            char += len(data[prev:p].decode("utf-8", "surrogatepass"))
+        line += data.count(b"\n", prev, p)
         chars[p] = p if ascii_only else char
-        lines[p] = line + 1
+        lines[p] = line
         prev = p
     out = []
     for a, b in spans:
         start, end = chars[a], chars[b]
         last = lines[b] - 1 if b > a and data[b - 1] == 0x0A else lines[b]
-        out.append(Chunk(content[start:end], start, end, lines[a], max(lines[a], last)))
+        out.append(Chunk(content[start:end], start, end, lines[a], last))
     return out
 
 

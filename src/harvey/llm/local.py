@@ -15,6 +15,7 @@ first used, so Harvey starts fast and works without the extra.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
@@ -66,6 +67,17 @@ class _Loaded:
 
 _CACHE: dict[tuple[str, int | None, int | None], _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the models before interpreter teardown: llama-cpp-python's own
+    finalizer runs too late and prints a TypeError traceback."""
+    for loaded in _CACHE.values():
+        close = getattr(loaded.llama, "close", None)
+        if close is not None:
+            close()
+    _CACHE.clear()
 
 
 def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
@@ -174,6 +186,7 @@ class LocalClient:
         n_threads: int | None = None,
         max_tokens: int = 512,
         temperature: float = 0.2,
+        repeat_penalty: float = 1.1,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.model = MODEL_NAME if model_path is None else Path(model_path).stem
@@ -181,6 +194,7 @@ class LocalClient:
         self.n_threads = n_threads
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.repeat_penalty = repeat_penalty  # a 135M model loops without it
 
     def __repr__(self) -> str:
         return f"LocalClient({self.model!r})"
@@ -206,6 +220,7 @@ class LocalClient:
                     stream=True,
                     max_tokens=self.max_tokens,
                     temperature=self.temperature,
+                    repeat_penalty=self.repeat_penalty,
                 )
                 completion = 0
                 for chunk in stream:

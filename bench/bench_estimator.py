@@ -1,0 +1,264 @@
+"""The token estimator against the embedded model's real tokenizer, before and after calibration.
+
+Harvey estimates tokens as ``ceil(bytes / 4)`` until a backend has reported
+real prompt counts; then ``Calibration`` learns a per-model bytes-per-token
+ratio, taking the smallest ratio among recent samples so the estimate errs on
+the side of too many tokens. This benchmark measures both on the two corpora of
+``bench/corpora.py`` (Python docs prose, stdlib code), against the tokenizer of
+the embedded SmolLM2 GGUF (llama.cpp's ``tokenize``, the count the model itself
+would see, without BOS or chat template).
+
+Each corpus is shuffled with a fixed seed and split: a *calibration* split feeds
+``Calibration.add(bytes, tokens)`` one document at a time, as the backend's
+reports would (it keeps the last 32), and the *test* split is where the error is
+measured. "Underestimated" is the share of test documents whose estimate is
+below the real count, the direction that can overflow a context.
+
+The tokenizer runs in a child process (``--tokenize``): a llama.cpp build with
+instructions the CPU cannot run dies by SIGILL, which must not take the rest of
+``make bench`` with it.
+
+Run alone with ``python -m bench.bench_estimator``; ``bench/run.py`` imports ``run()``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvey.context.budget import BYTES_PER_TOKEN, Calibration, calibrated_ratio, tokens_for_bytes
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = 4
+DOCS_PER_SPLIT = 200
+MAX_SPLIT_BYTES = 2_000_000  # per split and corpus, to keep tokenizing quick
+MIN_DOC_BYTES = 512  # tinier documents are all rounding error
+MAX_UNDER_SHARE = 0.05  # target: calibrated estimates underestimate ≤ 5 % of documents
+TOKENIZE_TIMEOUT = 600
+
+Documents = list[tuple[str, str]]
+
+
+class TokenizerUnavailable(RuntimeError):
+    """The embedded model's tokenizer could not be loaded or crashed."""
+
+
+def _tokenize_child() -> None:
+    """Child process: JSON list of texts on stdin → JSON list of token counts on stdout."""
+    import llama_cpp
+
+    from harvey.llm.local import find_model_file
+
+    texts = json.load(sys.stdin)
+    model = llama_cpp.Llama(model_path=str(find_model_file()), vocab_only=True, verbose=False)
+    counts = [len(model.tokenize(t.encode("utf-8"), add_bos=False)) for t in texts]
+    json.dump(counts, sys.stdout)
+
+
+def real_token_counts(texts: Sequence[str]) -> list[int]:
+    """Token counts from the embedded model's tokenizer, computed in a child process."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.bench_estimator", "--tokenize"],
+            input=json.dumps(list(texts)),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=TOKENIZE_TIMEOUT,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise TokenizerUnavailable(f"could not run the tokenizer: {exc}") from exc
+    if proc.returncode != 0:
+        if proc.returncode == -4:
+            reason = "crashed with SIGILL (Illegal instruction: llama.cpp built for another CPU)"
+        elif proc.returncode < 0:
+            reason = f"died by signal {-proc.returncode}"
+        else:
+            lines = proc.stderr.strip().splitlines()
+            reason = f"exited {proc.returncode}: {lines[-1] if lines else 'no message'}"
+        raise TokenizerUnavailable(f"llama.cpp tokenizer {reason}")
+    counts = json.loads(proc.stdout)
+    if len(counts) != len(texts):
+        raise TokenizerUnavailable("the tokenizer returned the wrong number of counts")
+    return [int(c) for c in counts]
+
+
+@dataclass(frozen=True)
+class Doc:
+    name: str
+    size: int  # UTF-8 bytes
+    tokens: int  # real, from the tokenizer
+
+
+def split(docs: Documents) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Shuffle (fixed seed) and cut into calibration and test splits of bounded size."""
+    usable = [d for d in docs if len(d[1].encode("utf-8")) >= MIN_DOC_BYTES]
+    random.Random(SEED).shuffle(usable)
+    splits: list[list[tuple[str, str]]] = [[], []]
+    sizes = [0, 0]
+    for doc in usable:
+        k = 0 if len(splits[0]) <= len(splits[1]) else 1
+        if len(splits[k]) >= DOCS_PER_SPLIT or sizes[k] >= MAX_SPLIT_BYTES:
+            k = 1 - k
+            if len(splits[k]) >= DOCS_PER_SPLIT or sizes[k] >= MAX_SPLIT_BYTES:
+                continue
+        splits[k].append(doc)
+        sizes[k] += len(doc[1].encode("utf-8"))
+        if all(
+            len(s) >= DOCS_PER_SPLIT or z >= MAX_SPLIT_BYTES
+            for s, z in zip(splits, sizes, strict=True)
+        ):
+            break
+    return splits[0], splits[1]
+
+
+@dataclass(frozen=True)
+class Errors:
+    """How one bytes-per-token ratio does on a set of documents."""
+
+    ratio: float
+    real: int
+    estimated: int
+    median_doc_error: float  # signed, per document
+    under_share: float
+    worst_under: float  # most negative per-document error
+    worst_name: str  # the document it belongs to ("" when none is under)
+
+    @property
+    def total_error(self) -> float:
+        return (self.estimated - self.real) / self.real
+
+
+def evaluate(docs: Sequence[Doc], ratio: float) -> Errors:
+    estimates = [tokens_for_bytes(d.size, ratio) for d in docs]
+    errors = [(e - d.tokens) / d.tokens for e, d in zip(estimates, docs, strict=True)]
+    return Errors(
+        ratio=ratio,
+        real=sum(d.tokens for d in docs),
+        estimated=sum(estimates),
+        median_doc_error=statistics.median(errors),
+        under_share=sum(1 for e in errors if e < 0) / len(errors),
+        worst_under=min(0.0, *errors),
+        worst_name=min(zip(errors, docs, strict=True), key=lambda p: p[0])[1].name
+        if min(errors) < 0
+        else "",
+    )
+
+
+def measure(label: str, docs: Documents) -> list[tuple[str, str, Errors]]:
+    """Rows (corpus, method, errors) for one corpus."""
+    calib_raw, test_raw = split(docs)
+    counts = real_token_counts([t for _, t in calib_raw + test_raw])
+    all_docs = [
+        Doc(name, len(text.encode("utf-8")), n)
+        for (name, text), n in zip(calib_raw + test_raw, counts, strict=True)
+    ]
+    calib, test = all_docs[: len(calib_raw)], all_docs[len(calib_raw) :]
+    calibration = Calibration(model="SmolLM2-135M-Instruct")
+    for doc in calib:
+        calibration.add(doc.size, doc.tokens)
+    ratio_all = calibrated_ratio([(d.size, d.tokens) for d in calib])
+    rows = [
+        (label, f"bytes/{BYTES_PER_TOKEN} (uncalibrated)", evaluate(test, BYTES_PER_TOKEN)),
+        (label, "`Calibration` (last 32 samples)", evaluate(test, calibration.bytes_per_token())),
+    ]
+    if ratio_all is not None:
+        rows.append(
+            (label, f"`calibrated_ratio` (all {len(calib)} samples)", evaluate(test, ratio_all))
+        )
+    mean_ratio = sum(d.size for d in test) / sum(d.tokens for d in test)
+    rows.append((label, "true mean of the test split (reference)", evaluate(test, mean_ratio)))
+    return rows
+
+
+def _loaders() -> list[tuple[str, Callable[[], Documents]]]:
+    from bench.corpora import code_corpus, prose_corpus
+
+    return [("prose", prose_corpus), ("code", code_corpus)]
+
+
+def run() -> str:
+    """Measure the estimator on both corpora and return the Markdown section."""
+    head = [
+        "## Token estimator vs the embedded model's tokenizer",
+        "",
+        "What this measures: signed error of Harvey's token estimate, `ceil(bytes / ratio)` per "
+        "document, against llama.cpp's `tokenize` with the SmolLM2-135M GGUF (`vocab_only`, no "
+        "BOS), on a test split of each corpus; before calibration (ratio 4) and after "
+        "`Calibration` learned the ratio from a disjoint calibration split (documents ≥ "
+        f"{MIN_DOC_BYTES} bytes, seed {SEED}, ≤ {DOCS_PER_SPLIT} documents or "
+        f"{MAX_SPLIT_BYTES / 1e6:g} MB per split). Positive error = over-estimate (safe).",
+        "",
+    ]
+    rows: list[tuple[str, str, Errors]] = []
+    sizes: list[str] = []
+    try:
+        for label, loader in _loaders():
+            docs = loader()
+            calib_raw, test_raw = split(docs)
+            sizes.append(
+                f"{label}: {len(docs)} documents; calibration {len(calib_raw)} docs / "
+                f"{sum(len(t.encode()) for _, t in calib_raw):,} bytes, test {len(test_raw)} docs / "
+                f"{sum(len(t.encode()) for _, t in test_raw):,} bytes"
+            )
+            rows.extend(measure(label, docs))
+    except TokenizerUnavailable as exc:
+        return "\n".join([*head, f"**Skipped**: {exc}. Target not evaluated."]) + "\n"
+    table = [
+        "| corpus | ratio used | bytes/token | real tokens | estimated | total error "
+        "| median doc error | docs underestimated | worst doc |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for corpus, method, e in rows:
+        table.append(
+            f"| {corpus} | {method} | {e.ratio:.3f} | {e.real:,} | {e.estimated:,} "
+            f"| {e.total_error:+.1%} | {e.median_doc_error:+.1%} | {e.under_share:.1%} "
+            f"| {e.worst_under:+.1%} {('`' + e.worst_name + '`') if e.worst_name else ''} |"
+        )
+    verdicts = []
+    safe = closer_all = True
+    for corpus in dict.fromkeys(r[0] for r in rows):
+        base = next(e for c, m, e in rows if c == corpus and m.startswith("bytes/"))
+        cal = next(e for c, m, e in rows if c == corpus and m.startswith("`Calibration`"))
+        ok = cal.under_share <= MAX_UNDER_SHARE and cal.total_error >= 0
+        closer = abs(cal.total_error) < abs(base.total_error)
+        safe, closer_all = safe and ok, closer_all and closer
+        verdicts.append(
+            f"{corpus}: documents underestimated {base.under_share:.1%} → {cal.under_share:.1%}, "
+            f"total error {base.total_error:+.1%} → {cal.total_error:+.1%} "
+            f"({'closer' if closer else f'{(abs(cal.total_error) - abs(base.total_error)) * 100:.1f} points further'})"
+        )
+    target = (
+        f"Target: after calibration (1) at most {MAX_UNDER_SHARE:.0%} of documents "
+        "underestimated and the total never under the real count — "
+        + ("**met**" if safe else "**missed**")
+        + "; (2) closer to the real count than bytes/4 — "
+        + (
+            "**met**"
+            if closer_all
+            else "**missed**: the min-ratio rule buys safety with over-counting"
+        )
+        + ". "
+        + "; ".join(verdicts)
+        + "."
+    )
+    notes = [
+        "",
+        "The calibration samples here are bare document text; in Harvey they are whole "
+        "requests whose chat-template tokens push the learned ratio lower still (safer).",
+    ]
+    body = [*head, *(f"- {s}" for s in sizes), "", target, "", *table, *notes]
+    return "\n".join(body) + "\n"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--tokenize"]:
+        _tokenize_child()
+    else:
+        print(run())

@@ -1,0 +1,128 @@
+"""The benchmarks never run in ``make test``, so this keeps them from rotting silently:
+every ``bench/bench_*.py`` imports, exposes ``run() -> str`` and is listed in the
+runner; the runner isolates a failing section; and the few pure helpers the
+benchmarks' verdicts rest on are checked here (no timing, nothing slow)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from bench import run as bench_run
+from bench.bench_estimator import Doc, evaluate, split
+from hypothesis import given
+from hypothesis import strategies as st
+
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+MODULES = sorted(f"bench.{p.stem}" for p in BENCH_DIR.glob("bench_*.py"))
+
+
+def test_there_are_benchmarks() -> None:
+    assert {"bench.bench_map_phase", "bench.bench_guard", "bench.bench_estimator"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_imports_and_has_run(name: str) -> None:
+    module = importlib.import_module(name)
+    assert callable(module.run)
+    assert not inspect.signature(module.run).parameters
+
+
+def test_runner_lists_every_benchmark() -> None:
+    assert {module for _, module, _ in bench_run.SECTIONS} == set(MODULES)
+
+
+def test_failing_section_reports_instead_of_raising() -> None:
+    text, seconds = bench_run.run_section("bench.no_such_benchmark", "Missing")
+    assert text.startswith("## Missing")
+    assert "**Failed**" in text and "ModuleNotFoundError" in text
+    assert seconds >= 0
+
+
+def _fake_module(name: str, body: Callable[[], str]) -> str:
+    module = types.ModuleType(name)
+    module.run = body  # type: ignore[attr-defined]
+    sys.modules[name] = module
+    return name
+
+
+def test_only_runs_one_section_and_writes_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[str] = []
+
+    def ok() -> str:
+        calls.append("ok")
+        return "## Fine\n\nnumbers\n"
+
+    def boom() -> str:
+        calls.append("boom")
+        raise RuntimeError("corpus missing")
+
+    monkeypatch.setattr(
+        bench_run,
+        "SECTIONS",
+        [
+            ("fine", _fake_module("bench_smoke_fine", ok), "Fine"),
+            ("broken", _fake_module("bench_smoke_broken", boom), "Broken"),
+        ],
+    )
+    out = tmp_path / "B.md"
+    assert bench_run.main(["--only", "broken", "--output", str(out)]) == 0
+    assert calls == ["boom"]
+    written = out.read_text()
+    assert written.startswith("# Harvey benchmarks")
+    assert "- machine:" in written and "- Python:" in written
+    assert "## Broken" in written and "corpus missing" in written
+    assert "## Fine" not in written
+    assert "corpus missing" in capsys.readouterr().out
+
+    calls.clear()
+    out_all = tmp_path / "all.md"
+    assert bench_run.main(["--output", str(out_all)]) == 0
+    assert calls == ["ok", "boom"]  # one failure does not stop the rest
+    text = out_all.read_text()
+    assert text.index("## Fine") < text.index("## Broken") < text.index("## Run time")
+
+
+def test_guard_io_counter_sees_reads_and_not_stats(tmp_path: Path) -> None:
+    from bench.bench_guard import bytes_read_by, rchar
+
+    if rchar() is None:
+        pytest.skip("no /proc/self/io on this system")
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"y" * 4096)
+    assert bytes_read_by(path.read_bytes, 10) == 10 * 4096
+    assert bytes_read_by(path.stat, 10) == 0
+
+
+def test_estimator_split_is_disjoint_and_deterministic() -> None:
+    docs = [(f"d{i}", "word " * (200 + i)) for i in range(50)] + [("tiny", "x")]
+    calib, test = split(docs)
+    assert calib and test
+    assert not {n for n, _ in calib} & {n for n, _ in test}
+    assert "tiny" not in {n for n, _ in calib + test}  # below MIN_DOC_BYTES
+    assert (calib, test) == split(list(docs))
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 100_000), st.integers(1, 50_000)).filter(lambda p: p[0] >= p[1]),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_min_ratio_never_underestimates(pairs: list[tuple[int, int]]) -> None:
+    """The calibration rule the estimator benchmark reports on: estimating with the
+    smallest bytes-per-token of a set of documents underestimates none of them."""
+    docs = [Doc(f"d{i}", size, tokens) for i, (size, tokens) in enumerate(pairs)]
+    ratio = min(d.size / d.tokens for d in docs)
+    errors = evaluate(docs, ratio)
+    assert errors.under_share == 0
+    assert errors.estimated >= errors.real
+    assert evaluate(docs, ratio * 2).estimated <= errors.estimated
