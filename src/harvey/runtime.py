@@ -165,6 +165,7 @@ def _assemble(
             model=client.model,
             backend=client.backend,
             warn=ui.warn,
+            continued_from=resume_file,
         )
     agent = Agent(
         client=client,

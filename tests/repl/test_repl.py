@@ -174,3 +174,31 @@ def test_route_turn_is_attributed(spawn: Spawn, workspace: Path) -> None:
         assert other.chat_requests[0]["messages"][-1]["content"] == "look at the files"
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert "[[HELPER.tool: list_files(" in spmd
+
+
+def test_ctrl_c_during_chunk_analysis_injects_nothing(
+    spawn: Spawn, workspace: Path, isolated_env: Path
+) -> None:
+    (workspace / "harvey.yaml").write_text(
+        "context_window: 2048\nchunking:\n  chunk_size_bytes: 2000\n  concurrency: 2\n"
+    )
+    text = "\n\n".join(f"Part {i}. " + "Water flowed downhill. " * 20 for i in range(40))
+    (workspace / "big.md").write_text(text)
+    script = [Reply(tool_calls=[("read_file", {"path": "big.md"})])]
+    with FakeOpenAI(script, default_reply=Reply("slow partial"), delay_per_call=1.5) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "summarise big.md")
+        child.expect("instruction>")
+        send_line(child, "")
+        child.expect("failed")  # the progress bar is up
+        time.sleep(1.0)
+        child.sendintr()
+        child.expect("cancelled")
+        child.expect(PROMPT)
+        finish(child)
+    db = sqlite3.connect(isolated_env / "sessions.db")
+    assert db.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    assert "INT. CHUNK ANALYSIS — big.md" in spmd
+    assert "— error: cancelled]]" in spmd
