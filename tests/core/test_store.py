@@ -85,9 +85,19 @@ def test_calibration_keeps_the_safe_side(store: SessionStore) -> None:
     assert store.calibration_ratio("m") is None
     assert store.record_calibration("m", 4000, 1000) == 4.0
     assert store.record_calibration("m", 3000, 1000) == 3.0  # more tokens per byte: adopt it
-    assert store.record_calibration("m", 5000, 1000) == 3.0  # never relax towards fewer tokens
+    assert store.record_calibration("m", 5000, 1000) == 3.0  # never relax while 3.0 is recent
     assert store.calibration_ratio("m") == 3.0
     assert store.calibration_ratio("other") is None
+
+
+def test_calibration_forgets_old_samples(store: SessionStore) -> None:
+    from harvey.context.budget import MAX_SAMPLES
+
+    store.record_calibration("m", 2000, 1000)
+    for _ in range(MAX_SAMPLES):
+        store.record_calibration("m", 3600, 1000)
+    assert store.calibration_ratio("m") == 3.6
+    assert len(store.calibration_samples("m")) == MAX_SAMPLES
 
 
 def test_prefix_lookup_and_prune(store: SessionStore, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
 from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
 from harvey.tools.todo import Todo
@@ -91,10 +92,30 @@ def _m003_message_name(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN name TEXT")
 
 
+def _m004_calibration_samples(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE calibration_samples (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            model TEXT NOT NULL,
+            prompt_bytes INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX calibration_samples_model ON calibration_samples(model, id);
+        INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, created_at)
+            SELECT model, prompt_bytes, prompt_tokens, updated_at FROM calibration;
+        DROP TABLE calibration
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("m001_initial", _m001_initial),
     ("m002_calibration", _m002_calibration),
     ("m003_message_name", _m003_message_name),
+    ("m004_calibration_samples", _m004_calibration_samples),
 ]
 
 
@@ -302,34 +323,35 @@ class SessionStore:
     # -- calibration --------------------------------------------------------------
 
     def record_calibration(self, model: str, prompt_bytes: int, prompt_tokens: int) -> float:
-        """Fold one (bytes, reported tokens) observation into the model's ratio.
+        """Keep one (prompt bytes, reported prompt tokens) sample; return the model's ratio.
 
-        The stored ratio is the *lowest* bytes-per-token ever observed for the
-        model, so estimates derived from it err towards more tokens: never fewer
-        than any real prompt implied.
+        Only the most recent ``MAX_SAMPLES`` per model are kept, and the ratio
+        is ``harvey.context.budget.calibrated_ratio`` over them: the smallest
+        bytes-per-token any recent request showed, so estimates err towards
+        more tokens, never fewer than a real prompt implied.
         """
-        if prompt_bytes <= 0 or prompt_tokens <= 0:
-            return self.calibration_ratio(model) or 4.0
-        observed = prompt_bytes / prompt_tokens
-        with self._tx() as db:
-            row = db.execute(
-                "SELECT bytes_per_token, samples FROM calibration WHERE model = ?", (model,)
-            ).fetchone()
-            if row is None:
-                ratio, samples = observed, 1
+        if prompt_bytes > 0 and prompt_tokens > 0:
+            with self._tx() as db:
                 db.execute(
-                    "INSERT INTO calibration VALUES (?, ?, ?, ?, ?, ?)",
-                    (model, prompt_bytes, prompt_tokens, ratio, samples, _now()),
+                    "INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, "
+                    "created_at) VALUES (?, ?, ?, ?)",
+                    (model, prompt_bytes, prompt_tokens, _now()),
                 )
-            else:
-                ratio, samples = min(row["bytes_per_token"], observed), row["samples"] + 1
                 db.execute(
-                    "UPDATE calibration SET prompt_bytes = ?, prompt_tokens = ?, "
-                    "bytes_per_token = ?, samples = ?, updated_at = ? WHERE model = ?",
-                    (prompt_bytes, prompt_tokens, ratio, samples, _now(), model),
+                    "DELETE FROM calibration_samples WHERE model = ? AND id NOT IN "
+                    "(SELECT id FROM calibration_samples WHERE model = ? "
+                    "ORDER BY id DESC LIMIT ?)",
+                    (model, model, MAX_SAMPLES),
                 )
-        return float(ratio)
+        return self.calibration_ratio(model) or BYTES_PER_TOKEN
+
+    def calibration_samples(self, model: str) -> list[tuple[int, int]]:
+        rows = self._query(
+            "SELECT prompt_bytes, prompt_tokens FROM calibration_samples WHERE model = ? "
+            "ORDER BY id",
+            (model,),
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
 
     def calibration_ratio(self, model: str) -> float | None:
-        rows = self._query("SELECT bytes_per_token FROM calibration WHERE model = ?", (model,))
-        return float(rows[0][0]) if rows else None
+        return calibrated_ratio(self.calibration_samples(model))
