@@ -182,11 +182,15 @@ _PARA = _both(rb"BLANK(?!" + _SPACE + rb"*(?:\n|\Z))")
 # A heading: an ATX line (``# Title``; the boundary is the line start), or, after a blank
 # line, a title underlined (maybe also overlined) by a run of one punctuation character
 # (setext/reStructuredText; the boundary is group ``t``).
-_ATX = re.compile(rb"\n#{1,6}[ \t]")
+_ATX = rb"\n#{1,6}[ \t]"
 _RULE = rb"(?P<%s>[=\-~^*+#\"'`:.])(?P=%s){2,}[ \t\r]*"
 _SETEXT = re.compile(
     rb"\n\n(?P<t>(?P<o>" + _RULE % (b"oc", b"oc") + rb"\n)?"
     rb"[ \t]*[^\s][^\n]*\n" + _RULE % (b"uc", b"uc") + rb"(?:\n|\Z))"
+)
+# A line that may underline a title, or an ATX heading: the candidates ``_last_heading`` checks.
+_HEAD_CANDIDATE = re.compile(
+    rb"\n(?:(?P<rule>([=\-~^*+#\"'`:.])\2{2,}[ \t\r]*(?:\n|\Z))|(?P<atx>#{1,6}[ \t]))"
 )
 # Source: after a blank line, (1) a top-level definition — a keyword line at column 0, with
 # its decorators and the comment lines directly above it; (2) the same indented (a method);
@@ -274,24 +278,48 @@ def _first_para(data: bytes, lo: int, hi: int) -> int:
     return first if first > 0 else e
 
 
-def _last_heading(data: bytes, lo: int, hi: int) -> int:
-    """The largest heading start in ``[lo, hi]``, or -1."""
-    start, stop = max(0, _search_start(data, lo) - 1), hi + _HEADING_LOOKAHEAD
-    best = -1
-    for m in _SETEXT.finditer(data, start, stop):
-        b = m.start("t")
-        if b > hi:
-            break
-        if b < lo or (
-            m.start("o") >= 0
-            and data[m.start("o") : m.end("oc") + 1].rstrip()
-            != data[m.start("uc") : m.end()].rstrip()
+def _setext_start(data: bytes, rule: int) -> int:
+    """The title start of a setext/reST heading underlined by the line at ``rule``, or -1.
+
+    The title (maybe overlined) must follow an empty line; an overline must
+    repeat the underline. Checked with the full ``_SETEXT`` pattern at the
+    only two places such a match can begin.
+    """
+    title = data.rfind(b"\n", 0, rule - 1) + 1
+    if title < 2:
+        return -1
+    over = data.rfind(b"\n", 0, title - 1) + 1
+    for at in (over - 2, title - 2):
+        if at < 0 or data[at : at + 2] != b"\n\n":
+            continue
+        m = _SETEXT.match(data, at)
+        if m is None or m.start("uc") != rule:
+            continue
+        if m.start("o") >= 0 and (
+            data[m.start("o") : m.end("oc") + 1].rstrip() != data[m.start("uc") : m.end()].rstrip()
         ):
-            continue  # an overline that differs from the underline: not a title
-        best = b
-    for m in _ATX.finditer(data, max(best, start), hi + 8):
-        if m.start() + 1 >= lo:
-            best = max(best, m.start() + 1)
+            return -1  # an overline that differs from the underline: not a title
+        return m.start("t")
+    return -1
+
+
+def _last_heading(data: bytes, lo: int, hi: int) -> int:
+    """The largest heading start in ``[lo, hi]``, or -1.
+
+    One scan for lines that *could* end or start a heading (a rule line, an
+    ATX ``#``); the rare candidates are then checked one by one.
+    """
+    best = -1
+    for m in _HEAD_CANDIDATE.finditer(data, max(0, lo - 1), hi + _HEADING_LOOKAHEAD):
+        line = m.start() + 1
+        if m.lastgroup == "atx":
+            b = line
+        elif line > lo:
+            b = _setext_start(data, line)
+        else:
+            continue
+        if lo <= b <= hi and b > best:
+            best = b
     return best
 
 
