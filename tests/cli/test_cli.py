@@ -262,3 +262,20 @@ def test_unwritable_session_dir_warns_and_keeps_the_turn(
 
 def test_workspace_flag_and_missing_workspace(harvey: Run, tmp_path: Path) -> None:
     assert_one_line_error(harvey("run", "hi", "--workspace", str(tmp_path / "nope")), 2, "nope")
+
+
+@pytest.mark.parametrize("step_name", ["truncated", "malformed", "unknown_model"])
+def test_misbehaving_server_is_one_line_exit_1(harvey: Run, workspace: Path, step_name: str) -> None:
+    from tests.fakes.servers import Malformed, Truncated
+
+    (workspace / "harvey.yaml").write_text("retries: 0\n")
+    steps = {
+        "truncated": [Truncated("partial answer")],
+        "malformed": [Malformed("partial answer")],
+        "unknown_model": [Reply("never")],
+    }[step_name]
+    strict = step_name == "unknown_model"
+    with FakeOpenAI(steps, models=["real-model"], strict_models=strict) as srv:
+        proc = harvey("run", "hi", "--backend", "openai", "--base-url", srv.url, "--model", "ghost")
+    assert_one_line_error(proc, 1)
+    assert proc.stdout == ""

@@ -167,22 +167,12 @@ _SPACE = rb"[ \t\r\f\v]"
 # the candidates and the ``full`` one only rescans the short stretch between them
 # (``_last_para``/``_first_para``). Headings and definition starts are recognised after
 # an empty line only: a whitespace-only line before them still counts as a paragraph break.
-_BLANK_FULL, _BLANK_FAST = rb"\n" + _SPACE + rb"*\n", rb"\n\n"
-
-
-def _both(template: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    return (
-        re.compile(template.replace(b"BLANK", _BLANK_FULL)),
-        re.compile(template.replace(b"BLANK", _BLANK_FAST)),
-    )
-
-
 # A blank line followed by a non-blank one: the cut lands at the start of the paragraph.
-_PARA = _both(rb"BLANK(?!" + _SPACE + rb"*(?:\n|\Z))")
+_PARA_FULL = re.compile(rb"\n" + _SPACE + rb"*\n(?!" + _SPACE + rb"*(?:\n|\Z))")
+_BLANK_AHEAD = re.compile(_SPACE + rb"*(?:\n|\Z)")
 # A heading: an ATX line (``# Title``; the boundary is the line start), or, after a blank
 # line, a title underlined (maybe also overlined) by a run of one punctuation character
 # (setext/reStructuredText; the boundary is group ``t``).
-_ATX = rb"\n#{1,6}[ \t]"
 _RULE = rb"(?P<%s>[=\-~^*+#\"'`:.])(?P=%s){2,}[ \t\r]*"
 _SETEXT = re.compile(
     rb"\n\n(?P<t>(?P<o>" + _RULE % (b"oc", b"oc") + rb"\n)?"
@@ -202,10 +192,10 @@ _DEF_WORD = (
     rb"|object|record|union|template|macro_rules!|sub|proc)\b|@[A-Za-z_]|#\["
 )
 _COMMENT = rb"(?:#(?!\[)|//|/\*|\*|--|;)[^\n]*\n"
-_SOURCE = re.compile(
-    rb"\n\n(?:(?P<top>(?:" + _COMMENT + rb")*(?:" + _DEF_WORD + rb"))"
+_SOURCE_LINE = re.compile(
+    rb"(?P<top>(?:" + _COMMENT + rb")*(?:" + _DEF_WORD + rb"))"
     rb"|(?P<inner>[ \t]+(?:" + _COMMENT + rb"[ \t]+)*(?:" + _DEF_WORD + rb"))"
-    rb"|(?P<any>[^\s})\]]))"
+    rb"|(?P<any>[^\s})\]])"
 )
 # A sentence ends at . ! or ?, maybe closed by quotes or brackets (curly ones too), then
 # whitespace; the boundary is the start of the next sentence.
@@ -259,22 +249,41 @@ def _last_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int) -> int:
         cut, hi = lo, cut - 1
 
 
+def _last_empty(data: bytes, lo: int, hi: int) -> int:
+    """The largest boundary in ``[lo, hi]`` after an *empty* line, or -1 (``bytes.rfind``)."""
+    start = max(0, lo - 2)
+    p = data.rfind(b"\n\n", start, hi)
+    while p >= 0 and _BLANK_AHEAD.match(data, p + 2) is not None:
+        p = data.rfind(b"\n\n", start, p + 1)  # the next line is blank too: look earlier
+    return p + 2 if p >= 0 else -1
+
+
+def _first_empty(data: bytes, lo: int, hi: int) -> int:
+    """The smallest boundary in ``[lo, hi]`` after an *empty* line, or -1 (``bytes.find``)."""
+    p = data.find(b"\n\n", max(0, lo - 2), hi)
+    while p >= 0 and _BLANK_AHEAD.match(data, p + 2) is not None:
+        p = data.find(b"\n\n", p + 1, hi)
+    return p + 2 if p >= 0 else -1
+
+
 def _last_para(data: bytes, lo: int, hi: int) -> int:
-    """The largest paragraph boundary in ``[lo, hi]``, or -1."""
-    full, fast = _PARA
-    e = _last_end(fast, data, lo, hi)
+    """The largest paragraph boundary in ``[lo, hi]``, or -1.
+
+    Empty lines are found at C speed; only the stretch after the last of them
+    is rescanned for whitespace-only blank lines.
+    """
+    e = _last_empty(data, lo, hi)
     if e == hi:
         return e
-    return max(e, _last_end(full, data, max(lo, e + 1), hi))
+    return max(e, _last_end(_PARA_FULL, data, max(lo, e + 1), hi))
 
 
 def _first_para(data: bytes, lo: int, hi: int) -> int:
     """The smallest paragraph boundary in ``[lo, hi]``, or -1."""
-    full, fast = _PARA
-    e = _first_end(fast, data, lo, hi)
+    e = _first_empty(data, lo, hi)
     if e == lo:
         return e
-    first = _first_end(full, data, lo, e - 1 if e > 0 else hi)
+    first = _first_end(_PARA_FULL, data, lo, e - 1 if e > 0 else hi)
     return first if first > 0 else e
 
 
@@ -345,21 +354,27 @@ class _Cutter:
         if self.defs is not None:
             k = bisect_right(self.defs, hi) - 1
             return self.defs[k] if k >= 0 and self.defs[k] >= half else -1
-        top = inner = flush = -1
-        start = _search_start(self.data, third)
-        for m in _SOURCE.finditer(self.data, start, hi + _HEADING_LOOKAHEAD):
-            b = m.start(m.lastgroup or 0)
-            if b > hi:
-                break
-            if m.lastgroup == "top":
-                if b >= third:
-                    top = b
-            elif b >= half:
-                if m.lastgroup == "inner":
-                    inner = b
-                else:
-                    flush = b
-        return top if top >= 0 else inner if inner >= 0 else flush
+        # Walk the empty lines back from the window's end: the first top-level
+        # definition met is the last one, and usually near the end.
+        data, kind = self.data, _SOURCE_LINE.match
+        inner = flush = -1
+        start = max(0, third - 2)
+        p = data.rfind(b"\n\n", start, hi)
+        while p >= 0:
+            b = p + 2
+            m = kind(data, b)
+            if m is not None:
+                group = m.lastgroup
+                if group == "top":
+                    return b
+                if b >= half:
+                    if group == "inner":
+                        if inner < 0:
+                            inner = b
+                    elif flush < 0:
+                        flush = b
+            p = data.rfind(b"\n\n", start, p + 1)
+        return inner if inner >= 0 else flush
 
     def end(self, cb: int, s: int, hi: int) -> int:
         """Where the chunk starting at ``cb`` (new text from ``s``) ends, given end ≤ ``hi``.
