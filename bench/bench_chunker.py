@@ -5,7 +5,8 @@ reStructuredText sources (prose) and the standard library's ``.py`` files
 (code). Every chunker runs on each document separately at 6,000 characters
 (Harvey at 6,000 UTF-8 *bytes*, a stricter bound); throughput is the total
 bytes over the time to chunk every document, median of 5 full passes (fewer
-for the slow tree-sitter path, see ``TREE_SITTER_RUNS``).
+for the slow tree-sitter path, see ``TREE_SITTER_RUNS``), the passes of all
+chunkers interleaved so that load on the shared machine affects them alike.
 
 Metrics, all computed from each chunk's ``[start, end)`` in its document:
 
@@ -18,9 +19,14 @@ Metrics, all computed from each chunk's ``[start, end)`` in its document:
   ``\\n[ \\t\\r\\f\\v]*\\n``. The share is over all cuts of all documents.
 * **starts at a definition** (code) — the share of chunks whose first
   non-blank line starts, at column 0, with ``def ``, ``class `` or
-  ``async def ``; measured where the chunk's *new* text starts (the cut), so
-  an overlapping chunker is not penalised for the context it repeats. The
-  ``+@`` column also counts a decorator line (``@``) as a definition start.
+  ``async def ``, *or* with the decorators (``@…``, continuation lines
+  included) and comment lines (``#…``) directly above such a line: a cut
+  before a definition's decorators or comments keeps the definition whole,
+  which is the point of cutting there. Measured where the chunk's *new* text
+  starts (the cut), so an overlapping chunker is not penalised for the
+  context it repeats. The *bare* column counts only chunks whose first line
+  is the ``def``/``class`` line itself (the metric before decorators and
+  comments were counted). Both apply to every chunker alike.
 
 Run alone with ``python -m bench.bench_chunker``; ``bench/run.py`` imports ``run()``.
 """
@@ -45,7 +51,10 @@ Spans = list[tuple[int, int]]
 
 _BLANK = re.compile(r"\n[ \t\r\f\v]*\n")
 _DEF = re.compile(r"(?:def |class |async def )")
-_DEF_OR_DECORATOR = re.compile(r"(?:def |class |async def |@)")
+# A definition with its decorators (maybe spanning lines) and the comments right above it.
+_DEF_WITH_PREAMBLE = re.compile(
+    r"(?:#[^\n]*\n|@[^\n]*\n(?:[ \t)\]][^\n]*\n)*)*(?:def |class |async def )"
+)
 _NON_SPACE = re.compile(r"\S")
 
 
@@ -73,7 +82,7 @@ class Row:
     blank_cuts: int = 0
     starts: int = 0
     def_starts: int = 0
-    def_or_decorator_starts: int = 0
+    bare_def_starts: int = 0
     runs: int = RUNS
     harvey: bool = False
     notes: list[str] = field(default_factory=list)
@@ -87,8 +96,8 @@ class Row:
         return self.def_starts / self.starts if self.starts else 0.0
 
     @property
-    def def_or_decorator_share(self) -> float:
-        return self.def_or_decorator_starts / self.starts if self.starts else 0.0
+    def bare_def_share(self) -> float:
+        return self.bare_def_starts / self.starts if self.starts else 0.0
 
 
 # --- offset recovery -----------------------------------------------------------------------
@@ -180,15 +189,25 @@ def _harvey(code: bool) -> list[Chunker]:
 # --- measuring -------------------------------------------------------------------------------
 
 
-def _time(chunker: Chunker, docs: Documents) -> tuple[float, list[Any]]:
-    times = []
-    outputs: list[Any] = []
-    for _ in range(chunker.runs):
-        gc.collect()
-        t0 = time.perf_counter()
-        outputs = [chunker.run(text) for _, text in docs]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), outputs
+def _time_all(chunkers: list[Chunker], docs: Documents) -> list[tuple[float, list[Any]]]:
+    """Median seconds per pass and the last outputs, for each chunker.
+
+    The passes are interleaved — round *k* runs every chunker once, in turn —
+    so a change in machine load during the run (the machine is shared) hits
+    every chunker alike instead of skewing the ratios to whichever ran then.
+    """
+    times: list[list[float]] = [[] for _ in chunkers]
+    outputs: list[list[Any]] = [[] for _ in chunkers]
+    for k in range(max(c.runs for c in chunkers)):
+        for i, chunker in enumerate(chunkers):
+            if k >= chunker.runs:
+                continue
+            outputs[i] = []  # drop the previous pass's output before timing the next
+            gc.collect()
+            t0 = time.perf_counter()
+            outputs[i] = [chunker.run(text) for _, text in docs]
+            times[i].append(time.perf_counter() - t0)
+    return [(statistics.median(t), out) for t, out in zip(times, outputs, strict=True)]
 
 
 def _at_blank_line(text: str, cut: int) -> bool:
@@ -200,16 +219,23 @@ def _at_blank_line(text: str, cut: int) -> bool:
     return _BLANK.search(text, lo, hi) is not None
 
 
-def _first_line_at(text: str, pos: int) -> str:
-    """The first non-blank line at or after ``pos``, or "" when it is not at column 0."""
+def _first_line_at(text: str, pos: int) -> int:
+    """Where the first non-blank line at or after ``pos`` starts, or -1 when not at column 0."""
     m = _NON_SPACE.search(text, pos)
     if m is None or (m.start() > 0 and text[m.start() - 1] != "\n"):
-        return ""
-    return text[m.start() : m.start() + 40]
+        return -1
+    return m.start()
 
 
-def measure(chunker: Chunker, docs: Documents, nbytes: int, code: bool) -> Row:
-    seconds, outputs = _time(chunker, docs)
+def measure(
+    chunker: Chunker,
+    docs: Documents,
+    nbytes: int,
+    code: bool,
+    timed: tuple[float, list[Any]] | None = None,
+) -> Row:
+    """One row: throughput (timed here unless ``timed`` is given) and the cut metrics."""
+    seconds, outputs = timed if timed is not None else _time_all([chunker], docs)[0]
     row = Row(chunker.name, nbytes / seconds / 1e6, runs=chunker.runs, harvey=chunker.harvey)
     for (_, text), out in zip(docs, outputs, strict=True):
         spans = chunker.spans(text, out)
@@ -232,8 +258,9 @@ def measure(chunker: Chunker, docs: Documents, nbytes: int, code: bool) -> Row:
             for start in [spans[0][0], *cuts]:
                 line = _first_line_at(text, start)
                 row.starts += 1
-                row.def_starts += bool(_DEF.match(line))
-                row.def_or_decorator_starts += bool(_DEF_OR_DECORATOR.match(line))
+                if line >= 0:
+                    row.def_starts += bool(_DEF_WITH_PREAMBLE.match(text, line))
+                    row.bare_def_starts += bool(_DEF.match(text, line))
     return row
 
 
@@ -244,7 +271,7 @@ def _table(rows: list[Row], baseline: float, code: bool) -> list[str]:
     head = "| chunker | MB/s | × RCTS | chunks | largest (chars / bytes) | over 6,000 chars | cuts at blank lines |"
     sep = "|---|---:|---:|---:|---:|---:|---:|"
     if code:
-        head += " starts at def/class | +@ |"
+        head += " starts at def/class | bare def/class |"
         sep += "---:|---:|"
     lines = [head, sep]
     for r in rows:
@@ -255,7 +282,7 @@ def _table(rows: list[Row], baseline: float, code: bool) -> list[str]:
             f"{r.largest_chars:,} / {r.largest_bytes:,} | {over} | {100 * r.blank_share:.1f}% |"
         )
         if code:
-            line += f" {100 * r.def_share:.1f}% | {100 * r.def_or_decorator_share:.1f}% |"
+            line += f" {100 * r.def_share:.1f}% | {100 * r.bare_def_share:.1f}% |"
         lines.append(line)
     return lines
 
@@ -305,7 +332,8 @@ def _targets(results: dict[str, list[Row]]) -> list[str]:
                     _verdict(
                         share > lc,
                         f"code, {r.name}: {100 * share:.1f}% of chunks start at a top-level "
-                        f"def/class vs {100 * lc:.1f}% for from_language(PYTHON)",
+                        f"def/class (or its decorators/comments) vs {100 * lc:.1f}% for "
+                        "from_language(PYTHON)",
                     )
                 )
     return out
@@ -318,7 +346,9 @@ def run() -> str:
     for corpus, docs in corpora.items():
         code = corpus == "code"
         nbytes = total_bytes(docs)
-        rows = [measure(c, docs, nbytes, code) for c in _competitors(code) + _harvey(code)]
+        chunkers = _competitors(code) + _harvey(code)
+        timed = _time_all(chunkers, docs)
+        rows = [measure(c, docs, nbytes, code, t) for c, t in zip(chunkers, timed, strict=True)]
         results[corpus] = rows
         baseline = next(
             r.mbps for r in rows if r.name == "langchain RecursiveCharacterTextSplitter"
@@ -337,11 +367,13 @@ def run() -> str:
     lines += [
         "All at 6,000: characters for the competitors, UTF-8 bytes for Harvey. MB/s is the "
         f"median of {RUNS} passes over the whole corpus ({TREE_SITTER_RUNS} for the tree-sitter "
-        "path), one document at a time; × RCTS is relative to RecursiveCharacterTextSplitter "
-        "in the same run. A cut is where chunk N+1's new text begins (end of chunk N when "
+        "path), one document at a time, the chunkers' passes interleaved; × RCTS is relative "
+        "to RecursiveCharacterTextSplitter in the same run. A cut is where chunk N+1's new text begins (end of chunk N when "
         "chunks overlap); it is *at a blank line* when the whitespace around it holds a blank "
         "line. *Starts at def/class*: the first non-blank line of the chunk's new text begins "
-        "with `def `/`class `/`async def ` at column 0; +@ also counts decorators.",
+        "with `def `/`class `/`async def ` at column 0, or with the decorators and comment "
+        "lines directly above such a line (for every chunker alike); *bare* counts only the "
+        "`def`/`class` line itself.",
         "",
         "### Targets",
         "",

@@ -314,7 +314,7 @@ def test_cancel_stops_outstanding_calls_and_records_it() -> None:
     assert not alive
     assert isinstance(result["exc"], Cancelled)
     assert rec.events[-1] == ("synthesis", "LLAMA3", "error: cancelled", 1)
-    assert len(client.prompts) == 2  # queued chunks never started
+    assert 1 <= len(client.prompts) <= 2  # at most `concurrency` started; queued never did
 
 
 def test_analysis_of_a_real_chunked_document() -> None:

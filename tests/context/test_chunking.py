@@ -260,3 +260,70 @@ def test_line_numbers() -> None:
         assert c.start_line == text.count("\n", 0, c.start) + 1
         assert c.end_line == text.count("\n", 0, max(c.start, c.end - 1)) + 1
     assert chunks[0].start_line == 1
+
+
+def _module_with_big_class() -> str:
+    # A small function, then a class much bigger than a chunk, then small functions.
+    small = (
+        "def small():\n" + "".join(f"    x{i} = {i} * 12345\n" for i in range(8)) + "    return 1\n"
+    )
+    methods = "\n".join(
+        f"    def m{i}(self):\n        return {i} * {'9' * 40}\n" for i in range(40)
+    )
+    tail = "\n\n".join(f"def tail_{i}(x):\n    return x + {i}\n" for i in range(10))
+    return f"import os\n\n\n{small}\n\nclass Big:\n{methods}\n\n{tail}"
+
+
+@pytest.mark.parametrize("language", [None, "python"])
+def test_a_chunk_does_not_run_into_a_definition_it_cannot_hold(language: str | None) -> None:
+    # ``class Big`` starts early in the first window (about a fifth in): the
+    # first chunk ends there rather than splitting the class after a few methods.
+    src = _module_with_big_class()
+    cfg = ChunkConfig(chunk_size_bytes=1000, overlap="none")
+    chunks = chunk_document(src, cfg, DocType.SOURCE, language=language)
+    assert 1000 // 12 < chunks[1].start < 1000 // 3
+    assert chunks[1].text.startswith("class Big:")
+    # Inside the class the cuts fall at methods; after it, at top-level functions.
+    for c in chunks[2:]:
+        assert re.match(r"(    def m\d+|def tail_\d+)", c.text), c.text[:40]
+
+
+def test_definition_levels_separate_top_level_from_nested() -> None:
+    src = _module_with_big_class().encode()
+    levels = source_boundaries.definition_levels(src, "python", 1000)
+    assert levels is not None
+    top, every = levels
+    assert top == [src.index(b"def small"), src.index(b"class Big")] + [
+        src.index(f"def tail_{i}".encode()) for i in range(10)
+    ]
+    assert src.index(b"    def m1(") in every and set(top) < set(every)
+    assert source_boundaries.definition_starts(src, "python", 1000) == every
+
+
+def test_heading_underlined_past_the_window_end_is_still_found() -> None:
+    # The title starts inside the window; its underline is the line after the window's end.
+    body = "\n\n".join(_paragraphs(6, 90))
+    text = f"{body}\n\nA Title\n=======\n\n" + "\n\n".join(_paragraphs(6, 90))
+    title = text.index("A Title")
+    size = title + 4  # the window ends inside the title line
+    chunks = chunk_document(text, ChunkConfig(chunk_size_bytes=size, overlap="none"), DocType.PROSE)
+    assert chunks[1].start == title
+
+
+def test_headings_with_different_overline_are_not_titles() -> None:
+    paras = _paragraphs(8, 100)
+    fake = "~~~~~~~\nNot a title\n=======\n"
+    text = "\n\n".join(paras[:5]) + "\n\n" + fake + "\n" + "\n\n".join(paras[5:])
+    chunks = chunk_document(text, ChunkConfig(chunk_size_bytes=700, overlap="none"), DocType.PROSE)
+    assert all(not c.text.startswith(("~~~", "Not a title")) for c in chunks)
+
+
+def test_non_ascii_offsets_and_lines_with_overlap() -> None:
+    text = "\n\n".join(f"Été {i}: naïve café — 日本語 {'ü' * (i % 7)}. Fin." for i in range(200))
+    chunks = chunk_document(text, ChunkConfig(chunk_size_bytes=300), DocType.PROSE)
+    assert len(chunks) > 10
+    for prev, c in itertools.pairwise(chunks):
+        assert text[c.start : c.end] == c.text and len(c.text.encode()) <= 300
+        assert c.start_line == text.count("\n", 0, c.start) + 1
+        assert c.end_line == text.count("\n", 0, c.end - 1) + 1
+        assert prev.start < c.start < prev.end  # paragraph overlap

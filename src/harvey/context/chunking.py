@@ -9,10 +9,13 @@ worth of text, whatever the number of paragraphs.
 Where a chunk ends (first rule that applies, the hard bound always wins):
 
 1. a *preferred* boundary — for prose a Markdown/reStructuredText heading, the
-   last one past half the target; for source a top-level definition (keyword
-   line at column 0 after an empty line, with its decorators and comments)
-   past a third, else an indented definition (a method) or any flush line
-   (the seed's heuristic) past half; or tree-sitter's definition starts;
+   last one past half the target; for source the last top-level definition
+   (keyword line at column 0 after an empty line, with its decorators and
+   comments) past a twelfth — a chunk does not run into a definition it
+   cannot hold whole unless that leaves it tiny — else an indented definition
+   (a method of a class too big for one chunk) or any flush line (the seed's
+   heuristic) past half; tree-sitter's definition starts likewise (top-level
+   past a twelfth, nested past half);
 2. the first paragraph boundary (a blank line) once the chunk reaches 75 %
    of the target, else the last one past half;
 3. else, each only when the larger unit cannot end the chunk past half the
@@ -34,7 +37,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Overlap = Literal["paragraph", "sentence", "none"]
 OVERLAPS: tuple[str, ...] = ("paragraph", "sentence", "none")
@@ -85,9 +88,13 @@ class ChunkConfig:
         )
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """``content[start:end] == text``; lines are 1-based, ``end_line`` holds the last char."""
+class Chunk(NamedTuple):
+    """``content[start:end] == text``; lines are 1-based, ``end_line`` holds the last char.
+
+    An immutable record; a named tuple rather than a frozen dataclass because
+    a long document makes thousands of them and a tuple is built several
+    times faster.
+    """
 
     text: str
     start: int
@@ -161,14 +168,14 @@ def detect_doc_type(path: str | Path) -> DocType:
 # --- boundary patterns (on bytes) ------------------------------------------------------------
 
 _SPACE = rb"[ \t\r\f\v]"
-# A paragraph break is a blank line: empty, or holding only whitespace. Python's regex
-# engine tries a pattern that starts with a lone ``\n`` at every line, but skips in C to the
-# next occurrence of a two-byte literal prefix; so the empty-line (``fast``) variant finds
-# the candidates and the ``full`` one only rescans the short stretch between them
-# (``_last_para``/``_first_para``). Headings and definition starts are recognised after
-# an empty line only: a whitespace-only line before them still counts as a paragraph break.
-# A blank line followed by a non-blank one: the cut lands at the start of the paragraph.
+# A paragraph break is a blank line: empty, or holding only whitespace, followed by a
+# non-blank line; the cut lands at the start of the paragraph. Empty lines are found with
+# ``bytes.find``/``rfind`` (C speed, no match objects); whitespace-only ones are rare, so
+# one ``_SPACED_BLANK`` search rules them out before ``_PARA_FULL`` rescans a stretch.
+# Headings and definition starts are recognised after an empty line only: a
+# whitespace-only line before them still counts as a paragraph break.
 _PARA_FULL = re.compile(rb"\n" + _SPACE + rb"*\n(?!" + _SPACE + rb"*(?:\n|\Z))")
+_SPACED_BLANK = re.compile(rb"\n" + _SPACE + rb"+\n")
 _BLANK_AHEAD = re.compile(_SPACE + rb"*(?:\n|\Z)")
 # A heading: an ATX line (``# Title``; the boundary is the line start), or, after a blank
 # line, a title underlined (maybe also overlined) by a run of one punctuation character
@@ -192,11 +199,13 @@ _DEF_WORD = (
     rb"|object|record|union|template|macro_rules!|sub|proc)\b|@[A-Za-z_]|#\["
 )
 _COMMENT = rb"(?:#(?!\[)|//|/\*|\*|--|;)[^\n]*\n"
-_SOURCE_LINE = re.compile(
-    rb"(?P<top>(?:" + _COMMENT + rb")*(?:" + _DEF_WORD + rb"))"
-    rb"|(?P<inner>[ \t]+(?:" + _COMMENT + rb"[ \t]+)*(?:" + _DEF_WORD + rb"))"
-    rb"|(?P<any>[^\s})\]])"
-)
+_TOP = re.compile(rb"(?:" + _COMMENT + rb")*(?:" + _DEF_WORD + rb")")
+_INNER = re.compile(rb"[ \t]+(?:" + _COMMENT + rb"[ \t]+)*(?:" + _DEF_WORD + rb")")
+# First bytes: of an indented line; of a top-level definition or its comments; of a line
+# that is neither flush text nor a definition (whitespace, closing brackets).
+_INDENT = frozenset(b" \t")
+_TOP_FIRST = frozenset(b"abcdefghijklmnopqrstuvwxyz@#/*-;")
+_NOT_FLUSH = frozenset(b" \t\r\n\f\v})]")
 # A sentence ends at . ! or ?, maybe closed by quotes or brackets (curly ones too), then
 # whitespace; the boundary is the start of the next sentence.
 _SENTENCE = re.compile(rb"[.!?][\"')\]\x99\x9d\x80\xe2]*\s+")
@@ -206,6 +215,9 @@ _BACKUP = frozenset(b" \t\r\n\f\v\"')].!?\xe2\x80\x99\x9d")
 _LOOKAHEAD = 1024
 _HEADING_LOOKAHEAD = 256  # a title plus its underline; comments above a definition
 _TAIL = 512
+# A top-level definition ends a chunk once the chunk holds 1/_TOP_FRACTION of the target.
+_TOP_FRACTION = 12
+_HEADING_BLOCK = 1024
 
 
 def _search_start(data: bytes, pos: int) -> int:
@@ -266,6 +278,15 @@ def _first_empty(data: bytes, lo: int, hi: int) -> int:
     return p + 2 if p >= 0 else -1
 
 
+def _no_spaced_blank(data: bytes, lo: int, hi: int) -> bool:
+    """True when no whitespace-only (non-empty) blank line can end in ``[lo, hi]``.
+
+    Such lines are rare; one C-level search rules them out, and only when one
+    is there is the full paragraph pattern rescanned.
+    """
+    return _SPACED_BLANK.search(data, _search_start(data, lo), hi) is None
+
+
 def _last_para(data: bytes, lo: int, hi: int) -> int:
     """The largest paragraph boundary in ``[lo, hi]``, or -1.
 
@@ -273,17 +294,19 @@ def _last_para(data: bytes, lo: int, hi: int) -> int:
     is rescanned for whitespace-only blank lines.
     """
     e = _last_empty(data, lo, hi)
-    if e == hi:
+    lo = max(lo, e + 1)
+    if e == hi or _no_spaced_blank(data, lo, hi):
         return e
-    return max(e, _last_end(_PARA_FULL, data, max(lo, e + 1), hi))
+    return max(e, _last_end(_PARA_FULL, data, lo, hi))
 
 
 def _first_para(data: bytes, lo: int, hi: int) -> int:
     """The smallest paragraph boundary in ``[lo, hi]``, or -1."""
     e = _first_empty(data, lo, hi)
-    if e == lo:
+    hi = e - 1 if e > 0 else hi
+    if e == lo or _no_spaced_blank(data, lo, hi):
         return e
-    first = _first_end(_PARA_FULL, data, lo, e - 1 if e > 0 else hi)
+    first = _first_end(_PARA_FULL, data, lo, hi)
     return first if first > 0 else e
 
 
@@ -316,20 +339,38 @@ def _last_heading(data: bytes, lo: int, hi: int) -> int:
     """The largest heading start in ``[lo, hi]``, or -1.
 
     One scan for lines that *could* end or start a heading (a rule line, an
-    ATX ``#``); the rare candidates are then checked one by one.
+    ATX ``#``); the rare candidates are then checked one by one. The range is
+    scanned in blocks from its end, stopping at the first block with a
+    heading: a title starts before its underline, so no earlier block can
+    hold a later heading.
     """
-    best = -1
-    for m in _HEAD_CANDIDATE.finditer(data, max(0, lo - 1), hi + _HEADING_LOOKAHEAD):
-        line = m.start() + 1
-        if m.lastgroup == "atx":
-            b = line
-        elif line > lo:
-            b = _setext_start(data, line)
-        else:
-            continue
-        if lo <= b <= hi and b > best:
-            best = b
-    return best
+    # A title starting by ``hi`` has its underline at most two lines further on.
+    stop = end = hi + _HEADING_LOOKAHEAD
+    nl = data.find(b"\n", hi, end)
+    if nl >= 0:
+        nl = data.find(b"\n", nl + 1, end)
+        if nl >= 0:
+            stop = nl + 2
+    while stop > lo:
+        begin = max(lo, stop - _HEADING_BLOCK)
+        best = -1
+        # Lines starting in [begin, stop), read whole (up to ``end``).
+        for m in _HEAD_CANDIDATE.finditer(data, max(0, begin - 1), min(end, stop + 128)):
+            line = m.start() + 1
+            if line >= stop:
+                break
+            if m.lastgroup == "atx":
+                b = line
+            elif line > lo:
+                b = _setext_start(data, line)
+            else:
+                continue
+            if lo <= b <= hi and b > best:
+                best = b
+        if best >= 0:
+            return best
+        stop = begin
+    return -1
 
 
 def _last_char_before(data: bytes, chars: bytes, lo: int, hi: int) -> int:
@@ -338,41 +379,45 @@ def _last_char_before(data: bytes, chars: bytes, lo: int, hi: int) -> int:
     return best + 1 if best >= lo - 1 else -1
 
 
+_Defs = tuple[list[int], list[int]]  # definition starts: (top-level, all)
+
+
 class _Cutter:
     """The cut-point rules for one document (bytes + doc type + optional def starts)."""
 
-    def __init__(self, data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: list[int] | None):
+    def __init__(self, data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: _Defs | None):
         self.data = data
         self.size = cfg.chunk_size_bytes
         self.prose = doc_type is DocType.PROSE
-        self.defs = defs  # sorted byte offsets of definition starts (tree-sitter), or None
+        self.defs = defs  # (top-level, all) definition starts from tree-sitter, or None
 
     def _source_preferred(self, cb: int, s: int, hi: int) -> int:
-        """A definition start: top-level past a third of the chunk, else nested or any
+        """A definition start: top-level past a twelfth of the chunk, else nested or any
         flush line past half; the last of the best kind found."""
-        third, half = max(s + 1, cb + self.size // 3), max(s + 1, cb + self.size // 2)
+        early, half = max(s + 1, cb + self.size // _TOP_FRACTION), max(s + 1, cb + self.size // 2)
         if self.defs is not None:
-            k = bisect_right(self.defs, hi) - 1
-            return self.defs[k] if k >= 0 and self.defs[k] >= half else -1
+            for starts, lo in zip(self.defs, (early, half), strict=True):
+                k = bisect_right(starts, hi) - 1
+                if k >= 0 and starts[k] >= lo:
+                    return starts[k]
+            return -1
         # Walk the empty lines back from the window's end: the first top-level
-        # definition met is the last one, and usually near the end.
-        data, kind = self.data, _SOURCE_LINE.match
+        # definition met is the last one, and usually near the end. The first byte
+        # of the line decides which pattern can apply, so most lines cost no match.
+        data = self.data
         inner = flush = -1
-        start = max(0, third - 2)
+        start = max(0, early - 2)
         p = data.rfind(b"\n\n", start, hi)
         while p >= 0:
             b = p + 2
-            m = kind(data, b)
-            if m is not None:
-                group = m.lastgroup
-                if group == "top":
-                    return b
-                if b >= half:
-                    if group == "inner":
-                        if inner < 0:
-                            inner = b
-                    elif flush < 0:
-                        flush = b
+            c = data[b] if b < len(data) else 10
+            if c in _INDENT:
+                if inner < 0 and b >= half and _INNER.match(data, b) is not None:
+                    inner = b
+            elif c in _TOP_FIRST and _TOP.match(data, b) is not None:
+                return b
+            elif flush < 0 and b >= half and c not in _NOT_FLUSH:
+                flush = b
             p = data.rfind(b"\n\n", start, p + 1)
         return inner if inner >= 0 else flush
 
@@ -422,9 +467,11 @@ class _Cutter:
                 return last
             if e - cb <= quarter:
                 return cb
+            first = -1  # no paragraph starts in [lo, e): the sentences decide
+        else:
+            first = _first_para(self.data, lo, e - 1)
         # Sentence starts, counting paragraph starts (and the text's start) as ones.
         sent = _first_end(_SENTENCE, self.data, lo, e - 1)
-        first = _first_para(self.data, lo, e - 1)
         starts = [x for x in (sent, first) if x >= 0]
         if lo == 0:
             starts.append(0)
@@ -432,7 +479,7 @@ class _Cutter:
 
 
 def _byte_spans(
-    data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: list[int] | None
+    data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: _Defs | None
 ) -> list[tuple[int, int]]:
     """The chunks as ``(start, end)`` byte offsets."""
     cutter = _Cutter(data, cfg, doc_type, defs)
@@ -448,25 +495,29 @@ def _byte_spans(
 
 
 def _to_chunks(content: str, data: bytes, spans: list[tuple[int, int]]) -> list[Chunk]:
-    """Convert byte spans to character offsets and line numbers in one ordered pass."""
-    points = sorted({p for span in spans for p in span})
-    chars: dict[int, int] = {}
-    lines: dict[int, int] = {}
+    """Build the chunks: character offsets, text and line numbers, in one ordered pass.
+
+    Lines are counted incrementally (each newline about once, overlaps twice).
+    An ASCII document's byte offsets are its character offsets, so its texts
+    are plain slices; otherwise each chunk's bytes are decoded once, which
+    gives both its text and its length in characters.
+    """
+    out: list[Chunk] = []
+    count = data.count
     ascii_only = len(data) == len(content)
-    char = prev = 0
-    line = 1
-    for p in points:
-        if not ascii_only:
-            char += len(data[prev:p].decode("utf-8", "surrogatepass"))
-        line += data.count(b"\n", prev, p)
-        chars[p] = p if ascii_only else char
-        lines[p] = line
-        prev = p
-    out = []
+    line, at = 1, 0  # the line holding byte ``at``
+    pos = char = 0  # the end of the previous chunk, in bytes and in characters
     for a, b in spans:
-        start, end = chars[a], chars[b]
-        last = lines[b] - 1 if b > a and data[b - 1] == 0x0A else lines[b]
-        out.append(Chunk(content[start:end], start, end, lines[a], last))
+        line = line + count(b"\n", at, a) if a >= at else line - count(b"\n", a, at)
+        last = line + count(b"\n", a, b - 1) if b > a else line
+        if ascii_only:
+            start, text = a, content[a:b]
+        else:  # chunks start at or before the previous end: decode just the overlap
+            start = char - len(data[a:pos].decode("utf-8", "surrogatepass"))
+            text = data[a:b].decode("utf-8", "surrogatepass")
+            pos, char = b, start + len(text)
+        out.append(Chunk(text, start, start + len(text), line, last))
+        line, at = last, max(a, b - 1)
     return out
 
 
@@ -482,11 +533,11 @@ def chunk_document(
     if not content:
         return [Chunk("", 0, 0, 1, 1)]
     data = content.encode("utf-8", errors="surrogatepass")
-    defs: list[int] | None = None
+    defs: _Defs | None = None
     if doc_type is DocType.SOURCE and language is not None and len(data) > cfg.chunk_size_bytes:
-        from harvey.context.source_boundaries import definition_starts
+        from harvey.context.source_boundaries import definition_levels
 
-        defs = definition_starts(data, language, cfg.chunk_size_bytes)
+        defs = definition_levels(data, language, cfg.chunk_size_bytes)
     return _to_chunks(content, data, _byte_spans(data, cfg, doc_type, defs))
 
 

@@ -58,8 +58,8 @@ def _line_start(node: Any) -> int:
     return int(node.start_byte - node.start_point.column)
 
 
-def _collect(node: Any, size: int, out: list[int], depth: int) -> None:
-    """Add the starts of definitions among ``node``'s children (and inside big ones)."""
+def _collect(node: Any, size: int, out: list[tuple[int, int]], depth: int) -> None:
+    """Add ``(start, depth)`` of definitions among ``node``'s children (and inside big ones)."""
     lead: Any = None  # first of a run of comments directly above the next node
     prev_row = -2
     for child in node.named_children:
@@ -71,18 +71,19 @@ def _collect(node: Any, size: int, out: list[int], depth: int) -> None:
             continue
         if _is_definition(child):
             attached = lead is not None and child.start_point.row <= prev_row + 1
-            out.append(_line_start(lead if attached else child))
+            out.append((_line_start(lead if attached else child), depth))
         if depth < _MAX_DEPTH and child.end_byte - child.start_byte > size:
             _collect(child, size, out, depth + 1)
         lead = None
         prev_row = child.end_point.row
 
 
-def definition_starts(data: bytes, language: str, size: int) -> list[int] | None:
-    """Sorted byte offsets (line starts) where definitions begin, or ``None`` to fall back.
+def definition_levels(data: bytes, language: str, size: int) -> tuple[list[int], list[int]] | None:
+    """``(top-level starts, all starts)``, sorted byte offsets of line starts, or ``None``.
 
-    ``size`` is the chunk size: definitions bigger than that also contribute
-    their nested definitions (a big class's methods).
+    The chunker prefers a top-level boundary (it keeps whole classes and
+    functions together) over a nested one, which it uses only inside a
+    definition bigger than ``size``. ``None`` means: fall back to the heuristic.
     """
     try:
         parser = load_parser(language)
@@ -92,6 +93,17 @@ def definition_starts(data: bytes, language: str, size: int) -> list[int] | None
     root = tree.root_node
     if root.has_error:
         return None
-    out: list[int] = []
+    out: list[tuple[int, int]] = []
     _collect(root, size, out, 0)
-    return sorted({p for p in out if p > 0})
+    top = sorted({p for p, depth in out if p > 0 and depth == 0})
+    return top, sorted({p for p, _ in out if p > 0})
+
+
+def definition_starts(data: bytes, language: str, size: int) -> list[int] | None:
+    """Sorted byte offsets (line starts) where definitions begin, or ``None`` to fall back.
+
+    ``size`` is the chunk size: definitions bigger than that also contribute
+    their nested definitions (a big class's methods).
+    """
+    levels = definition_levels(data, language, size)
+    return None if levels is None else levels[1]

@@ -184,10 +184,12 @@ class LocalClient:
         *,
         n_ctx: int | None = None,
         n_threads: int | None = None,
-        max_tokens: int = 512,
+        max_tokens: int = 256,
         temperature: float = 0.2,
-        repeat_penalty: float = 1.1,
+        repeat_penalty: float = 1.3,
     ) -> None:
+        # A 135M-parameter model loops on its own words; a firm repeat penalty
+        # and a short cap keep answers readable and a chunked analysis quick.
         self.model_path = Path(model_path) if model_path is not None else None
         self.model = MODEL_NAME if model_path is None else Path(model_path).stem
         self.n_ctx = n_ctx
