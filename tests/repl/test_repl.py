@@ -202,3 +202,41 @@ def test_ctrl_c_during_chunk_analysis_injects_nothing(
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert "INT. CHUNK ANALYSIS — big.md" in spmd
     assert "— error: cancelled]]" in spmd
+
+
+def test_model_listing_and_switching(spawn: Spawn) -> None:
+    with FakeOpenAI([Reply("from beta")], models=["alpha", "beta"]) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        send_line(child, "/model")
+        child.expect(r"\* alpha")
+        child.expect("beta")
+        child.expect(PROMPT)
+        send_line(child, "/model beta")
+        child.expect("model: beta")
+        child.expect(PROMPT)
+        send_line(child, "/status")
+        child.expect("bytes per token")
+        child.expect("heuristic")
+        child.expect(PROMPT)
+        send_line(child, "hello")
+        child.expect("from beta")
+        child.expect(PROMPT)
+        finish(child)
+        assert srv.chat_requests[-1]["model"] == "beta"
+
+
+def test_plan_edit_opens_the_editor(spawn: Spawn, workspace: Path, tmp_path: Path) -> None:
+    (workspace / ".git").mkdir()
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "\\n## Notes\\n\\nAdded in the editor.\\n" >> "$1"\n')
+    editor.chmod(0o755)
+    with FakeOpenAI([]) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url, env={"EDITOR": str(editor)})
+        child.expect(PROMPT)
+        send_line(child, "/plan edit")
+        child.expect(PROMPT)
+        send_line(child, "/plan")
+        child.expect("Added in the editor")
+        child.expect(PROMPT)
+        finish(child)

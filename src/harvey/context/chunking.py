@@ -213,6 +213,11 @@ _SENTENCE = re.compile(rb"[.!?][\"')\]\x99\x9d\x80\xe2]*\s+")
 _BACKUP = frozenset(b" \t\r\n\f\v\"')].!?\xe2\x80\x99\x9d")
 # How far past a window's end a search may read (lookaheads, a title's underline).
 _LOOKAHEAD = 1024
+# ``_SENTENCE`` ends with a greedy ``\s+`` and looks no further: a search that may read one
+# byte past ``hi`` sees whether a match ends by ``hi`` (a run cut at the search's end ends
+# past ``hi``), and the bytes it would read beyond are often a kilobyte of code with no
+# sentence in it.
+_SENTENCE_AHEAD = 1
 _HEADING_LOOKAHEAD = 256  # a title plus its underline; comments above a definition
 _TAIL = 512
 # A top-level definition ends a chunk once the chunk holds 1/_TOP_FRACTION of the target.
@@ -232,16 +237,23 @@ def _search_start(data: bytes, pos: int) -> int:
     return max(0, i)
 
 
-def _first_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int) -> int:
-    """The smallest boundary (match end) in ``[lo, hi]``, or -1."""
-    for m in pattern.finditer(data, _search_start(data, lo), hi + _LOOKAHEAD):
+def _first_end(
+    pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, ahead: int = _LOOKAHEAD
+) -> int:
+    """The smallest boundary (match end) in ``[lo, hi]``, or -1.
+
+    The search reads ``ahead`` bytes past ``hi`` (see ``_SENTENCE_AHEAD``).
+    """
+    for m in pattern.finditer(data, _search_start(data, lo), hi + ahead):
         e = m.end()
         if e >= lo:
             return e if e <= hi else -1
     return -1
 
 
-def _last_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int) -> int:
+def _last_end(
+    pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int, ahead: int = _LOOKAHEAD
+) -> int:
     """The largest boundary (match end) in ``[lo, hi]``, or -1.
 
     Scans a short tail of the range first: the last boundary is usually near
@@ -250,7 +262,7 @@ def _last_end(pattern: re.Pattern[bytes], data: bytes, lo: int, hi: int) -> int:
     cut = max(lo, hi - _TAIL)
     while True:
         best = -1
-        for m in pattern.finditer(data, _search_start(data, cut), hi + _LOOKAHEAD):
+        for m in pattern.finditer(data, _search_start(data, cut), hi + ahead):
             e = m.end()
             if e > hi:
                 break
@@ -439,7 +451,7 @@ class _Cutter:
         if e > 0:
             return e
         if self.prose:
-            e = _last_end(_SENTENCE, data, half, hi)
+            e = _last_end(_SENTENCE, data, half, hi, _SENTENCE_AHEAD)
             if e > 0:
                 return e
         e = _last_char_before(data, b"\n", half, hi)
@@ -471,7 +483,7 @@ class _Cutter:
         else:
             first = _first_para(self.data, lo, e - 1)
         # Sentence starts, counting paragraph starts (and the text's start) as ones.
-        sent = _first_end(_SENTENCE, self.data, lo, e - 1)
+        sent = _first_end(_SENTENCE, self.data, lo, e - 1, _SENTENCE_AHEAD)
         starts = [x for x in (sent, first) if x >= 0]
         if lo == 0:
             starts.append(0)
