@@ -134,7 +134,7 @@ def analyze_file(
         f"Process all {len(chunks)}?"
     ):
         return CANCELLED
-    mention, _ = find_mention(instruction)
+    mention, without_route = find_mention(instruction)
     map_client = agent.resolve_route(mention) if mention else client
     if map_client.backend == "local" and options.concurrency is None:
         cfg = ChunkConfig(**{**_fields(cfg), "concurrency": 1})
@@ -149,10 +149,11 @@ def analyze_file(
     params = ChunkAnalysisParams(
         filename=name,
         chunks=chunks,
-        instruction=instruction,
+        instruction=without_route if mention else instruction,
         model=map_client.model,
         boundary="source" if doc_type is DocType.SOURCE else "paragraph",
         config=cfg,
+        as_typed=instruction,
     )
     result = run_chunked_analysis(
         map_client,
@@ -161,6 +162,7 @@ def analyze_file(
         progress=agent.ui.progress_stream(),
         cancel=agent.cancel_event,
         context_window=agent.capabilities(map_client).context_window,
+        bytes_per_token=agent.bytes_per_token(map_client),
     )
     text = result if isinstance(result, str) else result.text
     if state is not None:

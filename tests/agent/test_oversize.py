@@ -174,3 +174,23 @@ def test_harvey_run_yes_uses_prompt_as_instruction(
         .messages[-1]
         .content.startswith("Summarise history.md\n\n---\nChunk 1 of")
     )
+
+
+def test_route_in_the_instruction_routes_map_and_synthesis(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
+    path = big_file(workspace)
+    n = expected_chunks(path)
+    ui = AnsweringUI("List the dates. @scout")
+    replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
+    replies += ["p"] * n + ["ROUTED"]
+    agent = make_agent(replies, context_window=2048, ui=ui)
+    outcome = agent.turn("Summarise history.md")
+    assert outcome.reply == "ROUTED"
+    prompts = [s.messages[-1].content for s in agent.client.seen[1:]]
+    assert all(p.startswith("List the dates.\n\n---\n") for p in prompts)
+    assert all("@scout" not in p for p in prompts)
+    agent.recorder.close()
+    analysis = [s for s in parse_session(agent.recorder.path).scenes if s.kind == "chunk_analysis"][0]
+    assert analysis.chunk is not None and analysis.chunk.model == "scout"
+    assert any(text == "List the dates. @scout" for _, text in analysis.dialogue)

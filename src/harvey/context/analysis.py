@@ -95,6 +95,9 @@ class ChunkAnalysisParams:
     model: str
     boundary: str = "paragraph"
     config: ChunkConfig = field(default_factory=ChunkConfig)
+    # The instruction as the person typed it (``@route`` included) for the
+    # session record, when ``instruction`` had the route stripped for the model.
+    as_typed: str | None = None
 
 
 @dataclass
@@ -283,7 +286,8 @@ class _Analysis:
         n = len(p.chunks)
         if self.recorder is not None:
             self.recorder.record_chunk_analysis_start(
-                p.filename, n, p.model, p.boundary, p.config.chunk_size_bytes, p.instruction
+                p.filename, n, p.model, p.boundary, p.config.chunk_size_bytes,
+                p.as_typed if p.as_typed is not None else p.instruction,
             )
         self.progress.start(n)
         try:

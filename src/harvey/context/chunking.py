@@ -177,6 +177,7 @@ _SPACE = rb"[ \t\r\f\v]"
 _PARA_FULL = re.compile(rb"\n" + _SPACE + rb"*\n(?!" + _SPACE + rb"*(?:\n|\Z))")
 _SPACED_BLANK = re.compile(rb"\n" + _SPACE + rb"+\n")
 _BLANK_AHEAD = re.compile(_SPACE + rb"*(?:\n|\Z)")
+_BLANK_BYTES = frozenset(b" \t\r\f\v\n")  # what a blank line may start with
 # A heading: an ATX line (``# Title``; the boundary is the line start), or, after a blank
 # line, a title underlined (maybe also overlined) by a run of one punctuation character
 # (setext/reStructuredText; the boundary is group ``t``).
@@ -273,11 +274,19 @@ def _last_end(
         cut, hi = lo, cut - 1
 
 
+def _blank_at(data: bytes, i: int) -> bool:
+    """True when the line starting at ``i`` is blank (or the text ends there).
+
+    The first byte settles almost every case without a regex call.
+    """
+    return i >= len(data) or (data[i] in _BLANK_BYTES and _BLANK_AHEAD.match(data, i) is not None)
+
+
 def _last_empty(data: bytes, lo: int, hi: int) -> int:
     """The largest boundary in ``[lo, hi]`` after an *empty* line, or -1 (``bytes.rfind``)."""
     start = max(0, lo - 2)
     p = data.rfind(b"\n\n", start, hi)
-    while p >= 0 and _BLANK_AHEAD.match(data, p + 2) is not None:
+    while p >= 0 and _blank_at(data, p + 2):
         p = data.rfind(b"\n\n", start, p + 1)  # the next line is blank too: look earlier
     return p + 2 if p >= 0 else -1
 
@@ -285,7 +294,7 @@ def _last_empty(data: bytes, lo: int, hi: int) -> int:
 def _first_empty(data: bytes, lo: int, hi: int) -> int:
     """The smallest boundary in ``[lo, hi]`` after an *empty* line, or -1 (``bytes.find``)."""
     p = data.find(b"\n\n", max(0, lo - 2), hi)
-    while p >= 0 and _BLANK_AHEAD.match(data, p + 2) is not None:
+    while p >= 0 and _blank_at(data, p + 2):
         p = data.find(b"\n\n", p + 1, hi)
     return p + 2 if p >= 0 else -1
 
@@ -303,13 +312,17 @@ def _last_para(data: bytes, lo: int, hi: int) -> int:
     """The largest paragraph boundary in ``[lo, hi]``, or -1.
 
     Empty lines are found at C speed; only the stretch after the last of them
-    is rescanned for whitespace-only blank lines.
+    (the last paragraph: what the overlap repeats) is rescanned for
+    whitespace-only blank lines. That stretch starts on a non-blank line, so
+    no such line can straddle its start and the search needs no backing up.
     """
     e = _last_empty(data, lo, hi)
-    lo = max(lo, e + 1)
-    if e == hi or _no_spaced_blank(data, lo, hi):
+    if e < 0:
+        if _no_spaced_blank(data, lo, hi):
+            return e
+    elif e == hi or _SPACED_BLANK.search(data, e, hi) is None:
         return e
-    return max(e, _last_end(_PARA_FULL, data, lo, hi))
+    return max(e, _last_end(_PARA_FULL, data, max(lo, e + 1), hi))
 
 
 def _first_para(data: bytes, lo: int, hi: int) -> int:
