@@ -52,14 +52,29 @@ def test_every_config_key_is_documented(key: str) -> None:
 
 
 def test_every_option_of_main_commands_is_in_help_and_docs() -> None:
-    for option in ("--backend", "--base-url", "--model", "--continue", "--continue-file", "--no-record"):
+    for option in (
+        "--backend",
+        "--base-url",
+        "--model",
+        "--continue",
+        "--continue-file",
+        "--no-record",
+    ):
         assert option in README
 
 
 def test_fountain_doc_has_version_and_all_notes() -> None:
     assert "1.3" in FOUNTAIN
-    for note in ("[[tool:", ".tool:", "[[rag:", "[[recall:", "[[shell:", "[[chunk:",
-                 "[[chunk-result:", "[[synthesis:"):
+    for note in (
+        "[[tool:",
+        ".tool:",
+        "[[rag:",
+        "[[recall:",
+        "[[shell:",
+        "[[chunk:",
+        "[[chunk-result:",
+        "[[synthesis:",
+    ):
         assert note in FOUNTAIN, note
     for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "EXT."):
         assert scene in FOUNTAIN, scene

@@ -44,7 +44,9 @@ def test_big_tool_output_is_offloaded_paged_back_and_deleted(
             ctx, ToolCall("p", "read_file", {"path": rel, "offset": offset, "limit": 16000})
         )
         text = result.content
-        m = re.search(r"\n\n\[showing bytes \d+-(\d+) of \d+; to continue reading use offset=(\d+)\.\]$", text)
+        m = re.search(
+            r"\n\n\[showing bytes \d+-(\d+) of \d+; to continue reading use offset=(\d+)\.\]$", text
+        )
         if m is None:
             pages.append(text)
             break

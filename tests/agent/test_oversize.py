@@ -191,6 +191,8 @@ def test_route_in_the_instruction_routes_map_and_synthesis(
     assert all(p.startswith("List the dates.\n\n---\n") for p in prompts)
     assert all("@scout" not in p for p in prompts)
     agent.recorder.close()
-    analysis = [s for s in parse_session(agent.recorder.path).scenes if s.kind == "chunk_analysis"][0]
+    analysis = next(
+        s for s in parse_session(agent.recorder.path).scenes if s.kind == "chunk_analysis"
+    )
     assert analysis.chunk is not None and analysis.chunk.model == "scout"
     assert any(text == "List the dates. @scout" for _, text in analysis.dialogue)

@@ -21,7 +21,9 @@ def todos(n: int, width: int = 120) -> list[dict[str, str]]:
 
 def plan_messages(agent, request: int) -> list[str]:  # type: ignore[no-untyped-def]
     seen = agent.client.seen[request].messages
-    return [m.content for m in seen if m.role == "system" and m.content.startswith(PLAN_SUMMARY_PREFIX)]
+    return [
+        m.content for m in seen if m.role == "system" and m.content.startswith(PLAN_SUMMARY_PREFIX)
+    ]
 
 
 def test_small_plan_is_injected_byte_identical(make_agent: AgentFactory) -> None:

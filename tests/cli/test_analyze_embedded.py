@@ -23,10 +23,19 @@ def test_analyze_with_the_embedded_model(harvey: Run, workspace: Path) -> None:
         "## The reservoir\n\nThe Linmore reservoir opened on 14 June 1881 and held water for the town.",
         "## The dam\n\nThe Stennet dam failed on 3 March 1889 after a week of heavy rain.",
     ]
-    (workspace / "history.md").write_text("\n\n".join(p + " " + "It was a busy year. " * 20 for p in parts))
+    (workspace / "history.md").write_text(
+        "\n\n".join(p + " " + "It was a busy year. " * 20 for p in parts)
+    )
     proc = harvey(
-        "analyze", "history.md", "-i", "List the years mentioned.", "--backend", "local",
-        "--chunk-size", "700", timeout=600,
+        "analyze",
+        "history.md",
+        "-i",
+        "List the years mentioned.",
+        "--backend",
+        "local",
+        "--chunk-size",
+        "700",
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip(), "the synthesized answer is printed"

@@ -265,7 +265,9 @@ def test_workspace_flag_and_missing_workspace(harvey: Run, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("step_name", ["truncated", "malformed", "unknown_model"])
-def test_misbehaving_server_is_one_line_exit_1(harvey: Run, workspace: Path, step_name: str) -> None:
+def test_misbehaving_server_is_one_line_exit_1(
+    harvey: Run, workspace: Path, step_name: str
+) -> None:
     from tests.fakes.servers import Malformed, Truncated
 
     (workspace / "harvey.yaml").write_text("retries: 0\n")

@@ -25,9 +25,10 @@ def test_recorded_repl_session_round_trips(spawn: Spawn, workspace: Path) -> Non
         Reply("The pump dates from 1863.\n\nINT. THIS IS NOT A SCENE"),
         Reply("Resumed fine."),
     ]
-    with FakeOpenAI(main_script, models=["mainmodel"]) as main, FakeOpenAI(
-        [Reply(tool_calls=[("list_files", {})]), Reply("Two files here.")]
-    ) as other:
+    with (
+        FakeOpenAI(main_script, models=["mainmodel"]) as main,
+        FakeOpenAI([Reply(tool_calls=[("list_files", {})]), Reply("Two files here.")]) as other,
+    ):
         (workspace / "harvey.yaml").write_text(
             "routes:\n  - name: scout\n    backend: openai\n"
             f"    base_url: {other.url}\n    model: scout-model\n"
@@ -61,7 +62,9 @@ def test_recorded_repl_session_round_trips(spawn: Spawn, workspace: Path) -> Non
         parser = Parser()
         parser.add_text(spmd.read_text(encoding="utf-8"))
         elements = parser.script.elements
-        headings = [e.text for e in elements if e.type == ElementType.HEADING and e.text != "FADE IN:"]
+        headings = [
+            e.text for e in elements if e.type == ElementType.HEADING and e.text != "FADE IN:"
+        ]
         assert headings == [s.heading for s in parsed.scenes]
         speakers = [e.name for e in elements if e.type == ElementType.CHARACTER]
         assert speakers == [who for s in parsed.scenes for who, _ in s.dialogue]
@@ -69,8 +72,16 @@ def test_recorded_repl_session_round_trips(spawn: Spawn, workspace: Path) -> Non
         html = render_html(parsed)
         assert html.count("1863") >= 1 and "SCOUT" in html
 
-        child = spawn("--continue-file", str(spmd), "--backend", "openai", "--base-url", main.url,
-                      "--model", "mainmodel")
+        child = spawn(
+            "--continue-file",
+            str(spmd),
+            "--backend",
+            "openai",
+            "--base-url",
+            main.url,
+            "--model",
+            "mainmodel",
+        )
         child.expect(PROMPT)
         send_line(child, "and now?")
         child.expect("Resumed fine")

@@ -15,7 +15,11 @@ from .test_repl import finish
 def run_once(workspace: Path, url: str, prompt: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "harvey", "run", prompt, "--backend", "openai", "--base-url", url],
-        cwd=workspace, capture_output=True, text=True, env=dict(os.environ), timeout=60,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
 
@@ -51,7 +55,9 @@ def test_continue_file_rebuilds_the_conversation(spawn: Spawn, workspace: Path) 
     with FakeOpenAI([Reply("Paris is the capital."), Reply("You asked about France.")]) as srv:
         run_once(workspace, srv.url, "What is the capital of France?")
         recorded = next((workspace / ".harvey" / "sessions").glob("*.spmd"))
-        child = spawn("--continue-file", str(recorded), "--backend", "openai", "--base-url", srv.url)
+        child = spawn(
+            "--continue-file", str(recorded), "--backend", "openai", "--base-url", srv.url
+        )
         child.expect(PROMPT)
         send_line(child, "What did I ask?")
         child.expect("You asked about France")
@@ -68,14 +74,29 @@ def test_continue_file_rebuilds_the_conversation(spawn: Spawn, workspace: Path) 
     assert len(files) == 2, "the continued session records into a new file"
 
 
-def test_continue_file_that_is_corrupt_warns_or_fails_cleanly(spawn: Spawn, workspace: Path) -> None:
+def test_continue_file_that_is_corrupt_warns_or_fails_cleanly(
+    spawn: Spawn, workspace: Path
+) -> None:
     bad = workspace / "bad.spmd"
     bad.write_bytes(b"\xff\xfe not a session \x00\x01")
     with FakeOpenAI([]) as srv:
         proc = subprocess.run(
-            [sys.executable, "-m", "harvey", "--continue-file", str(bad), "--backend", "openai",
-             "--base-url", srv.url],
-            cwd=workspace, capture_output=True, text=True, input="", timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "harvey",
+                "--continue-file",
+                str(bad),
+                "--backend",
+                "openai",
+                "--base-url",
+                srv.url,
+            ],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            input="",
+            timeout=60,
             env=dict(os.environ),
         )
     assert "Traceback" not in proc.stderr

@@ -286,7 +286,11 @@ class _Analysis:
         n = len(p.chunks)
         if self.recorder is not None:
             self.recorder.record_chunk_analysis_start(
-                p.filename, n, p.model, p.boundary, p.config.chunk_size_bytes,
+                p.filename,
+                n,
+                p.model,
+                p.boundary,
+                p.config.chunk_size_bytes,
                 p.as_typed if p.as_typed is not None else p.instruction,
             )
         self.progress.start(n)
