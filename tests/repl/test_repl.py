@@ -240,3 +240,17 @@ def test_plan_edit_opens_the_editor(spawn: Spawn, workspace: Path, tmp_path: Pat
         child.expect("Added in the editor")
         child.expect(PROMPT)
         finish(child)
+
+
+def test_multi_line_paste_is_one_turn(spawn: Spawn) -> None:
+    with FakeOpenAI([Reply("got both lines")]) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        child.send("\x1b[200~first line\nsecond line\x1b[201~")
+        time.sleep(0.3)
+        child.send("\r")
+        child.expect("got both lines")
+        child.expect(PROMPT)
+        finish(child)
+        sent = srv.chat_requests[0]["messages"][-1]["content"]
+    assert sent == "first line\nsecond line"
