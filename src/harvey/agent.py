@@ -75,7 +75,7 @@ class TurnOutcome:
 
 
 @dataclass
-class _TurnState:
+class TurnState:
     """What one turn has produced so far; discarded if the turn is cancelled."""
 
     client: LLMClient
@@ -123,7 +123,7 @@ class Agent:
         self.handover: str | None = None  # injected once, into the next turn's prompt
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
-        self._turn: _TurnState | None = None
+        self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
 
     # -- capabilities and accounting ------------------------------------------
@@ -231,15 +231,15 @@ class Agent:
         if cancel is None:
             cancel = self.cancel_event
             cancel.clear()
-        state = _TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
-        self._turn = state
+        state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
+        self.current_turn = state
         try:
             if not self.tools_enabled(client):
                 text = self._attach_files(text, client)
             state.new_messages.append(Message("user", text))
             outcome = self._run_rounds(state, on_text, cancel)
         finally:
-            self._turn = None
+            self.current_turn = None
         if cancel.is_set():
             raise Cancelled("cancelled")
         self.history.extend(state.new_messages)
@@ -248,7 +248,7 @@ class Agent:
         return outcome
 
     def _run_rounds(
-        self, state: _TurnState, on_text: Callable[[str], None] | None, cancel: threading.Event
+        self, state: TurnState, on_text: Callable[[str], None] | None, cancel: threading.Event
     ) -> TurnOutcome:
         client = state.client
         use_tools = self.tools_enabled(client)
@@ -302,7 +302,7 @@ class Agent:
             log.warning("could not record calibration: %s", exc)
         self.last_usage = usage
 
-    def _commit(self, state: _TurnState, outcome: TurnOutcome) -> None:
+    def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
         add_turn = getattr(self.store, "add_turn", None)
         if add_turn is not None:
             add_turn(self.session_id, state.new_messages)
@@ -318,7 +318,7 @@ class Agent:
 
     def turn_record(
         self,
-        state: _TurnState,
+        state: TurnState,
         *,
         user_text: str | None,
         reply: str | None,
@@ -355,7 +355,7 @@ class Agent:
         )
 
     def _read_budget(self) -> int:
-        state = self._turn
+        state = self.current_turn
         extra = state.new_messages if state else []
         client = state.client if state else self.client
         return int(self.remaining_tokens(client, extra) * self.settings.chunking.threshold)

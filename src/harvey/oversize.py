@@ -76,7 +76,7 @@ def chunk_config(agent: Agent, client: LLMClient, options: AnalysisOptions) -> C
 
 def handle_oversize(agent: Agent, path: Path, size: int, estimated: int) -> str:
     """The alert: ask for a chunk instruction, or cancel, before reading anything."""
-    state = agent._turn
+    state = agent.current_turn
     client = state.client if state else agent.client
     remaining = agent.remaining_tokens(client, state.new_messages if state else None)
     name = _display_name(agent, path)
@@ -119,7 +119,7 @@ def analyze_file(
     from harvey.agent import find_mention
 
     options = options or AnalysisOptions()
-    state = agent._turn
+    state = agent.current_turn
     client = client or (state.client if state else agent.client)
     name = _display_name(agent, path)
     try:
@@ -200,7 +200,7 @@ def attach_mentioned_files(agent: Agent, text: str, client: LLMClient) -> str:
             continue
         seen.add(path)
         attachments.append(read_for_context(agent, path))
-        state = agent._turn
+        state = agent.current_turn
         if state is not None and state.final_reply is not None:
             break
     if not attachments:
@@ -212,7 +212,7 @@ def read_for_context(agent: Agent, path: Path) -> str:
     """Read a whole file into the conversation, behind the pre-read guard."""
     name = _display_name(agent, path)
     if agent.settings.chunking.enabled:
-        state = agent._turn
+        state = agent.current_turn
         client = state.client if state else agent.client
         budget = int(
             agent.remaining_tokens(client, state.new_messages if state else None)
