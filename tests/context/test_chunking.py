@@ -327,3 +327,16 @@ def test_non_ascii_offsets_and_lines_with_overlap() -> None:
         assert c.start_line == text.count("\n", 0, c.start) + 1
         assert c.end_line == text.count("\n", 0, c.end - 1) + 1
         assert prev.start < c.start < prev.end  # paragraph overlap
+
+
+def test_headings_right_after_a_rule_line_are_found() -> None:
+    # A Markdown thematic break directly above an ATX heading: the rule line is a
+    # heading candidate too, and must not hide the line after it.
+    sections = []
+    for i in range(8):
+        body = "\n\n".join(_paragraphs(4, 100))
+        sections.append(f"# Section {i}\n\n{body}\n\n---")
+    text = "\n".join(sections)
+    chunks = chunk_document(text, ChunkConfig(chunk_size_bytes=1000, overlap="none"), DocType.PROSE)
+    assert len(chunks) > 2
+    assert all(c.text.startswith("# Section") for c in chunks)

@@ -209,7 +209,14 @@ _TOP_FIRST = frozenset(b"abcdefghijklmnopqrstuvwxyz@#/*-;")
 _NOT_FLUSH = frozenset(b" \t\r\n\f\v})]")
 # A sentence ends at . ! or ?, maybe closed by quotes or brackets (curly ones too), then
 # whitespace; the boundary is the start of the next sentence.
-_SENTENCE = re.compile(rb"[.!?][\"')\]\x99\x9d\x80\xe2]*\s+")
+_CLOSERS = rb"[\"')\]\x99\x9d\x80\xe2]"
+_SENTENCE = re.compile(rb"[.!?]" + _CLOSERS + rb"*\s+")
+# The same, one pattern per terminator: a pattern that starts with a literal byte is
+# searched several times faster than one that starts with a class. No match can hold a
+# second terminator, so the three sets of matches together are exactly ``_SENTENCE``'s.
+_SENTENCE_BY_END = tuple(
+    (t, re.compile(re.escape(t) + _CLOSERS + rb"*\s+")) for t in (b".", b"!", b"?")
+)
 # Bytes a match may span before its boundary: a search for boundaries ≥ pos starts before them.
 _BACKUP = frozenset(b" \t\r\n\f\v\"')].!?\xe2\x80\x99\x9d")
 # How far past a window's end a search may read (lookaheads, a title's underline).
@@ -223,7 +230,10 @@ _HEADING_LOOKAHEAD = 256  # a title plus its underline; comments above a definit
 _TAIL = 512
 # A top-level definition ends a chunk once the chunk holds 1/_TOP_FRACTION of the target.
 _TOP_FRACTION = 12
-_HEADING_BLOCK = 1024
+_HEADING_BLOCK = 2048
+# Every byte that may make up an underline, mapped to ``=`` (see ``_last_heading``).
+_RULE_BYTES = b"=-~^*+#\"'`:."
+_RULE_MAP = bytes.maketrans(_RULE_BYTES, b"=" * len(_RULE_BYTES))
 
 
 def _search_start(data: bytes, pos: int) -> int:
@@ -280,6 +290,28 @@ def _blank_at(data: bytes, i: int) -> bool:
     The first byte settles almost every case without a regex call.
     """
     return i >= len(data) or (data[i] in _BLANK_BYTES and _BLANK_AHEAD.match(data, i) is not None)
+
+
+def _first_sentence(data: bytes, lo: int, hi: int) -> int:
+    """The smallest sentence boundary in ``[lo, hi]``, or -1 (``_first_end`` of ``_SENTENCE``).
+
+    Searches per terminator, each only up to the best boundary found so far;
+    ``bytes.find`` (``memchr``) skips the search for a terminator absent from
+    the range. With the search ending at ``limit``, a match that ends before
+    ``limit`` is exact (see ``_SENTENCE_AHEAD``).
+    """
+    start = _search_start(data, lo)
+    best, limit = -1, hi + _SENTENCE_AHEAD
+    for t, pattern in _SENTENCE_BY_END:
+        if data.find(t, start, limit) < 0:
+            continue
+        for m in pattern.finditer(data, start, limit):
+            e = m.end()
+            if e >= lo:
+                if e < limit and (best < 0 or e < best) and e <= hi:
+                    best = limit = e
+                break
+    return best
 
 
 def _last_empty(data: bytes, lo: int, hi: int) -> int:
@@ -363,11 +395,14 @@ def _setext_start(data: bytes, rule: int) -> int:
 def _last_heading(data: bytes, lo: int, hi: int) -> int:
     """The largest heading start in ``[lo, hi]``, or -1.
 
-    One scan for lines that *could* end or start a heading (a rule line, an
-    ATX ``#``); the rare candidates are then checked one by one. The range is
-    scanned in blocks from its end, stopping at the first block with a
-    heading: a title starts before its underline, so no earlier block can
-    hold a later heading.
+    ATX headings (``# Title``) are found from the ``#`` bytes (``memrchr``:
+    there are few in prose). A title's underline is a line of three or more
+    punctuation bytes: mapping every such byte to ``=`` (``bytes.translate``)
+    turns the search for candidate underlines into one ``rfind`` of
+    ``\n===``, several times faster than a regex over every line. The rare
+    candidates are checked one by one, from the end, in blocks: a later
+    underline belongs to a later title, so the first heading found is the
+    last one.
     """
     # A title starting by ``hi`` has its underline at most two lines further on.
     stop = end = hi + _HEADING_LOOKAHEAD
@@ -376,26 +411,34 @@ def _last_heading(data: bytes, lo: int, hi: int) -> int:
         nl = data.find(b"\n", nl + 1, end)
         if nl >= 0:
             stop = nl + 2
-    while stop > lo:
-        begin = max(lo, stop - _HEADING_BLOCK)
-        best = -1
-        # Lines starting in [begin, stop), read whole (up to ``end``).
-        for m in _HEAD_CANDIDATE.finditer(data, max(0, begin - 1), min(end, stop + 128)):
-            line = m.start() + 1
-            if line >= stop:
+    best = -1
+    q = data.rfind(b"#", lo, hi + 1)
+    while q > 0:
+        if data[q - 1] == 10:
+            m = _HEAD_CANDIDATE.match(data, q - 1)
+            if m is not None and m.lastgroup == "atx":
+                best = q
                 break
-            if m.lastgroup == "atx":
-                b = line
-            elif line > lo:
-                b = _setext_start(data, line)
-            else:
-                continue
-            if lo <= b <= hi and b > best:
-                best = b
-        if best >= 0:
-            return best
+        q = data.rfind(b"#", lo, q)
+    # Underlines start in (floor, stop): a title starts before its underline.
+    floor = max(lo, best)
+    while stop > floor + 1:
+        begin = max(floor + 1, stop - _HEADING_BLOCK)
+        window = data[begin - 1 : stop + 3].translate(_RULE_MAP)
+        j = window.rfind(b"\n===", 0, stop - begin + 3)  # an underline at begin + j < stop
+        while j >= 0:
+            rule = begin + j
+            m = _HEAD_CANDIDATE.match(data, rule - 1)
+            if m is not None and m.lastgroup == "rule":
+                t = _setext_start(data, rule)
+                if t >= 0:
+                    if t < lo or t <= best:
+                        return best  # every earlier title starts earlier still
+                    if t <= hi:
+                        return t
+            j = window.rfind(b"\n===", 0, j + 3)
         stop = begin
-    return -1
+    return best
 
 
 def _last_char_before(data: bytes, chars: bytes, lo: int, hi: int) -> int:
@@ -486,8 +529,26 @@ class _Cutter:
         lo = max(cb, e - quarter)
         if mode == "paragraph":
             # The last paragraph of chunk N starts at its last paragraph boundary,
-            # or at ``cb`` when there is none inside the chunk.
-            last = _last_para(self.data, max(cb + 1, lo), e - 1)
+            # or at ``cb`` when there is none inside the chunk. The common case
+            # inlines ``_last_para``: one ``rfind`` for the last empty line, then a
+            # check of the last paragraph alone for whitespace-only lines — work
+            # in proportion to the overlap, not to the chunk.
+            data, first_ok, hi = self.data, max(cb + 1, lo), e - 1
+            start = max(0, first_ok - 2)
+            p = data.rfind(b"\n\n", start, hi)
+            while p >= 0 and data[p + 2] == 10:  # blank lines before a title: look earlier
+                p = data.rfind(b"\n\n", start, p + 1)
+            if p >= 0:
+                b = p + 2  # b <= hi < len(data)
+                if (data[b] not in _BLANK_BYTES or _BLANK_AHEAD.match(data, b) is None) and (
+                    _SPACED_BLANK.search(data, b, hi) is None
+                ):
+                    return b
+                last = _last_para(data, first_ok, hi)
+            elif _no_spaced_blank(data, first_ok, hi):
+                last = -1  # not a blank line in the last quarter (no empty one: see above)
+            else:
+                last = _last_end(_PARA_FULL, data, first_ok, hi)
             if last > 0:
                 return last
             if e - cb <= quarter:
@@ -496,7 +557,7 @@ class _Cutter:
         else:
             first = _first_para(self.data, lo, e - 1)
         # Sentence starts, counting paragraph starts (and the text's start) as ones.
-        sent = _first_end(_SENTENCE, self.data, lo, e - 1, _SENTENCE_AHEAD)
+        sent = _first_sentence(self.data, lo, e - 1)
         starts = [x for x in (sent, first) if x >= 0]
         if lo == 0:
             starts.append(0)
@@ -522,27 +583,39 @@ def _byte_spans(
 def _to_chunks(content: str, data: bytes, spans: list[tuple[int, int]]) -> list[Chunk]:
     """Build the chunks: character offsets, text and line numbers, in one ordered pass.
 
-    Lines are counted incrementally (each newline about once, overlaps twice).
-    An ASCII document's byte offsets are its character offsets, so its texts
-    are plain slices; otherwise each chunk's bytes are decoded once, which
-    gives both its text and its length in characters.
+    Line numbers come from counting newlines (``bytes.count``, C speed but
+    still a tenth of the chunker's time), so each byte is counted once: a
+    chunk's count is split at the next chunk's start, and the part after it
+    (the overlap) is what the next chunk's count starts from. An ASCII
+    document's byte offsets are its character offsets, so its texts are plain
+    slices; otherwise each chunk's bytes are decoded once, which gives both
+    its text and its length in characters.
     """
     out: list[Chunk] = []
     count = data.count
+    new_chunk = tuple.__new__  # what ``Chunk(...)`` calls, minus a Python-level frame
     ascii_only = len(data) == len(content)
-    line, at = 1, 0  # the line holding byte ``at``
+    line = 1  # the line holding the current chunk's first byte
     pos = char = 0  # the end of the previous chunk, in bytes and in characters
-    for a, b in spans:
-        line = line + count(b"\n", at, a) if a >= at else line - count(b"\n", a, at)
-        last = line + count(b"\n", a, b - 1) if b > a else line
+    last = len(spans) - 1
+    for i, (a, b) in enumerate(spans):
+        # Chunks are non-empty except for an empty document, which has one; the next
+        # chunk starts at or after this one's start and at or before its end.
+        nxt = spans[i + 1][0] if i < last else b
+        if nxt < b:  # overlap (or no next chunk): split the count at the next start
+            head = count(b"\n", a, nxt)
+            end_line = line + head + count(b"\n", nxt, b - 1)
+        else:
+            head = count(b"\n", a, b)
+            end_line = line + head - (data[b - 1] == 10 if b > a else 0)
         if ascii_only:
             start, text = a, content[a:b]
         else:  # chunks start at or before the previous end: decode just the overlap
             start = char - len(data[a:pos].decode("utf-8", "surrogatepass"))
             text = data[a:b].decode("utf-8", "surrogatepass")
             pos, char = b, start + len(text)
-        out.append(Chunk(text, start, start + len(text), line, last))
-        line, at = last, max(a, b - 1)
+        out.append(new_chunk(Chunk, (text, start, start + len(text), line, end_line)))
+        line += head
     return out
 
 
