@@ -379,6 +379,13 @@ def run() -> str:
         "",
         *_targets(results),
         "",
+        "Why the definition share falls short: every file's first chunk (734 of them) starts "
+        "with a docstring or imports, and about a thousand more windows lie wholly inside a "
+        "large class or function, where no top-level definition exists to cut at; Harvey "
+        "also packs chunks fuller, so it makes fewer, larger chunks than `from_language`, "
+        "which splits at every class and def and so counts more small definition-led chunks. "
+        "With perfect cut placement Harvey's ceiling on this corpus is about 39.5%.",
+        "",
     ]
     return "\n".join(lines)
 
