@@ -118,6 +118,9 @@ def main(
 
     With no command, starts the interactive REPL. Type a message to chat,
     !CMD to run a command, @NAME PROMPT to route a turn, /help for commands.
+
+    Exit status: 0 success, 1 model/tool/synthesis failure, 2 usage or
+    configuration error, 130 interrupted.
     """
     ctx.ensure_object(dict)
     ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
@@ -189,11 +192,21 @@ def run(
 @click.option(
     "--chunk-size", type=click.IntRange(min=200), default=None, help="Target chunk size in bytes."
 )
-@click.option("--overlap", type=click.Choice(["paragraph", "sentence", "none"]), default=None)
+@click.option(
+    "--overlap",
+    type=click.Choice(["paragraph", "sentence", "none"]),
+    default=None,
+    help="What each chunk repeats from the one before (default: chunking.overlap).",
+)
 @click.option(
     "--concurrency", type=click.IntRange(1, 64), default=None, help="Map calls in flight."
 )
-@click.option("--max-chunks", type=click.IntRange(min=1), default=None)
+@click.option(
+    "--max-chunks",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ask (or need --yes) before processing more chunks than this.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Proceed even beyond --max-chunks.")
 @click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
 @click.pass_context
