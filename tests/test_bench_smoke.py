@@ -94,7 +94,7 @@ def test_guard_io_counter_sees_reads_and_not_stats(tmp_path: Path) -> None:
     from bench.bench_guard import bytes_read_by, rchar
 
     if rchar() is None:
-        pytest.skip("no /proc/self/io on this system")
+        pytest.skip("no /proc/self/io on this system: the guard benchmark cannot count bytes read")
     path = tmp_path / "f.bin"
     path.write_bytes(b"y" * 4096)
     assert bytes_read_by(path.read_bytes, 10) == 10 * 4096

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from .conftest import Run
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed"
-    ),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("embedded_model")]
 
 
 def test_analyze_with_the_embedded_model(harvey: Run, workspace: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -141,7 +142,7 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
 
-class _FakeServer:
+class _FakeServer(ABC):
     """What both fakes share: lifecycle, script, recording, delays."""
 
     chat_path = ""
@@ -305,30 +306,36 @@ class _FakeServer:
             )
         return prompt, completion
 
-    # --- per-format hooks -----------------------------------------------------
+    # --- per-format hooks: abstract, each wire format subclass defines them ----
 
     _stream_default = True
     _content_type = "application/json"
 
+    @abstractmethod
     def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:
-        raise NotImplementedError
+        """Route one request (chat, model list, show/props) in this server's format."""
 
+    @abstractmethod
     def _error(
         self, h: _Handler, status: int, message: str, headers: dict[str, str] | None = None
     ) -> None:
-        raise NotImplementedError
+        """Answer with an HTTP error status and the format's own error body."""
 
+    @abstractmethod
     def _unknown_model(self, h: _Handler, model: str) -> None:
-        raise NotImplementedError
+        """Answer the way the real server does for a model it does not have."""
 
+    @abstractmethod
     def _text_event(self, model: str, text: str) -> str:
-        raise NotImplementedError
+        """One streamed text piece, framed as the format frames it (NDJSON line or SSE event)."""
 
+    @abstractmethod
     def _stream_reply(self, h: _Handler, body: dict[str, Any], reply: Reply) -> None:
-        raise NotImplementedError
+        """Stream a scripted reply: text pieces, tool calls, usage, end marker."""
 
+    @abstractmethod
     def _whole_reply(self, body: dict[str, Any], reply: Reply) -> Any:
-        raise NotImplementedError
+        """The non-streaming response body for a scripted reply."""
 
 
 def _now() -> str:

