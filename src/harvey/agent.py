@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvey.config import Settings
-from harvey.context.budget import estimate_tokens, remaining_context
-from harvey.errors import Cancelled
+from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens, remaining_context
+from harvey.errors import Cancelled, StoreError
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.prompts import build_system_prompt
@@ -123,6 +123,7 @@ class Agent:
         self.handover: str | None = None  # injected once, into the next turn's prompt
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
+        self._system_prompts: dict[bool, str] = {}
         self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
 
@@ -144,16 +145,19 @@ class Agent:
         return self.settings.tools.enabled and self.capabilities(client).supports_tools
 
     def system_prompt(self, client: LLMClient | None = None) -> str:
-        return build_system_prompt(
-            self.workspace, tools=self.tools_enabled(client), extra=self.system_extra
-        )
+        """Built once per turn (it reads HARVEY.md), not once per round or budget check."""
+        tools = self.tools_enabled(client)
+        if tools not in self._system_prompts:
+            self._system_prompts[tools] = build_system_prompt(
+                self.workspace, tools=tools, extra=self.system_extra
+            )
+        return self._system_prompts[tools]
 
     def bytes_per_token(self, client: LLMClient | None = None) -> float:
         """The calibrated ratio for this model when known, else the 4-bytes heuristic."""
         client = client or self.client
-        getter = getattr(self.store, "calibration_ratio", None)
-        ratio = getter(client.model) if getter else None
-        return float(ratio) if ratio else 4.0
+        ratio = self.store.calibration_ratio(client.model) if self.store else None
+        return ratio or BYTES_PER_TOKEN
 
     def injected_texts(self) -> list[str]:
         texts = []
@@ -231,6 +235,7 @@ class Agent:
         if cancel is None:
             cancel = self.cancel_event
             cancel.clear()
+        self._system_prompts.clear()  # pick up an edited HARVEY.md once per turn
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self.current_turn = state
         try:
@@ -292,20 +297,18 @@ class Agent:
         raise AssertionError("unreachable: the last round never offers tools")
 
     def _calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
-        record = getattr(self.store, "record_calibration", None)
-        if record is None or not usage.prompt_tokens:
+        self.last_usage = usage
+        if self.store is None or not usage.prompt_tokens:
             return
         prompt_bytes = sum(len(m.content.encode("utf-8")) for m in prompt)
         try:
-            record(client.model, prompt_bytes, usage.prompt_tokens)
-        except Exception as exc:  # calibration is advisory; never fail a turn on it
+            self.store.record_calibration(client.model, prompt_bytes, usage.prompt_tokens)
+        except StoreError as exc:  # calibration is advisory; never fail a turn on it
             log.warning("could not record calibration: %s", exc)
-        self.last_usage = usage
 
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
-        add_turn = getattr(self.store, "add_turn", None)
-        if add_turn is not None:
-            add_turn(self.session_id, state.new_messages)
+        if self.store is not None:
+            self.store.add_turn(self.session_id, state.new_messages)
         if self.recorder is None:
             return
         if outcome.chunk_analysis and state.recorded_prefix:
@@ -377,10 +380,31 @@ class Agent:
 
     def add_context(self, message: Message) -> None:
         """Add a message outside a model turn (e.g. ``!cmd`` output) and commit it."""
-        self.history.append(message)
-        add_turn = getattr(self.store, "add_turn", None)
-        if add_turn is not None:
-            add_turn(self.session_id, [message])
+        self.add_messages([message])
+
+    def add_messages(self, messages: list[Message]) -> None:
+        self.history.extend(messages)
+        if self.store is not None:
+            self.store.add_turn(self.session_id, messages)
+
+    def record_analysis(self, label: str, instruction: str, result: str) -> None:
+        """Put a direct chunk analysis (``harvey analyze``, ``/read-chunks``) into the
+        conversation and the session file, as the reply of the turn after its scene."""
+        self.add_messages(
+            [Message("user", f"Analyse {label}: {instruction}"), Message("assistant", result)]
+        )
+        if self.recorder is not None:
+            self.recorder.record_turn(
+                TurnRecord(
+                    user=self.user,
+                    model=self.client.model,
+                    workspace=str(self.workspace),
+                    user_text=None,
+                    reply=result,
+                    mode="analysis",
+                    remote=is_remote_endpoint(self.client.endpoint),
+                )
+            )
 
     def clear(self) -> None:
         self.history = []

@@ -12,12 +12,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
 from harvey import __version__
 from harvey.config import Paths, Settings, load_settings, resolve_paths
+from harvey.context.chunking import Overlap
 from harvey.errors import Cancelled, HarveyError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -232,7 +233,7 @@ def analyze(
 
     opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
     paths, settings = load(opts.pop("workspace"), **opts)
-    options = AnalysisOptions(chunk_size, overlap, concurrency, max_chunks)
+    options = AnalysisOptions(chunk_size, cast("Overlap | None", overlap), concurrency, max_chunks)
     sys.exit(
         analyze_once(
             paths, settings, file, instruction, options, auto_yes=yes, record=not no_record

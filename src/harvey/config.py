@@ -211,10 +211,14 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
-def load_file(path: Path) -> dict[str, Any]:
-    """Parse harvey.yaml into plain data, or {} when it does not exist."""
+def load_file(path: Path) -> tuple[dict[str, Any], str]:
+    """Parse harvey.yaml into (plain data, its text); ({}, "") when it does not exist.
+
+    The text comes back too so a validation error can name the line without
+    reading the file a second time.
+    """
     if not path.exists():
-        return {}
+        return {}, ""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -227,10 +231,10 @@ def load_file(path: Path) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{path}:{where} invalid YAML: {problem}") from exc
     if data is None:
-        return {}
+        return {}, text
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys (e.g. 'model: ...')")
-    return data
+    return data, text
 
 
 def validate(data: dict[str, Any], source: Path | str, text: str | None = None) -> Settings:
@@ -272,8 +276,7 @@ def load_settings(
 ) -> Settings:
     """Merge defaults < harvey.yaml < environment < flags, then validate."""
     env = os.environ if env is None else env
-    data = load_file(paths.config_file)
-    text = paths.config_file.read_text(encoding="utf-8") if data else None
+    data, text = load_file(paths.config_file)
     settings = validate(data, paths.config_file, text)
     merged = settings.model_dump(exclude_unset=True)
     for var, key in ENV_KEYS.items():

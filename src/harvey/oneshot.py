@@ -12,10 +12,9 @@ from pathlib import Path
 
 from harvey.config import Paths, Settings
 from harvey.errors import UsageError
-from harvey.messages import Message
 from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
 from harvey.runtime import open_runtime
-from harvey.session.records import TurnRecord
+from harvey.tools.files import BINARY_SNIFF_BYTES, looks_binary
 from harvey.ui import HeadlessUI
 
 
@@ -38,10 +37,10 @@ def check_readable_text(path: Path) -> None:
         raise UsageError(f"{path} is a directory, not a file")
     try:
         with path.open("rb") as handle:
-            head = handle.read(8192)
+            head = handle.read(BINARY_SNIFF_BYTES)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if b"\0" in head:
+    if looks_binary(head):
         raise UsageError(f"{path} looks like a binary file; analyze reads text files")
 
 
@@ -71,21 +70,7 @@ def analyze_once(
                 file=sys.stderr,
             )
             return 1
-        user = Message("user", f"Analyse {file}: {instruction}")
-        reply = Message("assistant", text)
-        agent.history.extend([user, reply])
-        runtime.store.add_turn(agent.session_id, [user, reply])
-        if runtime.recorder is not None:
-            runtime.recorder.record_turn(
-                TurnRecord(
-                    user=agent.user,
-                    model=agent.client.model,
-                    workspace=str(paths.workspace),
-                    user_text=None,
-                    reply=text,
-                    mode="analysis",
-                )
-            )
+        agent.record_analysis(str(file), instruction, text)
     finally:
         runtime.close()
     sys.stdout.write(text.rstrip("\n") + "\n")

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harvey.config import ChunkingSettings
 from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.budget import file_exceeds_budget
 from harvey.context.chunking import (
     ChunkConfig,
     DocType,
+    Overlap,
     chunk_document,
     detect_doc_type,
     language_for_path,
 )
 from harvey.errors import Cancelled, HarveyError, WorkspaceError
 from harvey.llm.base import LLMClient
-from harvey.tools.files import safe_path
+from harvey.tools.files import looks_binary, safe_path
 
 if TYPE_CHECKING:
     from harvey.agent import Agent
@@ -39,7 +41,7 @@ PATH_TOKEN = re.compile(r"[\w./\\~-]+\.[\w]+|[\w./-]*/[\w.-]+")
 @dataclass(frozen=True)
 class AnalysisOptions:
     chunk_size_bytes: int | None = None
-    overlap: str | None = None
+    overlap: Overlap | None = None
     concurrency: int | None = None
     max_chunks: int | None = None
 
@@ -59,18 +61,17 @@ def _display_name(agent: Agent, path: Path) -> str:
         return path.name
 
 
-def chunk_config(agent: Agent, client: LLMClient, options: AnalysisOptions) -> ChunkConfig:
-    settings = agent.settings.chunking
-    concurrency = options.concurrency or settings.concurrency
-    if concurrency is None:
-        concurrency = 1 if client.backend == "local" else 4
-    return ChunkConfig(
-        enabled=settings.enabled,
-        threshold=settings.threshold,
-        chunk_size_bytes=options.chunk_size_bytes or settings.chunk_size_bytes,
-        max_chunks=options.max_chunks or settings.max_chunks,
-        overlap=options.overlap or settings.overlap,  # type: ignore[arg-type]
-        concurrency=concurrency,
+def chunk_config(
+    settings: ChunkingSettings, client: LLMClient, options: AnalysisOptions
+) -> ChunkConfig:
+    """The ``chunking:`` settings for the client doing the map calls, with per-run overrides."""
+    cfg = ChunkConfig.from_settings(settings, embedded=client.backend == "local")
+    return replace(
+        cfg,
+        chunk_size_bytes=options.chunk_size_bytes or cfg.chunk_size_bytes,
+        overlap=options.overlap or cfg.overlap,
+        concurrency=options.concurrency or cfg.concurrency,
+        max_chunks=options.max_chunks or cfg.max_chunks,
     )
 
 
@@ -126,18 +127,16 @@ def analyze_file(
         content = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    mention, without_route = find_mention(instruction)
+    map_client = agent.resolve_route(mention) if mention else client
     doc_type = detect_doc_type(path)
-    cfg = chunk_config(agent, client, options)
+    cfg = chunk_config(agent.settings.chunking, map_client, options)
     chunks = chunk_document(content, cfg, doc_type, language=language_for_path(path))
     if len(chunks) > cfg.max_chunks and not agent.ui.confirm(
         f"{name} splits into {len(chunks)} chunks, more than max_chunks ({cfg.max_chunks}). "
         f"Process all {len(chunks)}?"
     ):
         return CANCELLED
-    mention, without_route = find_mention(instruction)
-    map_client = agent.resolve_route(mention) if mention else client
-    if map_client.backend == "local" and options.concurrency is None:
-        cfg = ChunkConfig(**{**_fields(cfg), "concurrency": 1})
     recorder = agent.recorder
     if state is not None and recorder is not None and not state.recorded_prefix:
         recorder.record_turn(
@@ -168,17 +167,6 @@ def analyze_file(
     if state is not None:
         state.final_reply = text
     return text
-
-
-def _fields(cfg: ChunkConfig) -> dict[str, Any]:
-    return {
-        "enabled": cfg.enabled,
-        "threshold": cfg.threshold,
-        "chunk_size_bytes": cfg.chunk_size_bytes,
-        "max_chunks": cfg.max_chunks,
-        "overlap": cfg.overlap,
-        "concurrency": cfg.concurrency,
-    }
 
 
 def attach_mentioned_files(agent: Agent, text: str, client: LLMClient) -> str:
@@ -223,7 +211,7 @@ def read_for_context(agent: Agent, path: Path) -> str:
             estimated = math.ceil(size / agent.bytes_per_token(client))
             return f"[{name}: {handle_oversize(agent, path, size, estimated)}]"
     raw = path.read_bytes()[:ATTACH_LIMIT_BYTES]
-    if b"\0" in raw[:8192]:
+    if looks_binary(raw):
         return f"[{name}: binary file, not attached]"
     body = raw.decode("utf-8", errors="replace")
     return f"--- {name} ---\n{body}\n--- end of {name} ---"

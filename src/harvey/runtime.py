@@ -202,12 +202,11 @@ def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:
 
 
 def _history_from_file(path: Path, ui: AgentUI) -> list[Message]:
-    from harvey.session.fountain import parse_session
-    from harvey.session.resume import conversation_from_session
+    from harvey.session.resume import load_conversation
 
     if not path.is_file():
         raise HarveyError(f"session file {path} does not exist")
-    parsed = parse_session(path)
+    messages, parsed = load_conversation(path)
     for warning in parsed.warnings:
         ui.warn(f"{path.name}: {warning}")
-    return conversation_from_session(parsed)
+    return messages

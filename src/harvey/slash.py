@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import cast
 
+from harvey.context.chunking import Overlap
 from harvey.errors import UsageError
 from harvey.oversize import AnalysisOptions
 
@@ -72,4 +74,6 @@ def parse_read_chunks(arg: str) -> ReadChunksRequest:
         else:
             instruction.append(word)
             i += 1
-    return ReadChunksRequest(file, " ".join(instruction), AnalysisOptions(chunk_size, overlap))
+    return ReadChunksRequest(
+        file, " ".join(instruction), AnalysisOptions(chunk_size, cast("Overlap | None", overlap))
+    )

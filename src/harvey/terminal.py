@@ -311,7 +311,6 @@ class Repl:
 
     def cmd_read_chunks(self, arg: str) -> None:
         from harvey.oversize import analyze_file
-        from harvey.session.records import TurnRecord
         from harvey.tools.files import safe_path
 
         request = parse_read_chunks(arg)
@@ -323,20 +322,7 @@ class Repl:
             raise UsageError("an instruction is needed")
         text = analyze_file(self.agent, path, instruction, options=request.options)
         self.console.print(Markdown(text))
-        user = Message("user", f"Analyse {request.file}: {instruction}")
-        reply = Message("assistant", text)
-        self.agent.history.extend([user, reply])
-        self.rt.store.add_turn(self.agent.session_id, [user, reply])
-        if self.rt.recorder is not None:
-            self.rt.recorder.record_turn(
-                TurnRecord(
-                    user=self.agent.user,
-                    model=self.agent.client.model,
-                    workspace=str(self.agent.workspace),
-                    user_text=None,
-                    reply=text,
-                )
-            )
+        self.agent.record_analysis(request.file, instruction, text)
 
 
 def run_repl(

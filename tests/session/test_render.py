@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from harvey.session.fountain import parse_session
-from harvey.session.render import render_html, render_session_file
+from harvey.session.render import render_html
 
 from .test_fountain_interop import record_realistic
 
@@ -90,10 +90,3 @@ def test_markup_in_text_is_escaped(tmp_path: Path) -> None:
     page = Collector()
     page.feed(html)
     assert page.with_class("end")
-
-
-def test_render_session_file_writes_html(tmp_path: Path) -> None:
-    src = tmp_path / "s.spmd"
-    record_realistic(src)
-    out = render_session_file(src, tmp_path / "s.html")
-    assert out.read_text().startswith("<!DOCTYPE html>")

@@ -11,9 +11,8 @@ page needs no scripts and no network.
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
-from harvey.session.fountain import Element, ParsedSession, Scene, parse_session
+from harvey.session.fountain import Element, ParsedSession, Scene
 
 _CSS = """
 :root { --ink: #1b1b1b; --paper: #fffdf8; --rule: #d8d2c4; --note: #6b5d3f; }
@@ -126,10 +125,3 @@ def render_html(parsed: ParsedSession) -> str:
 </body>
 </html>
 """
-
-
-def render_session_file(path: str | Path, output: str | Path) -> Path:
-    """Parse ``path`` and write its HTML rendering to ``output``; returns the output path."""
-    out = Path(output)
-    out.write_text(render_html(parse_session(path)), encoding="utf-8")
-    return out
