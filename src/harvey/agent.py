@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvey.config import Settings
-from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens, remaining_context
+from harvey.context.budget import (
+    BYTES_PER_TOKEN,
+    BudgetReport,
+    budget_report,
+    remaining_context,
+    serialize_history,
+)
 from harvey.errors import Cancelled, StoreError
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
@@ -63,6 +69,12 @@ def find_mention(text: str) -> tuple[str | None, str]:
             rest = " ".join(words[:i] + words[i + 1 :])
             return word[1:].rstrip(".,;:"), rest
     return None, text
+
+
+def _title(text: str, limit: int = 60) -> str:
+    """A session's title: its first prompt on one line, shortened."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @dataclass
@@ -124,6 +136,7 @@ class Agent:
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
         self._system_prompts: dict[bool, str] = {}
+        self.model_clients: dict[str, LLMClient] = {}  # @model on the current backend
         self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
 
@@ -181,26 +194,31 @@ class Agent:
             bytes_per_token=self.bytes_per_token(client),
         )
 
+    def budget(self, client: LLMClient | None = None) -> BudgetReport:
+        """Everything already in the prompt, in tokens; ``/status`` shows it."""
+        client = client or self.client
+        return budget_report(
+            self.capabilities(client).context_window,
+            history=self.history,
+            system_prompt=self.system_prompt(client),
+            injected=self.injected_texts(),
+            bytes_per_token=self.bytes_per_token(client),
+        )
+
     def status(self) -> dict[str, object]:
         caps = self.capabilities()
-        ratio = self.bytes_per_token()
-        used = estimate_tokens(
-            "".join(m.content for m in self.history)
-            + self.system_prompt()
-            + "".join(self.injected_texts()),
-            ratio,
-        )
+        report = self.budget()
         return {
             "backend": self.client.backend,
             "endpoint": self.client.endpoint,
             "model": self.client.model,
             "context_window": caps.context_window,
             "context_source": caps.context_source,
-            "used_tokens": used,
-            "plan_tokens": sum(estimate_tokens(t, ratio) for t in self.injected_texts()),
-            "remaining_tokens": self.remaining_tokens(),
-            "bytes_per_token": ratio,
-            "calibrated": ratio != 4.0,
+            "used_tokens": report.used,
+            "plan_tokens": report.injected,
+            "remaining_tokens": report.remaining,
+            "bytes_per_token": report.bytes_per_token,
+            "calibrated": report.bytes_per_token != BYTES_PER_TOKEN,
             "tools": self.tools_enabled(),
             "session_id": self.session_id,
             "messages": len(self.history),
@@ -209,12 +227,32 @@ class Agent:
     # -- the turn -----------------------------------------------------------------
 
     def resolve_route(self, name: str) -> LLMClient:
-        """``@name``: a configured route, else another model on the current backend."""
+        """``@name``: a configured route, else another model on the current backend.
+
+        The other-model clients are kept, so repeated ``@name`` turns reuse one
+        connection pool instead of opening (and leaking) a new one each time.
+        """
         if self.route_client is not None:
             client = self.route_client(name)
             if client is not None:
                 return client
-        return self.client.with_model(name)
+        return self.resolve_route_model(name)
+
+    def resolve_route_model(self, name: str) -> LLMClient:
+        key = f"{self.client.backend}:{self.client.endpoint}:{name}"
+        if key not in self.model_clients:
+            self.model_clients[key] = self.client.with_model(name)
+        return self.model_clients[key]
+
+    def switch_model(self, name: str) -> None:
+        """``/model NAME``: later turns go to NAME on the current backend."""
+        previous = self.client
+        self.client = self.resolve_route_model(name)
+        self.model_clients.setdefault(
+            f"{previous.backend}:{previous.endpoint}:{previous.model}", previous
+        )
+        if self.store is not None:
+            self.store.set_model(self.session_id, name)
 
     def build_prompt(self, client: LLMClient, pending: list[Message]) -> list[Message]:
         messages = [Message("system", self.system_prompt(client))]
@@ -300,7 +338,8 @@ class Agent:
         self.last_usage = usage
         if self.store is None or not usage.prompt_tokens:
             return
-        prompt_bytes = sum(len(m.content.encode("utf-8")) for m in prompt)
+        # the same bytes the estimator counts (tool-call arguments included)
+        prompt_bytes = len(serialize_history(prompt).encode("utf-8", "surrogatepass"))
         try:
             self.store.record_calibration(client.model, prompt_bytes, usage.prompt_tokens)
         except StoreError as exc:  # calibration is advisory; never fail a turn on it
@@ -308,7 +347,10 @@ class Agent:
 
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
         if self.store is not None:
+            first_turn = not any(m.role == "user" for m in self.history[: -len(state.new_messages)])
             self.store.add_turn(self.session_id, state.new_messages)
+            if first_turn and state.user_text:
+                self.store.set_title(self.session_id, _title(state.user_text))
         if self.recorder is None:
             return
         if outcome.chunk_analysis and state.recorded_prefix:

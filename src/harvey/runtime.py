@@ -55,9 +55,9 @@ class Runtime:
     def close(self) -> None:
         if self.recorder is not None:
             self.recorder.close()
-        for client in {
-            id(c): c for c in [self.agent.client, *self.route_clients.values()]
-        }.values():
+        clients = [self.agent.client, *self.route_clients.values()]
+        clients += self.agent.model_clients.values()
+        for client in {id(c): c for c in clients}.values():
             try:
                 client.close()
             except Exception:
@@ -145,14 +145,30 @@ def _assemble(
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
     executor = build_executor(registry, settings, workspace, session_id)
 
+    plan_cache: dict[str, object] = {}
+
     def plan_text() -> str | None:
-        if plan_writer is None or not plan_writer.path.exists():
+        """The dynamic plan summary, recomputed only when the plan file changes.
+
+        It is asked for on every round and budget check; reducing (and logging
+        the reduction) once per version of the plan is enough.
+        """
+        if plan_writer is None:
             return None
         try:
-            content = plan_writer.read()
+            stat = plan_writer.path.stat()
         except OSError:
             return None
-        return dynamic_plan_text("", content, session_id=session_id or "")
+        key = (stat.st_mtime_ns, stat.st_size)
+        if plan_cache.get("key") != key:
+            try:
+                content = plan_writer.read()
+            except HarveyError:
+                return None
+            plan_cache["key"] = key
+            plan_cache["text"] = dynamic_plan_text("", content, session_id=session_id or "")
+        text = plan_cache["text"]
+        return text if isinstance(text, str) else None
 
     recorder = None
     if record and settings.session.record:

@@ -232,7 +232,7 @@ class Repl:
                 marker = "*" if name == self.agent.client.model else " "
                 self.console.print(f"{marker} {name}", highlight=False)
             return
-        self.agent.client = self.agent.client.with_model(arg)
+        self.agent.switch_model(arg)
         caps = self.agent.capabilities()
         self.console.print(
             f"model: {arg} (context {caps.context_window:,} tokens)", highlight=False

@@ -119,3 +119,25 @@ def test_corrupt_database_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         SessionStore(path)
     assert isinstance(sqlite3.sqlite_version, str)
+
+
+def test_prefix_lookup_is_never_a_wildcard(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    for pattern in ("_", "%", "", "a_", sid[:3]):
+        assert store.get_session(pattern) is None, pattern
+    assert store.get_session(sid[:4]).id == sid
+
+
+def test_lone_surrogates_are_stored_not_fatal(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    store.add_turn(sid, [Message("user", "bad \udcff byte")])
+    assert store.messages(sid)[0].content == "bad \ufffd byte"
+
+
+def test_failed_commit_leaves_the_store_usable(store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(tmp_path, "m")
+    with pytest.raises(StoreError):
+        with store._tx() as db:
+            db.execute("INSERT INTO nonexistent VALUES (1)")
+    store.add_turn(sid, [Message("user", "still works")])
+    assert [m.content for m in store.messages(sid)] == ["still works"]

@@ -47,7 +47,8 @@ def estimate_tokens(text: str, bytes_per_token: float = BYTES_PER_TOKEN) -> int:
     """Conservative token count: ``ceil(utf8_bytes / bytes_per_token)``; ``""`` → 0."""
     if not text:
         return 0
-    return tokens_for_bytes(len(text.encode("utf-8")), bytes_per_token)
+    # surrogatepass: text from undecodable argv/stdin bytes must be counted, not crash
+    return tokens_for_bytes(len(text.encode("utf-8", "surrogatepass")), bytes_per_token)
 
 
 def tokens_for_bytes(size: int, bytes_per_token: float = BYTES_PER_TOKEN) -> int:

@@ -152,23 +152,26 @@ class OllamaClient:
                 raise malformed(where, line)
             if "error" in data:
                 raise StreamError(f"{where.where} reported an error mid-stream: {data['error']}")
-            message = data.get("message") or {}
-            content = message.get("content")
-            if content:
-                yield TextDelta(content)
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                name = str(function.get("name", ""))
-                yield ToolCallEvent(
-                    ToolCall(
-                        id=str(call.get("id") or new_call_id()),
-                        name=name,
-                        arguments=parse_arguments(function.get("arguments"), name),
+            try:  # a JSON line of the wrong shape is a malformed stream, not a crash
+                message = data.get("message") or {}
+                content = message.get("content")
+                if content:
+                    yield TextDelta(str(content))
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") or {}
+                    name = str(function.get("name", ""))
+                    yield ToolCallEvent(
+                        ToolCall(
+                            id=str(call.get("id") or new_call_id()),
+                            name=name,
+                            arguments=parse_arguments(function.get("arguments"), name),
+                        )
                     )
-                )
-            if data.get("done"):
-                yield Usage(data.get("prompt_eval_count"), data.get("eval_count"))
-                return
+                if data.get("done"):
+                    yield Usage(data.get("prompt_eval_count"), data.get("eval_count"))
+                    return
+            except (AttributeError, TypeError) as exc:
+                raise malformed(where, line) from exc
         raise truncated(where, 'the final "done" line')
 
     def capabilities(self) -> ModelCapabilities:

@@ -205,23 +205,26 @@ class OpenAIClient:
                 raise malformed(where, line) from exc
             if not isinstance(chunk, dict):
                 raise malformed(where, line)
-            if chunk.get("error"):
-                err = chunk["error"]
-                text = err.get("message", err) if isinstance(err, dict) else err
-                raise StreamError(f"{where.where} reported an error mid-stream: {text}")
-            if isinstance(chunk.get("usage"), dict):
-                usage = Usage(
-                    chunk["usage"].get("prompt_tokens"), chunk["usage"].get("completion_tokens")
-                )
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or choice.get("message") or {}
-                if delta.get("content"):
-                    yield TextDelta(str(delta["content"]))
-                for fragment in delta.get("tool_calls") or []:
-                    if isinstance(fragment, dict):
-                        assembler.add(fragment)
-                if choice.get("finish_reason"):
-                    yield from (ToolCallEvent(c) for c in assembler.drain())
+            try:  # a JSON chunk of the wrong shape is a malformed stream, not a crash
+                if chunk.get("error"):
+                    err = chunk["error"]
+                    text = err.get("message", err) if isinstance(err, dict) else err
+                    raise StreamError(f"{where.where} reported an error mid-stream: {text}")
+                if isinstance(chunk.get("usage"), dict):
+                    usage = Usage(
+                        chunk["usage"].get("prompt_tokens"), chunk["usage"].get("completion_tokens")
+                    )
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or choice.get("message") or {}
+                    if delta.get("content"):
+                        yield TextDelta(str(delta["content"]))
+                    for fragment in delta.get("tool_calls") or []:
+                        if isinstance(fragment, dict):
+                            assembler.add(fragment)
+                    if choice.get("finish_reason"):
+                        yield from (ToolCallEvent(c) for c in assembler.drain())
+            except (AttributeError, TypeError) as exc:
+                raise malformed(where, line) from exc
         raise truncated(where, "data: [DONE]")
 
     def capabilities(self) -> ModelCapabilities:

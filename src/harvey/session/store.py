@@ -10,6 +10,7 @@ flight.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import uuid
@@ -23,6 +24,16 @@ from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
 from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
 from harvey.tools.todo import Todo
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    """Text SQLite can store: lone surrogates (from undecodable argv/stdin bytes)
+    become U+FFFD rather than failing the whole turn."""
+    if not isinstance(text, str):
+        return text  # let the NOT NULL constraint reject it inside the transaction
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _now() -> str:
@@ -136,6 +147,7 @@ class SessionStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        self._ratios: dict[str, float | None] = {}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -151,17 +163,24 @@ class SessionStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; on any failure (the COMMIT included) roll back.
+
+        A failed COMMIT (disk full, I/O error) leaves the transaction open, and
+        SQLite sometimes rolls back by itself, so roll back only if still open.
+        """
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+                yield self._db
                 self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StoreError(f"session store {self.path}: {exc}") from exc
+            except BaseException as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"session store {self.path}: {exc}") from exc
+                if isinstance(exc, UnicodeError):
+                    raise StoreError(f"session store {self.path}: unencodable text: {exc}") from exc
+                raise
 
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -220,9 +239,14 @@ class SessionStore:
     )
 
     def get_session(self, session_id: str) -> SessionInfo | None:
+        """A session by id, or by an unambiguous prefix of at least 4 hex digits."""
         rows = self._query(f"{self._SELECT} WHERE s.id = ?", (session_id,))
         if not rows:
-            rows = self._query(f"{self._SELECT} WHERE s.id LIKE ? ", (session_id + "%",))
+            if len(session_id) < 4 or any(c not in "0123456789abcdef" for c in session_id):
+                return None  # never a wildcard: "_" or "%" must not match anything
+            rows = self._query(
+                f"{self._SELECT} WHERE substr(s.id, 1, ?) = ?", (len(session_id), session_id)
+            )
             if len(rows) != 1:
                 return None
         return self._info(rows[0])
@@ -284,7 +308,7 @@ class SessionStore:
                 db.execute(
                     "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, "
                     "created_at, name) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, m.role, m.content, calls, m.tool_call_id, now, m.name),
+                    (session_id, m.role, _storable(m.content), calls, m.tool_call_id, now, m.name),
                 )
             db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
 
@@ -331,6 +355,7 @@ class SessionStore:
         more tokens, never fewer than a real prompt implied.
         """
         if prompt_bytes > 0 and prompt_tokens > 0:
+            self._ratios.pop(model, None)
             with self._tx() as db:
                 db.execute(
                     "INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, "
@@ -354,4 +379,7 @@ class SessionStore:
         return [(int(r[0]), int(r[1])) for r in rows]
 
     def calibration_ratio(self, model: str) -> float | None:
-        return calibrated_ratio(self.calibration_samples(model))
+        """Cached per model: budget checks ask for it on every read and round."""
+        if model not in self._ratios:
+            self._ratios[model] = calibrated_ratio(self.calibration_samples(model))
+        return self._ratios[model]
