@@ -186,7 +186,12 @@ class Repl:
             raise UsageError("usage: !COMMAND")
         ctx = self.agent.tool_context()
         result = run_command(ctx, command)
-        self.console.print(result.output.rstrip() or "(no output)", highlight=False, markup=False)
+        if result.problem is not None:  # refused, declined, not found, timed out
+            self.console.print(f"[yellow]{result.problem}[/]", highlight=False)
+        if result.output or result.problem is None:
+            self.console.print(
+                result.output.rstrip() or "(no output)", highlight=False, markup=False
+            )
         if result.exit_code != 0:
             self.console.print(f"[dim]exit {result.exit_code}[/]")
         if self.rt.recorder is not None:

@@ -255,3 +255,16 @@ def test_write_failure_mid_session_fails_open(tmp_path: Path) -> None:
     rec.record_turn(TurnRecord("u", "m", "/w", "q", "a"))
     rec.record_turn(TurnRecord("u", "m", "/w", "q", "a"))
     assert not rec.enabled and len(warnings) == 1
+
+
+def test_two_sessions_in_the_same_second_get_distinct_files(tmp_path: Path) -> None:
+    from datetime import datetime
+
+    fixed = datetime(2026, 11, 30, 10, 0, 0)
+    kw = {"user": "u", "model": "m", "backend": "b", "clock": lambda: fixed}
+    first = Recorder.open_in(tmp_path, **kw)
+    second = Recorder.open_in(tmp_path, **kw)
+    assert first.enabled and second.enabled
+    assert first.path != second.path
+    assert second.path.name == "harvey-session-20261130-100000-2.spmd"
+    assert "FADE IN:" in second.path.read_text()

@@ -240,3 +240,42 @@ def test_remove_is_fail_soft(ctx: ToolContext, tmp_path: Path) -> None:
 def test_system_prompt_explains_retrieval() -> None:
     assert "read_file" in OFFLOAD_SYSTEM_PROMPT
     assert "offset" in OFFLOAD_SYSTEM_PROMPT and "limit" in OFFLOAD_SYSTEM_PROMPT
+
+
+def test_output_with_nul_bytes_can_be_paged_back(tmp_path: Path) -> None:
+    from harvey.messages import ToolCall, ToolResult
+    from harvey.tools.files import ReadFileTool
+    from harvey.tools.offload import OffloadHook
+    from harvey.tools.registry import ToolContext
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    hook = OffloadHook(ws, "s1", threshold=100)
+    ctx = ToolContext(workspace=ws, session_id="s1")
+    out = "a.txt\x00b.txt\x00" * 100
+    result = hook.after_execute(
+        ctx, ToolCall("c1", "run_shell", {}), ToolResult("c1", "run_shell", out)
+    )
+    assert ".harvey/tool_results/s1/c1.txt" in result.content
+    page = ReadFileTool().run(ctx, {"path": ".harvey/tool_results/s1/c1.txt", "limit": 0})
+    assert page.startswith("a.txt\\0b.txt\\0")
+
+
+def test_symlinked_harvey_dir_creates_nothing_outside(tmp_path: Path) -> None:
+    from harvey.messages import ToolCall, ToolResult
+    from harvey.tools.offload import OffloadHook
+    from harvey.tools.registry import ToolContext
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / ".harvey").symlink_to(outside)
+    hook = OffloadHook(ws, "s1", threshold=100)
+    ctx = ToolContext(workspace=ws, session_id="s1")
+    big = "x" * 1000
+    result = hook.after_execute(
+        ctx, ToolCall("c1", "run_shell", {}), ToolResult("c1", "run_shell", big)
+    )
+    assert result.content == big  # fail-open: passed through unchanged
+    assert list(outside.iterdir()) == []

@@ -134,3 +134,19 @@ def test_seed_spelling_cmd_is_accepted(ctx: ToolContext) -> None:
 
 def test_empty_command_is_an_error(ctx: ToolContext) -> None:
     assert run(ctx, "   ").startswith("error:")
+
+
+def test_symlinks_and_option_values_out_of_the_workspace_need_confirmation(tmp_path: Path) -> None:
+    from harvey.tools.shell import needs_confirmation
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "h").symlink_to("/etc/hostname")
+    (ws / "ok.txt").write_text("x")
+    allowed = ["cat", "grep"]
+    assert needs_confirmation(["cat", "ok.txt"], allowed, ws) is None
+    assert needs_confirmation(["grep", "-n", "TODO", "."], allowed, ws) is None
+    assert needs_confirmation(["cat", "h"], allowed, ws) is not None
+    assert needs_confirmation(["grep", "--file=/etc/hostname", "."], allowed, ws) is not None
+    assert needs_confirmation(["grep", "-f/etc/hostname", "."], allowed, ws) is not None
+    assert needs_confirmation(["cat", "~/.ssh/id_rsa"], allowed, ws) is not None

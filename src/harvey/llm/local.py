@@ -249,8 +249,10 @@ class LocalClient:
         return [self.model]
 
     def with_model(self, model: str) -> LLMClient:
-        if model in (MODEL_NAME, self.model):
+        if model == self.model:
             return self
+        if model == MODEL_NAME:  # back to the bundled model from a .gguf path
+            return LocalClient(n_ctx=self.n_ctx, n_threads=self.n_threads)
         if model.endswith(".gguf"):
             return LocalClient(model, n_ctx=self.n_ctx, n_threads=self.n_threads)
         raise BackendError(f"the embedded backend runs {MODEL_NAME} or a .gguf path, not {model!r}")

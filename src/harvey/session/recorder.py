@@ -14,6 +14,7 @@ every later call is a no-op.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -48,7 +49,9 @@ class Recorder:
         continued_from: Path | None = None,
         shell_head_lines: int = 20,
         shell_tail_lines: int = 20,
+        reserved: bool = False,
     ) -> None:
+        # reserved: ``open_in`` already created the (empty) file exclusively.
         self.path = Path(path)
         self.enabled = True
         self.user_cue = character_cue(user, "USER", frozenset({HARVEY, SHELL}))
@@ -73,7 +76,7 @@ class Recorder:
         if continued_from is not None:
             title.append(("Continued from", str(continued_from)))
         text = "".join(f"{key}: {encode_inline(value)}\n" for key, value in title)
-        self._write(text + "\nFADE IN:\n", mode="x")
+        self._write(text + "\nFADE IN:\n", mode="a" if reserved else "x")
 
     @classmethod
     def open_in(cls, directory: Path, **kw: Any) -> Recorder:
@@ -85,11 +88,18 @@ class Recorder:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             log.debug("cannot create %s: %s", directory, exc)  # the constructor warns
+        # Claim the name with an exclusive create, so two sessions started in the
+        # same second never collide; the loser moves on to the next -N suffix.
         path = directory / f"{stem}.spmd"
-        suffix = 2
-        while path.exists():
-            path = directory / f"{stem}-{suffix}.spmd"
-            suffix += 1
+        for suffix in range(2, 1000):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                path = directory / f"{stem}-{suffix}.spmd"
+                continue
+            except OSError:
+                break  # unwritable: the constructor warns once and records nothing
+            return cls(path, reserved=True, **kw)
         return cls(path, **kw)
 
     # ------------------------------------------------------------ writing

@@ -93,16 +93,18 @@ def remove_offload_dir(workspace: Path | str, session_id: str) -> bool:
 
 
 def _make_private_dirs(workspace: Path, relative: Path) -> Path:
-    """Create each missing level with mode 0700 and check it stayed inside the workspace."""
-    current = workspace
+    """Create each missing level with mode 0700, checking each level is inside the
+    workspace *before* creating or chmod-ing it (``.harvey`` may be a symlink)."""
+    current = Path()
     for part in relative.parts:
         current = current / part
+        level = safe_path(workspace, current)
         try:
-            current.mkdir(mode=0o700)
+            level.mkdir(mode=0o700)
         except FileExistsError:
             pass
-    os.chmod(current, 0o700)
-    resolved = safe_path(workspace, relative)  # .harvey may be a symlink to elsewhere
+    resolved = safe_path(workspace, relative)
+    os.chmod(resolved, 0o700)
     if not resolved.is_dir():
         raise WorkspaceError(f"{relative} is not a folder")
     return resolved
@@ -180,6 +182,9 @@ class OffloadHook:
         root = Path(self.workspace).resolve()
         rel_dir = TOOL_RESULTS_DIR / sanitize_id(self.session_id)
         folder = _make_private_dirs(root, rel_dir)
+        # read_file refuses files with NUL bytes as binary; `find -print0` output
+        # must still page back, so NULs are written as the two characters \0.
+        content = content.replace("\x00", "\\0")
         name = sanitize_id(call.id or f"call-{uuid.uuid4().hex}") + ".txt"
         path = write_private_file(folder, name, content)
         rel = (rel_dir / path.name).as_posix()

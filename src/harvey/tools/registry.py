@@ -102,8 +102,6 @@ class ToolRegistry:
             raise  # Ctrl-C ends the whole turn, not just this tool
         except HarveyError as exc:
             output = f"error: {exc}"
-        except TypeError as exc:  # wrong or missing arguments from the model
-            output = f"error: bad arguments for {call.name}: {exc}"
         except Exception as exc:  # a tool bug must not kill the turn
             log.exception("tool %s crashed", call.name)
             output = f"error: {call.name} failed: {type(exc).__name__}: {exc}"

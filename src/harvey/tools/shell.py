@@ -80,12 +80,24 @@ def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: P
         option = arg.split("=", 1)[0]
         if option in risky or (program == "sort" and arg.startswith("-o") and len(arg) > 2):
             return f"option {arg!r} lets {program} write or run other programs"
-        if not arg.startswith("-") and (arg.startswith(("/", "~")) or ".." in arg):
+        for candidate in _path_candidates(arg):
             try:
-                safe_path(workspace, arg)
+                safe_path(workspace, candidate)
             except WorkspaceError:
                 return f"argument {arg!r} points outside the workspace"
     return None
+
+
+def _path_candidates(arg: str) -> list[str]:
+    """What in one argument could name a file: every operand (a plain name may be
+    a symlink out of the workspace), and the value of an option (``--file=/x``,
+    ``-f/x``) when it looks like a path."""
+    if not arg.startswith("-") or arg == "-":
+        return [os.path.expanduser(arg)] if arg != "-" else []
+    value = arg.split("=", 1)[1] if "=" in arg else (arg[2:] if not arg.startswith("--") else "")
+    if value and (value.startswith(("/", "~")) or ".." in value or "/" in value):
+        return [os.path.expanduser(value)]
+    return []
 
 
 class RunShellTool:
