@@ -19,8 +19,8 @@ from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.budget import file_exceeds_budget
 from harvey.context.chunking import (
     ChunkConfig,
-    DocType,
     Overlap,
+    boundary_name,
     chunk_document,
     detect_doc_type,
     language_for_path,
@@ -150,7 +150,7 @@ def analyze_file(
         chunks=chunks,
         instruction=without_route if mention else instruction,
         model=map_client.model,
-        boundary="source" if doc_type is DocType.SOURCE else "paragraph",
+        boundary=boundary_name(doc_type),
         config=cfg,
         as_typed=instruction,
     )

@@ -74,7 +74,9 @@ def test_notes_are_margin_notes_with_error_marking(tmp_path: Path) -> None:
     assert any(n.startswith("rag: 3 chunks") for n in notes)
     errors = [str(e["text"]) for e in page.with_class("error")]
     assert "chunk-result: 2/2 — error: context exceeded" in errors
-    assert all("— error" in n for n in errors)
+    # errors are "— error" statuses and shell commands that exited non-zero
+    assert all("— error" in n or (n.startswith("shell:") and "exit 0" not in n) for n in errors)
+    assert any(n.startswith("shell:") for n in errors)
     assert page.with_class("margin-notes")
 
 

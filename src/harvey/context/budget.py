@@ -4,8 +4,9 @@ Harvey's reason to exist is never overflowing a model's context silently. The
 accounting here is deliberately simple and conservative:
 
 * ``estimate_tokens`` counts UTF-8 bytes and divides by a bytes-per-token
-  ratio (4 by default, the usual figure for English prose; source code is
-  denser in tokens, so the default over-counts it — the safe direction).
+  ratio (4 by default, the usual figure for English prose). Measured against
+  SmolLM2's tokenizer it under-counts a little (prose −1.5 %, code −11 %, see
+  BENCHMARKS.md); the 10 % margin and calibration cover that.
 * ``remaining_context`` subtracts everything already committed to the prompt
   (history, system prompt, injected memory / retrieval / plan text) and a
   safety margin (10 % of the window, room for the reply and tool calls) from
@@ -14,8 +15,9 @@ accounting here is deliberately simple and conservative:
   asking about a 1 GB file costs the same as asking about a 1 KB one.
 
 Calibration: backends report real prompt token counts (Ollama
-``prompt_eval_count``, OpenAI ``usage.prompt_tokens``). ``Calibration`` turns
-``(prompt_bytes, prompt_tokens)`` pairs into a per-model ratio. The rule that
+``prompt_eval_count``, OpenAI ``usage.prompt_tokens``). ``calibrated_ratio``
+turns ``(prompt_bytes, prompt_tokens)`` pairs into a per-model ratio; the
+session store keeps the recent samples per model in ``sessions.db``. The rule that
 keeps it safe: the ratio in use is the *smallest* bytes-per-token seen in the
 recent samples (the most tokens per byte), so an estimate is never fewer tokens
 than any recent observation implies. Samples include the chat template's
@@ -170,11 +172,11 @@ def calibrated_ratio(samples: Sequence[tuple[int, int]]) -> float | None:
 
 @dataclass
 class Calibration:
-    """Per-model bytes-per-token learned from the backend's real prompt counts.
+    """An in-memory calibration: the same rule as the session store applies
+    to its ``calibration_samples`` rows, for code without a store (benchmarks).
 
-    The lead keeps ``samples`` in ``sessions.db`` (one row per model) and
-    passes ``bytes_per_token()`` to the estimator. Only the most recent
-    ``MAX_SAMPLES`` are kept, so a changed chat template is forgotten in time.
+    Only the most recent ``MAX_SAMPLES`` are kept, so a changed chat template
+    is forgotten in time.
     """
 
     model: str

@@ -13,6 +13,15 @@ from __future__ import annotations
 import html
 
 from harvey.session.fountain import Element, ParsedSession, Scene
+from harvey.session.notes import (
+    read_chunk,
+    read_chunk_result,
+    read_rag,
+    read_recall,
+    read_shell,
+    read_synthesis,
+    read_tool,
+)
 
 _CSS = """
 :root { --ink: #1b1b1b; --paper: #fffdf8; --rule: #d8d2c4; --note: #6b5d3f; }
@@ -51,17 +60,30 @@ def _e(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _note_class(text: str) -> str:
-    kind = text.split(":", 1)[0].split(".")[-1].strip() or "note"
-    error = " error" if "— error" in text else ""
-    return f"note note-{_e(kind.replace(' ', '-'))}{error}"
+def _note_class(raw: str) -> str:
+    """CSS class from the typed note readers (the same ones the parser uses), so a
+    model called ``llama3.1:8b`` or arguments containing "— error" can't fool it."""
+    tool = read_tool(raw)
+    if tool is not None:
+        return "note note-tool" + ("" if tool.status == "ok" else " error")
+    shell = read_shell(raw)
+    if shell is not None:
+        return "note note-shell" + ("" if shell.exit_code == 0 else " error")
+    for kind, reader in (("chunk-result", read_chunk_result), ("synthesis", read_synthesis)):
+        parsed = reader(raw)
+        if parsed is not None:
+            return f"note note-{kind}" + ("" if parsed.status == "ok" else " error")
+    for kind, other in (("chunk", read_chunk), ("rag", read_rag), ("recall", read_recall)):
+        if other(raw) is not None:
+            return f"note note-{kind}"
+    return "note"
 
 
 def _element(element: Element) -> str:
     if element.kind == "action":
         return f'<p class="action">{_e(element.text)}</p>'
     if element.kind == "note":
-        return f'<aside class="{_note_class(element.text)}">{_e(element.text)}</aside>'
+        return f'<aside class="{_note_class(element.raw)}">{_e(element.text)}</aside>'
     return (
         '<div class="dialogue">'
         f'<p class="character">{_e(element.character or "")}</p>'
