@@ -178,8 +178,8 @@ class HttpTransport:
             retry_after: float | None = None
             try:
                 kwargs: dict[str, Any] = {}
-                if timeout is not None:
-                    kwargs["timeout"] = httpx.Timeout(timeout)
+                if timeout is not None:  # a shorter read timeout; keep the connect one
+                    kwargs["timeout"] = httpx.Timeout(timeout, connect=self._client.timeout.connect)
                 request = self._client.build_request(method, url, json=payload, **kwargs)
                 response = self._client.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:

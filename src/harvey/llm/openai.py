@@ -125,6 +125,9 @@ class _Assembler:
         return calls
 
 
+PROPS_TIMEOUT = 5.0  # seconds for llama.cpp's /props probe
+
+
 class OpenAIClient:
     """One model on one OpenAI-compatible server."""
 
@@ -247,7 +250,10 @@ class OpenAIClient:
     def _props_n_ctx(self) -> int | None:
         """llama.cpp's ``/props``; other servers 404, which just means "unknown"."""
         try:
-            props = self.http.request_json("GET", server_root(self.endpoint) + "/props", retries=0)
+            # a probe: a hung server must not hold start-up for the whole read timeout
+            props = self.http.request_json(
+                "GET", server_root(self.endpoint) + "/props", retries=0, timeout=PROPS_TIMEOUT
+            )
         except BackendError:
             return None
         if not isinstance(props, dict):
