@@ -31,8 +31,9 @@ from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.prompts import build_system_prompt
 from harvey.session.recorder import Recorder
-from harvey.session.records import ToolNote, TurnRecord
+from harvey.session.records import ToolNote, TurnRecord, WriteNote
 from harvey.session.store import SessionStore
+from harvey.tools.approval import WriteGate
 from harvey.tools.registry import ToolContext, ToolExecutor
 from harvey.ui import AgentUI, HeadlessUI
 
@@ -95,6 +96,7 @@ class TurnState:
     user_text: str | None
     new_messages: list[Message] = field(default_factory=list)
     notes: list[ToolNote] = field(default_factory=list)
+    writes: list[WriteNote] = field(default_factory=list)  # each write decision, in order
     results: list[ToolResult] = field(default_factory=list)
     final_reply: str | None = None  # set by a chunk analysis: ends the turn
     recorded_prefix: bool = False  # the interrupted TALKING scene is already written
@@ -139,6 +141,7 @@ class Agent:
         self.model_clients: dict[str, LLMClient] = {}  # @model on the current backend
         self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
+        self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
 
     # -- capabilities and accounting ------------------------------------------
 
@@ -377,6 +380,7 @@ class Agent:
             user_text=user_text,
             reply=reply,
             tool_notes=list(notes),
+            write_notes=[w for w in state.writes if w.call < len(notes)],  # those calls' writes
             remote=is_remote_endpoint(state.client.endpoint),
             route=state.route,
             harvey_notice=harvey_notice,
@@ -394,10 +398,17 @@ class Agent:
             confirm=self.ui.confirm,
             read_budget=self._read_budget if guarded else None,
             on_oversize=self._on_oversize if guarded else None,
+            approve_write=self.write_gate,
             allowed_commands=tuple(self.settings.security.allowed_commands),
             shell_timeout=self.settings.security.shell_timeout,
             harvey_home=self.harvey_home,
         )
+
+    def _record_write(self, path: str, status: str) -> None:
+        """A write decision belongs to the tool call in flight: its note comes next."""
+        state = self.current_turn
+        if state is not None:
+            state.writes.append(WriteNote(path, status, call=len(state.notes)))
 
     def _read_budget(self) -> int:
         state = self.current_turn

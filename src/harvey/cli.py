@@ -158,6 +158,12 @@ def _inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
     is_flag=True,
     help="Answer yes to questions (chunk an oversized file with PROMPT as the instruction).",
 )
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Let the model create and overwrite workspace files (refused otherwise; --yes does not "
+    "imply it).",
+)
 @click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")
 @click.pass_context
 @handle_errors
@@ -169,6 +175,7 @@ def run(
     base_url: str | None,
     model: str | None,
     yes: bool,
+    allow_writes: bool,
     no_record: bool,
 ) -> None:
     """Send one PROMPT (or - for stdin) and print only the reply."""
@@ -180,7 +187,11 @@ def run(
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     paths, settings = load(opts.pop("workspace"), **opts)
-    sys.exit(run_once(paths, settings, prompt, auto_yes=yes, record=not no_record))
+    sys.exit(
+        run_once(
+            paths, settings, prompt, auto_yes=yes, record=not no_record, allow_writes=allow_writes
+        )
+    )
 
 
 @main.command()

@@ -1,8 +1,8 @@
 """Non-interactive commands: ``harvey run`` and ``harvey analyze``.
 
 There is no terminal to ask, so a question the agent would put to a person is
-answered by ``--yes`` or refused; progress goes to stderr, only the answer to
-stdout.
+answered by ``--yes`` or refused, and a file write is refused unless the user
+passed ``--allow-writes``; progress goes to stderr, only the answer to stdout.
 """
 
 from __future__ import annotations
@@ -18,8 +18,16 @@ from harvey.tools.files import BINARY_SNIFF_BYTES, looks_binary
 from harvey.ui import HeadlessUI
 
 
-def run_once(paths: Paths, settings: Settings, prompt: str, *, auto_yes: bool, record: bool) -> int:
-    ui = HeadlessUI(auto_yes=auto_yes)
+def run_once(
+    paths: Paths,
+    settings: Settings,
+    prompt: str,
+    *,
+    auto_yes: bool,
+    record: bool,
+    allow_writes: bool = False,
+) -> int:
+    ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes)
     runtime = open_runtime(paths, settings, ui=ui, record=record)
     try:
         outcome = runtime.agent.turn(prompt)

@@ -11,16 +11,18 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from harvey.agent import Agent
 from harvey.config import Paths, Settings
@@ -28,8 +30,34 @@ from harvey.errors import Cancelled, HarveyError, UsageError
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.runtime import Runtime, open_runtime
 from harvey.slash import SLASH_HELP, parse_read_chunks
+from harvey.tools.approval import WritePreview, write_preview
+from harvey.ui import WriteChoice, WriteRequest
 
 EXIT_WORDS = ("/exit", "/quit")
+WRITE_QUESTION = "write it? [y]es / [N]o / [a]ll this session / [q]uit the turn: "
+WRITE_ANSWERS = {
+    "": WriteChoice.NO,
+    "n": WriteChoice.NO,
+    "no": WriteChoice.NO,
+    "y": WriteChoice.YES,
+    "yes": WriteChoice.YES,
+    "a": WriteChoice.ALL,
+    "all": WriteChoice.ALL,
+    "q": WriteChoice.QUIT,
+    "quit": WriteChoice.QUIT,
+}
+
+
+def render_write_preview(preview: WritePreview) -> Panel:
+    """The question as rich renders it; Text (never markup) so file content stays literal."""
+    styles = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
+    lines = [Text(preview.title, style="bold")]
+    for line in preview.lines:
+        style = next((st for prefix, st in styles if line.startswith(prefix)), "")
+        lines.append(Text(line, style=style))
+    if preview.cut:
+        lines.append(Text(preview.cut, style="dim"))
+    return Panel(Group(*lines), title="write_file", border_style="yellow")
 
 
 class TerminalUI:
@@ -42,6 +70,7 @@ class TerminalUI:
         self.console = console
         self.reader = reader
         self._warned: set[str] = set()
+        self.pause: Callable[[], None] | None = None  # stops a live reply before a question
 
     def confirm(self, question: str) -> bool:
         answer = self.reader.read(f"{question} [y/N] ", default="")
@@ -53,6 +82,20 @@ class TerminalUI:
         if answer.strip().lower() in ("no", "n", ""):
             return None
         return answer
+
+    def approve_write(self, request: WriteRequest) -> WriteChoice:
+        if self.pause is not None:
+            self.pause()
+        self.console.print(render_write_preview(write_preview(request)))
+        while True:
+            try:
+                answer = self.reader.read(WRITE_QUESTION, default="")
+            except EOFError:
+                return WriteChoice.QUIT
+            choice = WRITE_ANSWERS.get(answer.strip().lower())
+            if choice is not None:
+                return choice
+            self.console.print("please answer y, n, a or q")
 
     def progress_stream(self) -> TextIO:
         return sys.stderr
@@ -159,20 +202,25 @@ class Repl:
             buffer.append(delta)
             live.update(Markdown("".join(buffer)))
 
-        def on_tool(call: ToolCall, result: ToolResult) -> None:
-            status = "error" if result.is_error else "ok"
+        def stop_live() -> None:
             if buffer:
                 live.stop()
                 buffer.clear()
+
+        def on_tool(call: ToolCall, result: ToolResult) -> None:
+            status = "error" if result.is_error else "ok"
+            stop_live()
             args = call.arguments_json()
             self.console.print(
                 f"[dim]→ {call.name}({args[:120]}{'…' if len(args) > 120 else ''}) — {status}[/]",
                 highlight=False,
             )
 
+        self.ui.pause = stop_live
         try:
             outcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
         finally:
+            self.ui.pause = None
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
             self.console.print(Markdown(outcome.reply or "(no reply)"))

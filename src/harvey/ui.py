@@ -6,8 +6,55 @@ The REPL implements ``AgentUI`` with prompt_toolkit; ``harvey run`` and
 
 from __future__ import annotations
 
+import enum
 import sys
+import unicodedata
+from dataclasses import dataclass
 from typing import Protocol, TextIO
+
+
+class WriteChoice(enum.Enum):
+    """The person's answer to "may the model write this file?"."""
+
+    YES = "yes"  # this write
+    NO = "no"  # not this one; the model is told and the turn goes on
+    ALL = "all"  # this one and every later write of the session, without asking
+    QUIT = "quit"  # not this one, and end the turn (like Ctrl-C)
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """A write the model asked for, described before anything touches the disk.
+
+    ``old_size`` is None for a new file; ``old`` is the current text when it
+    can be compared (a UTF-8 text file of reasonable size), else None.
+    """
+
+    path: str  # workspace-relative, as the person should see it
+    content: str
+    old: str | None = None
+    old_size: int | None = None
+
+    @property
+    def is_new(self) -> bool:
+        return self.old_size is None
+
+
+def printable(text: str) -> str:
+    """``text`` with control, format and line-separator characters made visible.
+
+    Paths and file contents come from the model, which may be steered by a
+    hostile file: an escape sequence or a bidi override in a diff could hide
+    the line that matters from the person approving it, so none reaches the
+    terminal raw (tab is kept).
+    """
+    out = []
+    for c in text:
+        if c != "\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 class AgentUI(Protocol):
@@ -20,6 +67,10 @@ class AgentUI(Protocol):
         """Show the overflow alert; return the instruction, or None for "no"."""
         ...
 
+    def approve_write(self, request: WriteRequest) -> WriteChoice:
+        """Ask whether the model may write ``request.path`` (called by the write gate)."""
+        ...
+
     def progress_stream(self) -> TextIO: ...
 
     def warn(self, message: str) -> None: ...
@@ -30,8 +81,11 @@ class HeadlessUI:
 
     interactive = False
 
-    def __init__(self, auto_yes: bool = False, err: TextIO | None = None) -> None:
+    def __init__(
+        self, auto_yes: bool = False, err: TextIO | None = None, allow_writes: bool = False
+    ) -> None:
         self.auto_yes = auto_yes
+        self.allow_writes = allow_writes  # --allow-writes; --yes deliberately does not imply it
         self._err = err
 
     @property
@@ -45,6 +99,14 @@ class HeadlessUI:
 
     def ask_chunk_instruction(self, alert: str, default: str) -> str | None:
         return default if self.auto_yes else None
+
+    def approve_write(self, request: WriteRequest) -> WriteChoice:
+        shown = printable(request.path)
+        if self.allow_writes:
+            print(f"harvey: writing {shown} (--allow-writes)", file=self.err)
+            return WriteChoice.YES
+        print(f"harvey: refused to write {shown} (pass --allow-writes to allow)", file=self.err)
+        return WriteChoice.NO
 
     def progress_stream(self) -> TextIO:
         return self.err

@@ -14,8 +14,19 @@ def run(ctx: ToolContext, name: str, **args: object) -> str:
     return registry.execute(ctx, ToolCall("c1", name, dict(args))).content
 
 
+def allow(ctx: ToolContext) -> ToolContext:
+    """A context whose person approves every write (the gate itself is tested in test_writes)."""
+    return ctx.evolve(approve_write=lambda _request, write: write())
+
+
+def test_write_without_an_approver_is_refused(ctx: ToolContext) -> None:
+    result = run(ctx, "write_file", path="a.txt", content="x")
+    assert result.startswith("error: write refused")
+    assert not (ctx.workspace / "a.txt").exists()
+
+
 def test_write_then_read_round_trip(ctx: ToolContext) -> None:
-    result = run(ctx, "write_file", path="notes/a.md", content="héllo\n")
+    result = run(allow(ctx), "write_file", path="notes/a.md", content="héllo\n")
     assert result == "wrote 7 bytes to notes/a.md"
     assert (ctx.workspace / "notes" / "a.md").read_text(encoding="utf-8") == "héllo\n"
     assert run(ctx, "read_file", path="notes/a.md") == "héllo\n"
@@ -23,19 +34,19 @@ def test_write_then_read_round_trip(ctx: ToolContext) -> None:
 
 
 def test_write_outside_is_an_error_result(ctx: ToolContext) -> None:
-    result = run(ctx, "write_file", path="../evil.txt", content="x")
+    result = run(allow(ctx), "write_file", path="../evil.txt", content="x")
     assert result.startswith("error:") and "outside the workspace" in result
     assert not (ctx.workspace.parent / "evil.txt").exists()
 
 
 def test_write_needs_string_content(ctx: ToolContext) -> None:
-    assert run(ctx, "write_file", path="a.txt", content=3).startswith("error:")
-    assert run(ctx, "write_file", path="a.txt").startswith("error:")
+    assert run(allow(ctx), "write_file", path="a.txt", content=3).startswith("error:")
+    assert run(allow(ctx), "write_file", path="a.txt").startswith("error:")
 
 
 def test_write_onto_a_directory_is_an_error(ctx: ToolContext) -> None:
     (ctx.workspace / "d").mkdir()
-    assert run(ctx, "write_file", path="d", content="x").startswith("error:")
+    assert run(allow(ctx), "write_file", path="d", content="x").startswith("error:")
 
 
 def test_list_files_tree_and_depth(ctx: ToolContext) -> None:
@@ -93,6 +104,6 @@ def test_overwrite_keeps_the_file_mode(ctx: ToolContext) -> None:
     script = ctx.workspace / "run.sh"
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
-    run(ctx, "write_file", path="run.sh", content="#!/bin/sh\necho hi\n")
+    run(allow(ctx), "write_file", path="run.sh", content="#!/bin/sh\necho hi\n")
     assert script.stat().st_mode & 0o777 == 0o755
     assert script.read_text() == "#!/bin/sh\necho hi\n"

@@ -31,6 +31,7 @@ from harvey.session.records import (
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedWriteNote,
 )
 
 T = TypeVar("T")
@@ -80,6 +81,10 @@ class Scene:
     @property
     def tool_notes(self) -> list[ParsedToolNote]:
         return self._read(n.read_tool)
+
+    @property
+    def write_notes(self) -> list[ParsedWriteNote]:
+        return self._read(n.read_write)
 
     @property
     def rag(self) -> ParsedRag | None:

@@ -28,10 +28,13 @@ from harvey.session.records import (
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedWriteNote,
     RagInfo,
     RecallItem,
     ToolNote,
+    WriteNote,
     first_line_status,
+    write_status,
 )
 
 SEP = " — "
@@ -53,6 +56,12 @@ def tool_note(note: ToolNote, character: str | None = None) -> str:
     return format_note(
         f"{prefix}tool: {name}({encode_field(note.args_text())}){SEP}{_status(note.status)}"
     )
+
+
+def write_note(note: WriteNote) -> str:
+    """``[[write: PATH — ok|skipped|error: …]]``; the path is a model's, so it is escaped."""
+    status = encode_field(write_status(note.status))
+    return format_note(f"write: {encode_field(note.path)}{SEP}{status}")
 
 
 def rag_note(rag: RagInfo) -> str:
@@ -124,6 +133,18 @@ def read_tool(body: str) -> ParsedToolNote | None:
         status=decode_inline(status),
         character=character,
     )
+
+
+def read_write(body: str) -> ParsedWriteNote | None:
+    if not body.startswith("write: "):
+        return None
+    parts = split_unescaped(body[len("write: ") :], SEP)
+    if len(parts) != 2:
+        return None
+    status = decode_inline(parts[1])
+    if status not in ("ok", "skipped") and not status.startswith("error:"):
+        return None
+    return ParsedWriteNote(decode_inline(parts[0]), status)
 
 
 def read_rag(body: str) -> ParsedRag | None:

@@ -26,7 +26,7 @@ from harvey.session.records import RecallItem, TurnRecord
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.3"
+FORMAT_VERSION = "1.4"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -166,8 +166,13 @@ class Recorder:
             self._dialogue(out, user, turn.user_text)
             self._dialogue(out, HARVEY, f"Forwarding to {name}.")
         route_who = name if turn.route else None
-        for tool in turn.tool_notes:
+        writes = sorted(turn.write_notes, key=lambda w: w.call)  # stable: keeps their order
+        for index, tool in enumerate(turn.tool_notes):
             self._element(out, [notes.tool_note(tool, route_who)], note=True)
+            while writes and writes[0].call <= index:  # a write right after the call that made it
+                self._element(out, [notes.write_note(writes.pop(0))], note=True)
+        for write in writes:
+            self._element(out, [notes.write_note(write)], note=True)
         if turn.harvey_notice is not None:
             self._dialogue(out, HARVEY, turn.harvey_notice)
         if turn.reply is not None:

@@ -72,6 +72,25 @@ class ToolNote:
         return shorten(text, limit)
 
 
+def write_status(status: str) -> str:
+    """A write decision as one line: ``ok``, ``skipped`` or ``error: ...``."""
+    line = status.strip().splitlines()[0].strip() if status.strip() else ""
+    return "skipped" if line == "skipped" else first_line_status(line)
+
+
+@dataclass(frozen=True)
+class WriteNote:
+    """One write decision: the path as shown, the outcome, and which tool call asked.
+
+    ``call`` is the index in ``TurnRecord.tool_notes`` of the call that made the
+    write, so the recorder writes the decision right after that call's note.
+    """
+
+    path: str
+    status: str
+    call: int = 0
+
+
 @dataclass(frozen=True)
 class RagInfo:
     chunks: int
@@ -102,6 +121,7 @@ class TurnRecord:
     rag: RagInfo | None = None
     harvey_notice: str | None = None
     timestamp: datetime | None = None
+    write_notes: list[WriteNote] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- parsed notes
@@ -128,6 +148,14 @@ class ParsedToolNote:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class ParsedWriteNote:
+    """A ``[[write: PATH — STATUS]]`` note read back."""
+
+    path: str
+    status: str
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 The page reads like a screenplay: a title page, a table of contents of scenes,
 scene headings in caps, action lines full width, character names centred over
-a narrow dialogue column, and notes (tool calls, retrieval, recall, chunk
-progress) as margin notes beside the scene so they annotate without
+a narrow dialogue column, and notes (tool calls, file writes, retrieval,
+recall, chunk progress) as margin notes beside the scene so they annotate without
 interrupting the dialogue. Everything is escaped with :func:`html.escape`; the
 page needs no scripts and no network.
 """
@@ -21,6 +21,7 @@ from harvey.session.notes import (
     read_shell,
     read_synthesis,
     read_tool,
+    read_write,
 )
 
 _CSS = """
@@ -51,6 +52,7 @@ nav.toc ol { margin: 0; padding-left: 2.2em; } nav.toc a { color: inherit; }
   border-left: 3px solid #c9b27c; background: #fbf5e6; padding: 3px 6px;
   white-space: pre-wrap; overflow-wrap: anywhere; }
 .note.error { border-left-color: #b5452f; color: #7a2a1c; background: #fbebe6; }
+.note.skipped { border-left-color: #9a9a9a; color: #555; background: #f2f2f2; }
 .end { text-align: right; text-transform: uppercase; margin-top: 0.4in; }
 .incomplete { color: #b5452f; text-align: center; font-style: italic; }
 """
@@ -66,6 +68,10 @@ def _note_class(raw: str) -> str:
     tool = read_tool(raw)
     if tool is not None:
         return "note note-tool" + ("" if tool.status == "ok" else " error")
+    write = read_write(raw)
+    if write is not None:
+        kind = {"ok": "", "skipped": " skipped"}.get(write.status, " error")
+        return "note note-write" + kind
     shell = read_shell(raw)
     if shell is not None:
         return "note note-shell" + ("" if shell.exit_code == 0 else " error")

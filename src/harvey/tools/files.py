@@ -20,6 +20,7 @@ from typing import Any
 
 from harvey.context.budget import BYTES_PER_TOKEN, file_exceeds_budget, tokens_for_bytes
 from harvey.errors import ToolError, WorkspaceError
+from harvey.tools.approval import describe_write
 from harvey.tools.registry import ToolContext
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
@@ -213,8 +214,13 @@ def _read_page(path: Path, shown: str, size: int, offset: int, wanted: int) -> s
 
 
 class WriteFileTool:
+    """Writes ask: the person sees the diff (or the new file's head) and approves first."""
+
     name = "write_file"
-    description = "Create or overwrite a UTF-8 text file in the workspace (makes parent folders)."
+    description = (
+        "Create or overwrite a UTF-8 text file in the workspace (makes parent folders). "
+        "The user is asked to approve every write and may decline it."
+    )
     parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
         "type": "object",
         "properties": {
@@ -232,19 +238,31 @@ class WriteFileTool:
         shown = display_path(ctx.workspace, path)
         if path.is_dir():
             return f"error: {shown} is a directory"
-        data = content.encode("utf-8")
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.harvey-tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            safe_path(ctx.workspace, path.parent)  # a parent made via a symlink must stay inside
-            tmp.write_bytes(data)
-            if path.exists():
-                os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep e.g. a script's x bit
-            os.replace(tmp, path)  # readers never see a half-written file
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
-        return f"wrote {len(data)} bytes to {shown}"
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            return "error: write_file content is not valid text (it holds a lone surrogate)"
+        if ctx.approve_write is None:  # nobody can approve: fail closed
+            return f"error: write refused: no one can approve writes here; {shown} was not written"
+        request = describe_write(path, shown, content)
+        return ctx.approve_write(request, lambda: _write_atomically(ctx.workspace, path, content))
+
+
+def _write_atomically(workspace: Path, path: Path, content: str) -> str:
+    shown = display_path(workspace, path)
+    data = content.encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.harvey-tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        safe_path(workspace, path.parent)  # a parent made via a symlink must stay inside
+        tmp.write_bytes(data)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep e.g. a script's x bit
+        os.replace(tmp, path)  # readers never see a half-written file
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
+    return f"wrote {len(data)} bytes to {shown}"
 
 
 class ListFilesTool:

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult, tool_schema
+from harvey.ui import WriteRequest
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,11 @@ log = logging.getLogger(__name__)
 # Gets (resolved path, size in bytes, estimated tokens, remaining tokens) and
 # returns the tool result to give the model instead of the file's content.
 OversizeHandler = Callable[[Path, int, int, int], str]
+
+# Called by every tool that changes a workspace file, with the described write
+# and a function that performs it; returns the tool result (the write's, or a
+# refusal) and raises Cancelled when the person ends the turn. See approval.py.
+WriteApprover = Callable[[WriteRequest, Callable[[], str]], str]
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,8 @@ class ToolContext:
     ``read_budget`` returns the token budget a single file read may use (the
     remaining context times the chunking threshold); ``None`` means no guard,
     which is exactly the behaviour with ``chunking.enabled: false``.
+    ``approve_write`` is the only way a tool may change a file; ``None`` means
+    no one can approve, so such tools refuse (fail closed).
     """
 
     workspace: Path
@@ -40,6 +48,7 @@ class ToolContext:
     confirm: Callable[[str], bool] | None = None
     read_budget: Callable[[], int] | None = None
     on_oversize: OversizeHandler | None = None
+    approve_write: WriteApprover | None = None
     allowed_commands: tuple[str, ...] = ()
     shell_timeout: float = 30.0
     harvey_home: Path | None = None

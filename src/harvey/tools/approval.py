@@ -1,0 +1,168 @@
+"""Writes ask: the question a person sees before the model changes a file, and the gate.
+
+A model steered by a hostile file can write a script and then run it, so no
+tool changes a workspace file without the person's yes. The tool describes the
+write (``describe_write``), hands it to ``ToolContext.approve_write`` together
+with a function that performs it, and the ``WriteGate`` behind that field asks
+the UI, remembers "all" for the rest of the session, performs the write only
+when allowed and reports every decision (``ok``, ``skipped``, ``error: …``) so
+the agent can record it in the turn's scene.
+
+Harvey's own state under ``.harvey/`` (plan files, offloaded tool output,
+session recordings) is written by Harvey itself, not by a model-chosen tool
+call, and does not pass through the gate.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvey.errors import Cancelled, ToolError
+from harvey.ui import AgentUI, WriteChoice, WriteRequest, printable
+
+#: A current file larger than this is not read to compute a diff.
+MAX_COMPARE_BYTES = 1024 * 1024
+#: At most this many diff lines are shown; the rest is counted.
+MAX_DIFF_LINES = 200
+#: A new file shows this many of its first lines.
+NEW_FILE_HEAD_LINES = 20
+#: Any shown line longer than this is cut (a minified file is one huge line).
+MAX_LINE_CHARS = 240
+CONTEXT_LINES = 3
+
+#: Performs the approved write and returns the tool's result; raises ToolError on failure.
+WriteAction = Callable[[], str]
+#: ``(path, status)``: how each decision reaches the session recording.
+WriteRecorder = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class WritePreview:
+    """What the person is shown: a headline, the diff or first lines, and what was cut."""
+
+    title: str
+    lines: list[str]
+    cut: str | None = None
+
+    def text(self) -> str:
+        parts = [self.title, *self.lines]
+        if self.cut:
+            parts.append(self.cut)
+        return "\n".join(parts)
+
+
+def describe_write(path: Path, shown: str, content: str) -> WriteRequest:
+    """A WriteRequest for ``content`` going to ``path``, with the current text when comparable."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return WriteRequest(shown, content)
+    except OSError as exc:
+        raise ToolError(f"cannot stat {shown}: {exc.strerror or exc}") from exc
+    old: str | None = None
+    if path.is_file() and size <= MAX_COMPARE_BYTES:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"\x00"  # unreadable: describe it by size only
+        if b"\x00" not in data:
+            old = data.decode("utf-8", errors="replace")
+    return WriteRequest(shown, content, old=old, old_size=size)
+
+
+def _shown_line(line: str) -> str:
+    line = printable(line)
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
+def _size(n: int) -> str:
+    return "1 byte" if n == 1 else f"{n:,} bytes"
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on newlines only, so a stray CR or form feed stays visible in its line."""
+    return text.split("\n") if text else []
+
+
+def write_preview(request: WriteRequest) -> WritePreview:
+    """The question's content: a unified diff for an existing file, the head of a new one."""
+    path = printable(request.path)
+    new_size = len(request.content.encode("utf-8", errors="surrogatepass"))
+    new_lines = _lines(request.content)
+    if request.is_new:
+        count = len(new_lines)
+        title = f"Create {path} (new file, {_size(new_size)}, {count} line{'s' * (count != 1)})"
+        head = [_shown_line(line) for line in new_lines[:NEW_FILE_HEAD_LINES]]
+        rest = count - len(head)
+        cut = f"[… {rest} more line{'s' * (rest != 1)} not shown]" if rest > 0 else None
+        return WritePreview(title, head, cut)
+    old_size = request.old_size or 0
+    title = f"Overwrite {path} ({_size(old_size)} → {_size(new_size)})"
+    if request.old is None:
+        why = "too large to compare" if old_size > MAX_COMPARE_BYTES else "not a text file"
+        return WritePreview(title, [], f"[the current file is {why}; no diff shown]")
+    diff = list(
+        difflib.unified_diff(
+            _lines(request.old),
+            new_lines,
+            f"a/{request.path}",
+            f"b/{request.path}",
+            n=CONTEXT_LINES,
+            lineterm="",
+        )
+    )
+    if not diff:
+        return WritePreview(title, [], "[no change: the new content is identical]")
+    shown = [_shown_line(line) for line in diff[:MAX_DIFF_LINES]]
+    rest = len(diff) - len(shown)
+    cut = f"[diff cut: {rest} more line{'s' * (rest != 1)} not shown]" if rest > 0 else None
+    return WritePreview(title, shown, cut)
+
+
+def refusal(request: WriteRequest, interactive: bool) -> str:
+    """The tool result for a write that was not allowed: why, and how to allow it."""
+    path = request.path
+    if interactive:
+        return f"error: the user declined the write; {path} was not written"
+    return (
+        f"error: write refused: {path} was not written. Writes need the user's approval and "
+        "this run cannot ask; the user can allow them by running harvey run --allow-writes "
+        "(or approve them in the interactive harvey REPL)"
+    )
+
+
+class WriteGate:
+    """The one place a model's write is asked about, performed and reported.
+
+    ``approve_all`` lasts as long as the gate, which the agent keeps for the
+    session: answering "all" once approves every later write of the session.
+    """
+
+    def __init__(self, ui: AgentUI, record: WriteRecorder | None = None) -> None:
+        self.ui = ui
+        self.record = record
+        self.approve_all = False
+
+    def _report(self, path: str, status: str) -> None:
+        if self.record is not None:
+            self.record(path, status)
+
+    def __call__(self, request: WriteRequest, write: WriteAction) -> str:
+        choice = WriteChoice.YES if self.approve_all else self.ui.approve_write(request)
+        if choice is WriteChoice.QUIT:
+            raise Cancelled(f"cancelled: {request.path} was not written")
+        if choice is WriteChoice.NO:
+            self._report(request.path, "skipped")
+            return refusal(request, self.ui.interactive)
+        if choice is WriteChoice.ALL:
+            self.approve_all = True
+        try:
+            result = write()
+        except Exception as exc:
+            self._report(request.path, f"error: {exc}")
+            raise
+        self._report(request.path, "ok")
+        return result
