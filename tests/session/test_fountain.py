@@ -21,7 +21,15 @@ from harvey.session.escape import (
 )
 from harvey.session.fountain import parse_session, parse_session_text
 from harvey.session.recorder import Recorder
-from harvey.session.records import RagInfo, RecallItem, ToolNote, TurnRecord, first_line_status
+from harvey.session.records import (
+    RagInfo,
+    RecallItem,
+    ToolNote,
+    TurnRecord,
+    WriteNote,
+    first_line_status,
+    write_status,
+)
 
 from .strategies import DANGEROUS, adversarial_text, names
 
@@ -136,6 +144,16 @@ turn_strategy = st.fixed_dictionaries(
             ),
             max_size=3,
         ),
+        "writes": st.lists(
+            st.tuples(
+                adversarial_text(),
+                st.one_of(
+                    st.sampled_from(["ok", "skipped"]), adversarial_text().map("error: ".__add__)
+                ),
+                st.integers(0, 3),
+            ),
+            max_size=3,
+        ),
         "rag": st.one_of(st.none(), st.tuples(st.integers(0, 50), adversarial_text())),
         "notice": st.one_of(st.none(), adversarial_text()),
     }
@@ -177,6 +195,7 @@ def _write_session(path: Path, user: str, events: list, recall: list[RecallItem]
                     data["user_text"],
                     data["reply"],
                     tool_notes=tools,
+                    write_notes=[WriteNote(p, status, call) for p, status, call in data["writes"]],
                     remote=data["remote"],
                     route=data["route"],
                     rag=rag,
@@ -231,6 +250,10 @@ def test_session_round_trip(
             assert [t.name for t in got] == [t.name for t in expected]
             assert [t.args_text for t in got] == [t.args_text() for t in expected]
             assert [t.status for t in got] == [t.status for t in expected]
+            writes = sorted(data["writes"], key=lambda w: w[2])  # each after its call's note
+            assert [(w.path, w.status) for w in scene.write_notes] == [
+                (p, write_status(status)) for p, status, _call in writes
+            ]
             route_cue = (
                 None
                 if data["route"] is None
