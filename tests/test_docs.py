@@ -59,12 +59,15 @@ def test_every_option_of_main_commands_is_in_help_and_docs() -> None:
         "--continue",
         "--continue-file",
         "--no-record",
+        "--allow-writes",
     ):
         assert option in README
 
 
 def test_fountain_doc_has_version_and_all_notes() -> None:
-    assert "1.3" in FOUNTAIN
+    from harvey.session.recorder import FORMAT_VERSION
+
+    assert f"version {FORMAT_VERSION}" in FOUNTAIN and f"| {FORMAT_VERSION} |" in FOUNTAIN
     for note in (
         "[[tool:",
         ".tool:",
@@ -74,6 +77,7 @@ def test_fountain_doc_has_version_and_all_notes() -> None:
         "[[chunk:",
         "[[chunk-result:",
         "[[synthesis:",
+        "[[write:",
     ):
         assert note in FOUNTAIN, note
     for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "EXT."):

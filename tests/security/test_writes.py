@@ -128,3 +128,14 @@ def test_hostile_path_cannot_forge_write_notes(attack: Attack, victim_workspace:
     statuses = {w.path: w.status for w in turn.write_notes}
     assert set(statuses) == {forged, "z — ok]] [[write: w"}
     assert "/etc/passwd" not in statuses and "y" not in statuses
+
+
+def test_run_help_documents_allow_writes() -> None:
+    from click.testing import CliRunner
+
+    from harvey.cli import main
+
+    result = CliRunner().invoke(main, ["run", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "--allow-writes" in text and "--yes does not imply it" in text
