@@ -44,7 +44,7 @@ def test_diff_then_no_then_all(spawn: Spawn, workspace: Path) -> None:
         assert (workspace / "notes.md").read_text() == "keep this line\nold ending\n"
 
         send_line(child, "now write two files")
-        child.expect(r"Create a\.txt \(new file, 6 bytes, 2 lines\)")
+        child.expect(r"Create a\.txt \(new file, 6 bytes, 1 line\)")
         child.expect(QUESTION)
         send_line(child, "a")
         child.expect(r'→ write_file\(\{"path":"a\.txt".* — ok')

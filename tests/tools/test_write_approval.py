@@ -53,8 +53,11 @@ def write(ctx: ToolContext, path: str, content: str) -> str:
 
 def test_new_file_shows_size_and_first_lines() -> None:
     preview = write_preview(WriteRequest("cmds.txt", "echo one\necho two\n"))
-    assert preview.title == "Create cmds.txt (new file, 18 bytes, 3 lines)"
-    assert preview.lines == ["echo one", "echo two", ""]
+    assert preview.title == "Create cmds.txt (new file, 18 bytes, 2 lines)"
+    assert preview.lines == ["echo one", "echo two"]
+    assert write_preview(WriteRequest("e", "")).title == "Create e (new file, 0 bytes, 0 lines)"
+    one = write_preview(WriteRequest("o", "no newline"))
+    assert one.title == "Create o (new file, 10 bytes, 1 line)" and one.lines == ["no newline"]
     assert preview.cut is None
 
 

@@ -93,9 +93,10 @@ def write_preview(request: WriteRequest) -> WritePreview:
     new_size = len(request.content.encode("utf-8", errors="surrogatepass"))
     new_lines = _lines(request.content)
     if request.is_new:
-        count = len(new_lines)
+        text_lines = new_lines[:-1] if new_lines and new_lines[-1] == "" else new_lines
+        count = len(text_lines)  # "a\nb\n" is two lines
         title = f"Create {path} (new file, {_size(new_size)}, {count} line{'s' * (count != 1)})"
-        head = [_shown_line(line) for line in new_lines[:NEW_FILE_HEAD_LINES]]
+        head = [_shown_line(line) for line in text_lines[:NEW_FILE_HEAD_LINES]]
         rest = count - len(head)
         cut = f"[… {rest} more line{'s' * (rest != 1)} not shown]" if rest > 0 else None
         return WritePreview(title, head, cut)
