@@ -117,8 +117,18 @@ def attack(victim_workspace: Path, outside: Path, isolated_env: Path) -> Attack:
         full_env.update({"OPENAI_API_KEY": API_KEY, **(env or {})})
         with FakeOpenAI(script, api_key=API_KEY, default_reply=Reply("done")) as srv:
             proc = subprocess.run(
-                [sys.executable, "-m", "harvey", "run", prompt, "--backend", "openai",
-                 "--base-url", srv.url, *extra_args],
+                [
+                    sys.executable,
+                    "-m",
+                    "harvey",
+                    "run",
+                    prompt,
+                    "--backend",
+                    "openai",
+                    "--base-url",
+                    srv.url,
+                    *extra_args,
+                ],
                 cwd=victim_workspace,
                 env=full_env,
                 capture_output=True,

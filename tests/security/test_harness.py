@@ -5,7 +5,9 @@ from __future__ import annotations
 from tests.security.conftest import Attack, snapshot
 
 
-def test_benign_read_reaches_the_model_and_leaks_nothing(attack: Attack, victim_workspace, outside) -> None:
+def test_benign_read_reaches_the_model_and_leaks_nothing(
+    attack: Attack, victim_workspace, outside
+) -> None:
     (victim_workspace / "notes.md").write_text("meeting at noon\n")
     before = snapshot(outside)
     result = attack([("read_file", {"path": "notes.md"})])
