@@ -396,6 +396,7 @@ class Agent:
             on_oversize=self._on_oversize if guarded else None,
             allowed_commands=tuple(self.settings.security.allowed_commands),
             shell_timeout=self.settings.security.shell_timeout,
+            sandbox=self.settings.security.sandbox,
             harvey_home=self.harvey_home,
         )
 

@@ -42,6 +42,7 @@ class ToolContext:
     on_oversize: OversizeHandler | None = None
     allowed_commands: tuple[str, ...] = ()
     shell_timeout: float = 30.0
+    sandbox: str = "auto"  # security.sandbox: which OS confinement commands run under
     harvey_home: Path | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
