@@ -315,3 +315,23 @@ def test_the_default_read_only_commands_work_confined(
     result = confined(landlock, workspace, *argv)
     assert (result.exit_code, result.problem) == (0, None), result.output
     assert "denied" not in result.output
+
+
+def test_programs_outside_the_system_folders_are_not_found(
+    landlock: sandbox.Confinement, workspace: Path, fake_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = fake_home / "bin"
+    bin_dir.mkdir()
+    shadow = bin_dir / "cat"
+    shadow.write_text("#!/bin/sh\necho shadowed\n")
+    shadow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    (workspace / "a.txt").write_text("real\n")
+    assert confined(landlock, workspace, "cat", "a.txt").output == "real\n"
+    result = confined(landlock, workspace, "sh", "-c", 'echo "$PATH"')
+    assert str(bin_dir) not in result.output
+    (bin_dir / "mytool").write_text("#!/bin/sh\necho ran\n")
+    (bin_dir / "mytool").chmod(0o755)
+    missing = confined(landlock, workspace, "mytool")
+    assert not missing.ran and missing.problem is not None
+    assert "outside the folders commands may run" in missing.problem

@@ -122,6 +122,22 @@ class Policy:
     def writable(self) -> list[str]:
         return [self.scratch, *([self.workspace] if self.approved else [])]
 
+    def search_path(self, path: str) -> str:
+        """PATH cut to the folders a confined command may execute from, so that a
+        program in the home folder is "not found" rather than shadowing the system
+        one and then failing with "Permission denied"."""
+        roots = [os.path.realpath(p) for p in self.readable() + self.writable()]
+        keep = [
+            folder
+            for folder in path.split(os.pathsep)
+            if os.path.isabs(folder) and _beneath(os.path.realpath(folder), roots)
+        ]
+        return os.pathsep.join(dict.fromkeys(keep)) or "/usr/bin:/bin"
+
+
+def _beneath(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
 
 # -- detection ---------------------------------------------------------------------
 
@@ -170,7 +186,7 @@ def detect(mode: str = "auto") -> Confinement:
     if mode == "none":
         return Confinement("none", reason="security.sandbox is none")
     if mode in ("auto", "landlock"):
-        abi = landlock_abi()
+        abi = landlock_abi() if sys.executable else 0  # the launcher needs an interpreter
         if abi >= LANDLOCK_MIN_ABI:
             return Confinement("landlock", abi)
         if mode == "landlock":
@@ -236,6 +252,7 @@ SEATBELT_BASE = """(version 1)
 (deny default)
 (allow process-exec process-fork)
 (allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
 (allow sysctl-read)
 (allow file-read-metadata)
 (allow file-read*

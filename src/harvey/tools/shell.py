@@ -207,9 +207,11 @@ def _execute(
     confinement = confinement or sandbox.Confinement("none", reason="not requested")
     with sandbox.scratch_folder() as scratch:
         env = sandbox.scrubbed_env(scratch)
-        if _find_program(argv[0], cwd, env["PATH"]) is None:
-            return ShellResult("", 127, ran=False, problem=f"command not found: {argv[0]}")
         policy = sandbox.Policy.for_command(cwd, scratch, approved=approved)
+        if confinement.active:
+            env["PATH"] = policy.search_path(env["PATH"])
+        if _find_program(argv[0], cwd, env["PATH"]) is None:
+            return ShellResult("", 127, ran=False, problem=_not_found(argv[0], confinement))
         try:
             proc = subprocess.Popen(
                 sandbox.wrap(confinement, policy, argv),
@@ -231,6 +233,13 @@ def _execute(
             if proc.stdout is not None:
                 proc.stdout.close()
             proc.wait()
+
+
+def _not_found(program: str, confinement: sandbox.Confinement) -> str:
+    elsewhere = shutil.which(program) if confinement.active else None
+    if elsewhere is None:
+        return f"command not found: {program}"
+    return f"command not found: {program} ({elsewhere} is outside the folders commands may run)"
 
 
 def _find_program(program: str, cwd: Path, path: str) -> str | None:
