@@ -335,3 +335,48 @@ def test_programs_outside_the_system_folders_are_not_found(
     missing = confined(landlock, workspace, "mytool")
     assert not missing.ran and missing.problem is not None
     assert "outside the folders commands may run" in missing.problem
+
+
+def test_bubblewrap_confines_or_fails_closed(
+    workspace: Path, fake_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap is the fallback when Landlock is missing: where it is installed its
+    confinement must hold; where it is not, choosing it must make commands ask."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    (workspace / "a.txt").write_text("inside\n")
+    found = sandbox.detect("bubblewrap")
+    ctx = ToolContext(workspace=workspace, allowed_commands=("cat",), sandbox="bubblewrap")
+    if not found.active:
+        assert "bwrap" in found.reason
+        refused = run_command(ctx, "cat a.txt")
+        assert not refused.ran and "no OS confinement available" in str(refused.problem)
+        return
+    assert run_command(ctx, "cat a.txt").output == "inside\n"
+    for argv in (
+        ["cat", "/etc/passwd"],
+        ["cat", "/proc/self/environ"],
+        ["cat", str(fake_home / ".ssh" / "id_rsa")],
+        ["touch", "new.txt"],
+    ):
+        result = confined(found, workspace, *argv)
+        assert result.exit_code != 0, argv
+        assert "root:" not in result.output and "PRIVATE KEY" not in result.output
+    assert SECRET not in confined(found, workspace, "env").output
+    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt"]
+
+
+def test_detection_falls_back_and_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    detect = sandbox.detect.__wrapped__  # uncached, so the fakes below are seen
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 2)
+    monkeypatch.setattr(sandbox, "bubblewrap_works", lambda: True)
+    old = detect("landlock")
+    assert not old.active and old.reason == "Landlock ABI >= 3 needed, ABI 2"
+    assert detect("auto").kind == "bubblewrap"  # ABI 2 cannot stop truncate(2)
+    monkeypatch.setattr(sandbox, "bubblewrap_works", lambda: False)
+    monkeypatch.setattr(sandbox, "seatbelt_works", lambda: False)
+    nothing = detect("auto")
+    assert not nothing.active and "no OS confinement available" in nothing.describe()
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 4)
+    assert detect("auto").describe() == (
+        "landlock (ABI 4): workspace read-only, no network, no /proc, signals not scoped (ABI < 6)"
+    )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
 import platform
 import shutil
@@ -167,11 +168,11 @@ def _probe(argv: list[str]) -> bool:
 
 
 def bubblewrap_works() -> bool:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
+    """Whether ``bwrap`` runs ``true`` with exactly the arguments commands will get."""
+    if shutil.which("bwrap") is None:
         return False
-    true = shutil.which("true") or "/bin/true"
-    return _probe([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", true])
+    with scratch_folder() as folder:
+        return _probe(bubblewrap_argv(Policy.for_command(folder, folder), ["true"]))
 
 
 def seatbelt_works() -> bool:
@@ -222,8 +223,6 @@ def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]
 
 
 def landlock_argv(policy: Policy, abi: int, argv: list[str]) -> list[str]:
-    import json
-
     spec = {
         "abi": abi,
         "read": policy.readable(),
