@@ -401,6 +401,7 @@ class Agent:
             approve_write=self.write_gate,
             allowed_commands=tuple(self.settings.security.allowed_commands),
             shell_timeout=self.settings.security.shell_timeout,
+            sandbox=self.settings.security.sandbox,
             harvey_home=self.harvey_home,
         )
 

@@ -85,8 +85,35 @@ def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
     return paths, load_settings(paths, overrides)
 
 
+def _confinement(workspace: Path | None) -> tuple[str, str]:
+    """(security.sandbox, the confinement it gives) for this workspace's settings."""
+    from harvey.tools.sandbox import detect
+
+    try:
+        mode = load(workspace)[1].security.sandbox
+    except HarveyError:  # a broken harvey.yaml must not break --version
+        mode = "auto"
+    return mode, detect(mode).describe()
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"harvey, version {__version__}")
+    click.echo(f"confinement: {_confinement(None)[1]}")
+    ctx.exit()
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", "-V", prog_name="harvey")
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the OS confinement commands run under, then exit.",
+)
 @workspace_option
 @model_options
 @click.option(
@@ -284,6 +311,23 @@ def models(
         f"({caps.context_source}), tools: {'yes' if caps.supports_tools else 'no'}",
         err=True,
     )
+
+
+@main.command()
+@workspace_option
+@handle_errors
+def doctor(workspace: Path | None) -> None:
+    """Show which OS confinement commands run under, and what it allows."""
+    mode, line = _confinement(workspace)
+    click.echo(f"confinement: {line}")
+    click.echo(f"security.sandbox: {mode}")
+    if line.startswith("none"):
+        click.echo("commands: every one asks in the REPL and is refused in batch mode")
+    else:
+        click.echo("allow-listed commands: read the workspace and system folders, write only")
+        click.echo("  a private temporary folder (HOME and TMPDIR), removed afterwards")
+        click.echo("approved commands: may also write the workspace and use the network")
+    click.echo("environment: only PATH, LANG, LC_*, TERM (no keys or tokens)")
 
 
 from harvey.cli_sessions import sessions  # noqa: E402  (registers the group)

@@ -43,6 +43,7 @@ DEFAULT_ALLOWED_COMMANDS = (
 )
 
 BackendName = Literal["auto", "ollama", "openai", "local", "scripted"]
+SandboxName = Literal["auto", "landlock", "bubblewrap", "sandbox-exec", "none"]
 
 
 class _Strict(BaseModel):
@@ -57,6 +58,9 @@ class ToolsSettings(_Strict):
 class SecuritySettings(_Strict):
     allowed_commands: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_COMMANDS))
     shell_timeout: float = Field(30.0, gt=0)
+    # The OS confinement for commands; "auto" picks the best available, "none"
+    # (or nothing available) makes every command ask first.
+    sandbox: SandboxName = "auto"
 
 
 class SessionSettings(_Strict):

@@ -31,6 +31,7 @@ from harvey.messages import Message, ToolCall, ToolResult
 from harvey.runtime import Runtime, open_runtime
 from harvey.slash import SLASH_HELP, parse_read_chunks
 from harvey.tools.approval import WritePreview, write_preview
+from harvey.tools.sandbox import detect
 from harvey.ui import WriteChoice, WriteRequest
 
 EXIT_WORDS = ("/exit", "/quit")
@@ -304,6 +305,7 @@ class Repl:
             ("remaining", f"{st['remaining_tokens']:,} tokens (after a 10% margin)"),
             ("bytes per token", f"{st['bytes_per_token']:.2f} ({ratio_kind})"),
             ("tools", "on" if st["tools"] else "off"),
+            ("confinement", detect(self.agent.settings.security.sandbox).describe()),
             ("session", str(st["session_id"])),
         ]
         for key, value in rows:

@@ -51,6 +51,7 @@ class ToolContext:
     approve_write: WriteApprover | None = None
     allowed_commands: tuple[str, ...] = ()
     shell_timeout: float = 30.0
+    sandbox: str = "auto"  # security.sandbox: which OS confinement commands run under
     harvey_home: Path | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 

@@ -1,33 +1,48 @@
-"""run_shell: run one command in the workspace, without a shell.
+"""run_shell: run one command in the workspace, without a shell, confined by the OS.
 
-The command line is split into argv (POSIX quoting rules) and executed
-directly, so pipes, redirection, ``;``/``&&``, substitution and globbing cannot
-happen behind the person's back; such metacharacters outside quotes are
-refused with a message that says so. Commands on ``security.allowed_commands``
-(read-only ones by default) run at once; anything else asks the person in the
-REPL (``ctx.confirm``) and is refused in non-interactive mode. Some allowed
-commands can write or execute through options (``find -delete``, ``sort -o``);
-those invocations, and arguments that point outside the workspace, are treated
-as not allowed and need the same confirmation.
+Security rests on the operating system, not on parsing: every command runs
+under the confinement ``tools/sandbox.py`` detects (Landlock, bubblewrap or
+sandbox-exec), which lets it read the workspace and system folders, write only
+a private temporary folder, and reach no ``/proc``, home folder or network,
+with a scrubbed environment (no API keys). Where no confinement is available
+(or ``security.sandbox: none``) nothing runs unasked: every command asks in the
+REPL and is refused in batch mode.
+
+The checks here are a second line. The command line is split into argv (POSIX
+quoting rules) and executed directly, so pipes, redirection, ``;``/``&&``,
+substitution and globbing are refused with a message that says so. Commands on
+``security.allowed_commands`` run at once; anything else, options that write
+or run programs (``find -delete``, ``sort -o``) and arguments that point
+outside the workspace ask the person (``ctx.confirm``) and are refused in
+non-interactive mode. An approved command runs confined too, with a profile
+that may also write the workspace.
+
+Output is read incrementally and capped (``MAX_OUTPUT_BYTES``): past the cap
+the command is stopped, so memory does not grow with what a command prints.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import shlex
+import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harvey.errors import ToolError, WorkspaceError
+from harvey.tools import sandbox
 from harvey.tools.files import safe_path
 from harvey.tools.registry import ToolContext
 
 OPERATOR_CHARS = frozenset("();<>|&")
-MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # beyond this the rest is dropped (offload keeps the rest)
+MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # past this the command is stopped and the rest dropped
+READ_CHUNK = 64 * 1024
 
 # Options that turn an otherwise read-only command into one that writes or runs things.
 RISKY_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -116,17 +131,22 @@ class RunShellTool:
     }
 
     def __init__(
-        self, allowed_commands: Sequence[str] | None = None, timeout: float | None = None
+        self,
+        allowed_commands: Sequence[str] | None = None,
+        timeout: float | None = None,
+        max_output: int = MAX_OUTPUT_BYTES,
     ) -> None:
         # None means "take it from the ToolContext"; settings pass real values.
         self.allowed_commands = None if allowed_commands is None else tuple(allowed_commands)
         self.timeout = timeout
+        self.max_output = max_output
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         command = args.get("command", args.get("cmd"))  # the seeds spell it "cmd"
         if not isinstance(command, str) or not command.strip():
             return "error: run_shell needs a 'command' string"
-        return run_command(ctx, command, self.allowed_commands, self.timeout).as_tool_output()
+        result = run_command(ctx, command, self.allowed_commands, self.timeout, self.max_output)
+        return result.as_tool_output()
 
 
 @dataclass(frozen=True)
@@ -153,6 +173,7 @@ def run_command(
     command: str,
     allowed_commands: Sequence[str] | None = None,
     timeout: float | None = None,
+    max_output: int = MAX_OUTPUT_BYTES,
 ) -> ShellResult:
     """The policy and execution shared by ``run_shell`` and the REPL's ``!cmd``."""
     try:
@@ -160,47 +181,115 @@ def run_command(
     except ToolError as exc:
         return ShellResult("", 2, ran=False, problem=str(exc))
     allowed = allowed_commands if allowed_commands is not None else ctx.allowed_commands
+    confinement = sandbox.detect(ctx.sandbox)
     reason = needs_confirmation(argv, allowed, ctx.workspace)
+    if reason is None and not confinement.active:
+        reason = f"no OS confinement available ({confinement.reason}), so nothing runs unasked"
     if reason is not None:
         if not ctx.interactive or ctx.confirm is None:
             problem = f"refused: {reason} (non-interactive mode cannot ask for approval)"
             return ShellResult("", 126, ran=False, problem=problem)
         if not ctx.confirm(f"Run `{command}`? ({reason})"):
             return ShellResult("", 126, ran=False, problem=f"the user declined to run {command!r}")
-    return _execute(argv, ctx.workspace, timeout if timeout is not None else ctx.shell_timeout)
+    timeout = timeout if timeout is not None else ctx.shell_timeout
+    return _execute(argv, ctx.workspace, timeout, confinement, reason is not None, max_output)
 
 
-def _execute(argv: list[str], cwd: Path, timeout: float) -> ShellResult:
+def _execute(
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    confinement: sandbox.Confinement | None = None,
+    approved: bool = False,
+    max_output: int = MAX_OUTPUT_BYTES,
+) -> ShellResult:
+    """Run argv confined, in a private scratch folder, with a scrubbed environment."""
+    confinement = confinement or sandbox.Confinement("none", reason="not requested")
+    with sandbox.scratch_folder() as scratch:
+        env = sandbox.scrubbed_env(scratch)
+        policy = sandbox.Policy.for_command(cwd, scratch, approved=approved)
+        if confinement.active:
+            env["PATH"] = policy.search_path(env["PATH"])
+        if _find_program(argv[0], cwd, env["PATH"]) is None:
+            return ShellResult("", 127, ran=False, problem=_not_found(argv[0], confinement))
+        try:
+            proc = subprocess.Popen(
+                sandbox.wrap(confinement, policy, argv),
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # so a timeout or the cap can stop the whole group
+            )
+        except FileNotFoundError:
+            return ShellResult("", 127, ran=False, problem=f"command not found: {argv[0]}")
+        except OSError as exc:
+            raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+        try:
+            return _collect(proc, timeout, max_output)
+        finally:
+            _kill_group(proc)  # nothing the command started outlives it
+            if proc.stdout is not None:
+                proc.stdout.close()
+            proc.wait()
+
+
+def _not_found(program: str, confinement: sandbox.Confinement) -> str:
+    elsewhere = shutil.which(program) if confinement.active else None
+    if elsewhere is None:
+        return f"command not found: {program}"
+    return f"command not found: {program} ({elsewhere} is outside the folders commands may run)"
+
+
+def _find_program(program: str, cwd: Path, path: str) -> str | None:
+    if "/" in program:
+        candidate = cwd / program
+        return str(candidate) if os.access(candidate, os.X_OK) else None
+    return shutil.which(program, path=path)
+
+
+def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> ShellResult:
+    """Read the output as it comes, never more than ``max_output`` bytes: past the cap
+    or the timeout the process group is killed and the result says so."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    output = bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _stopped(proc, output, f"timed out after {timeout:g}s and was stopped")
+            if not selector.select(remaining):
+                continue
+            chunk = os.read(proc.stdout.fileno(), min(READ_CHUNK, max_output + 1 - len(output)))
+            if not chunk:
+                break
+            output += chunk
+            if len(output) > max_output:
+                del output[max_output:]
+                cut = f"output cut at {max_output:,} bytes; the command was stopped"
+                return _stopped(proc, output, cut)
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # so a timeout can kill the whole process group
-        )
-    except FileNotFoundError:
-        return ShellResult("", 127, ran=False, problem=f"command not found: {argv[0]}")
-    except OSError as exc:
-        raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    try:
-        output, _ = proc.communicate(timeout=timeout)
+        code = proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        output, _ = proc.communicate()
-        problem = f"timed out after {timeout:g}s and was stopped"
-        return ShellResult(_decode(output), -9, problem=problem)
-    return ShellResult(_decode(output), proc.returncode)
+        return _stopped(proc, output, f"timed out after {timeout:g}s and was stopped")
+    return ShellResult(_decode(output), code)
+
+
+def _stopped(proc: subprocess.Popen[bytes], output: bytearray, problem: str) -> ShellResult:
+    _kill_group(proc)
+    return ShellResult(_decode(output), proc.wait(), problem=problem)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        if proc.returncode is None:
+            proc.kill()
 
 
-def _decode(output: bytes | None) -> str:
-    data = (output or b"")[:MAX_OUTPUT_BYTES]
-    return data.decode("utf-8", errors="replace")
+def _decode(output: bytes | bytearray) -> str:
+    return bytes(output).decode("utf-8", errors="replace")

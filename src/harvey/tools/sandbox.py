@@ -1,0 +1,334 @@
+"""OS confinement for every command Harvey runs: detect it, describe it, wrap argv in it.
+
+The allow-list and option checks in ``shell.py`` are a second line; the first
+is the kernel. A command runs inside one of:
+
+- **Landlock** (Linux, ABI >= 3): ``landlock_launcher.py`` builds a ruleset in
+  a fresh interpreter, restricts itself and execs the command, so the command
+  and all its children can read and execute only the workspace and the system
+  folders programs need, write only a private temporary folder, reach no
+  ``/proc``, no home, no TCP (ABI >= 4), no signals or abstract sockets outside
+  their domain (ABI >= 6).
+- **bubblewrap** (Linux, when Landlock is missing and ``bwrap`` works): the
+  same view built as a mount namespace with no ``/proc`` and no network.
+- **sandbox-exec** (macOS): an SBPL profile with the same rules.
+
+Commands the user approved get a second profile (``Policy.approved``): they may
+also write inside the workspace and use the network, because the person saw the
+exact command line; they still cannot read the home folder or anything outside.
+When nothing is available (or ``security.sandbox: none``) ``Confinement.active``
+is False and the caller must ask before every command (fail closed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["landlock", "bubblewrap", "sandbox-exec", "none"]
+MODES = ("auto", "landlock", "bubblewrap", "sandbox-exec", "none")
+LAUNCHER = Path(__file__).with_name("landlock_launcher.py")
+
+# ABI 3 is the first that handles truncate(2); below it a "read-only" command
+# could still empty a workspace file, so older kernels do not count as confined.
+LANDLOCK_MIN_ABI = 3
+LANDLOCK_CREATE_RULESET = 444  # same number on x86_64 and aarch64
+LANDLOCK_CREATE_RULESET_VERSION = 1
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Only what the dynamic loader, locale, time zone and file(1) read: /etc/passwd,
+# /etc/shadow and the rest of /etc stay unreadable.
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.preload",
+    "/etc/locale.alias",
+    "/etc/localtime",
+    "/etc/magic",
+    "/etc/magic.mime",
+)
+# What a networked (approved) command needs to resolve names and check TLS.
+NETWORK_FILES = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+KEPT_ENV = ("PATH", "LANG", "TERM")
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The confinement in force. ``kind == "none"`` means commands run unconfined."""
+
+    kind: Kind
+    abi: int = 0  # Landlock ABI, 0 for the others
+    reason: str = ""  # for "none": why nothing is available
+
+    @property
+    def active(self) -> bool:
+        return self.kind != "none"
+
+    def describe(self) -> str:
+        """One line for ``harvey doctor``, ``--version`` and ``/status``."""
+        if not self.active:
+            return f"none ({self.reason}): every command asks first; batch mode refuses them"
+        if self.kind == "landlock":
+            net = "no network" if self.abi >= 4 else "network NOT confined (ABI < 4)"
+            scope = "" if self.abi >= 6 else ", signals not scoped (ABI < 6)"
+            return f"landlock (ABI {self.abi}): workspace read-only, {net}, no /proc{scope}"
+        if self.kind == "bubblewrap":
+            return "bubblewrap: workspace read-only, no network, no /proc"
+        return "sandbox-exec: workspace read-only, no network"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one command may touch. Paths are resolved (Landlock and SBPL see real paths)."""
+
+    workspace: str
+    scratch: str  # the private temporary folder: HOME and TMPDIR, removed afterwards
+    approved: bool = False  # the user said yes: may write the workspace, may use the network
+    read: tuple[str, ...] = field(default=SYSTEM_DIRS + SYSTEM_FILES)
+
+    @classmethod
+    def for_command(cls, workspace: Path, scratch: Path, approved: bool = False) -> Policy:
+        return cls(os.path.realpath(workspace), os.path.realpath(scratch), approved)
+
+    @property
+    def network(self) -> bool:
+        return self.approved
+
+    def readable(self) -> list[str]:
+        extra = NETWORK_FILES if self.network else ()
+        return [*self.read, *extra, *([] if self.approved else [self.workspace])]
+
+    def writable(self) -> list[str]:
+        return [self.scratch, *([self.workspace] if self.approved else [])]
+
+    def search_path(self, path: str) -> str:
+        """PATH cut to the folders a confined command may execute from, so that a
+        program in the home folder is "not found" rather than shadowing the system
+        one and then failing with "Permission denied"."""
+        roots = [os.path.realpath(p) for p in self.readable() + self.writable()]
+        keep = [
+            folder
+            for folder in path.split(os.pathsep)
+            if os.path.isabs(folder) and _beneath(os.path.realpath(folder), roots)
+        ]
+        return os.pathsep.join(dict.fromkeys(keep)) or "/usr/bin:/bin"
+
+
+def _beneath(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+# -- detection ---------------------------------------------------------------------
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64", "arm64"):
+        return 0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        version = libc.syscall(
+            LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), LANDLOCK_CREATE_RULESET_VERSION
+        )
+    except (OSError, AttributeError):
+        return 0
+    return max(int(version), 0)
+
+
+def _probe(argv: list[str]) -> bool:
+    """Run a trivial command under a sandbox tool once, to see that it really works
+    here (user namespaces may be disabled, a container may forbid mounts)."""
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def bubblewrap_works() -> bool:
+    """Whether ``bwrap`` runs ``true`` with exactly the arguments commands will get."""
+    if shutil.which("bwrap") is None:
+        return False
+    with scratch_folder() as folder:
+        return _probe(bubblewrap_argv(Policy.for_command(folder, folder), ["true"]))
+
+
+def seatbelt_works() -> bool:
+    if sys.platform != "darwin" or not os.path.exists("/usr/bin/sandbox-exec"):
+        return False
+    return _probe(["/usr/bin/sandbox-exec", "-p", "(version 1)(allow default)", "/usr/bin/true"])
+
+
+@functools.cache
+def detect(mode: str = "auto") -> Confinement:
+    """The confinement for a ``security.sandbox`` value; cached, probes run once."""
+    if mode == "none":
+        return Confinement("none", reason="security.sandbox is none")
+    if mode in ("auto", "landlock"):
+        abi = landlock_abi() if sys.executable else 0  # the launcher needs an interpreter
+        if abi >= LANDLOCK_MIN_ABI:
+            return Confinement("landlock", abi)
+        if mode == "landlock":
+            found = f"ABI {abi}" if abi else "not available"
+            return Confinement("none", reason=f"Landlock ABI >= {LANDLOCK_MIN_ABI} needed, {found}")
+    if mode in ("auto", "bubblewrap"):
+        if sys.platform == "linux" and bubblewrap_works():
+            return Confinement("bubblewrap")
+        if mode == "bubblewrap":
+            return Confinement("none", reason="bwrap is not installed or does not work here")
+    if mode in ("auto", "sandbox-exec"):
+        if seatbelt_works():
+            return Confinement("sandbox-exec")
+        if mode == "sandbox-exec":
+            return Confinement("none", reason="sandbox-exec is not available (macOS only)")
+    if mode not in MODES:
+        return Confinement("none", reason=f"unknown security.sandbox value {mode!r}")
+    return Confinement("none", reason="no OS confinement available on this system")
+
+
+# -- wrapping ------------------------------------------------------------------------
+
+
+def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]:
+    """The argv that runs ``argv`` under ``confinement`` with ``policy``."""
+    if confinement.kind == "landlock":
+        return landlock_argv(policy, confinement.abi, argv)
+    if confinement.kind == "bubblewrap":
+        return bubblewrap_argv(policy, argv)
+    if confinement.kind == "sandbox-exec":
+        return seatbelt_argv(policy, argv)
+    return list(argv)
+
+
+def landlock_argv(policy: Policy, abi: int, argv: list[str]) -> list[str]:
+    spec = {
+        "abi": abi,
+        "read": policy.readable(),
+        "write": policy.writable(),
+        "devices": list(DEVICES),
+        "net": policy.network,
+    }
+    # -I: ignore PYTHON* variables and user site; -S: no site-packages.
+    return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", *argv]
+
+
+def bubblewrap_argv(policy: Policy, argv: list[str]) -> list[str]:
+    bwrap = shutil.which("bwrap") or "bwrap"
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    if policy.network:
+        args.append("--share-net")
+    for path in policy.readable():
+        args += ["--ro-bind-try", path, path]
+    args += ["--dev", "/dev"]  # a minimal /dev (null, zero, urandom, tty); no --proc
+    for path in policy.writable():
+        args += ["--bind", path, path]
+    return [*args, "--chdir", policy.workspace, "--", *argv]
+
+
+SEATBELT_BASE = """(version 1)
+(deny default)
+(allow process-exec process-fork)
+(allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
+(allow sysctl-read)
+(allow file-read-metadata)
+(allow file-read*
+  (subpath "/usr") (subpath "/bin") (subpath "/sbin") (subpath "/System")
+  (subpath "/Library/Apple") (subpath "/private/var/db/dyld")
+  (subpath "/System/Volumes/Preboot/Cryptexes")
+  (literal "/private/etc/localtime") (subpath "/private/var/db/timezone")
+  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/urandom") (literal "/dev/random"))
+(allow file-write-data (literal "/dev/null"))
+(allow file-read* (subpath (param "WORKSPACE")))
+(allow file-read* file-write* (subpath (param "SCRATCH")))
+"""
+SEATBELT_APPROVED = """(allow file-write* (subpath (param "WORKSPACE")))
+(allow network*)
+(allow file-read* (literal "/private/etc/resolv.conf") (literal "/private/etc/hosts")
+  (subpath "/private/etc/ssl"))
+(allow mach-lookup (global-name "com.apple.dnssd.service"))
+"""
+
+
+def seatbelt_profile(policy: Policy) -> str:
+    """The SBPL profile: deny by default, like the Landlock rules. Paths come in as
+    ``-D`` parameters, so no path is ever spliced into the profile text."""
+    return SEATBELT_BASE + (SEATBELT_APPROVED if policy.approved else "")
+
+
+def seatbelt_argv(policy: Policy, argv: list[str]) -> list[str]:
+    return [
+        "/usr/bin/sandbox-exec",
+        "-p",
+        seatbelt_profile(policy),
+        "-D",
+        f"WORKSPACE={policy.workspace}",
+        "-D",
+        f"SCRATCH={policy.scratch}",
+        "--",
+        *argv,
+    ]
+
+
+# -- environment and scratch folder ------------------------------------------------------
+
+
+def scrubbed_env(scratch: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Only what programs need: PATH, LANG, LC_*, TERM, and HOME/TMPDIR in ``scratch``.
+    Nothing else of the user's (API keys, tokens, proxies with passwords) gets through."""
+    environ = os.environ if environ is None else environ
+    env = {
+        name: value
+        for name, value in environ.items()
+        if (name in KEPT_ENV or name.startswith("LC_"))
+        and not any(marker in name.upper() for marker in SECRET_MARKERS)
+    }
+    env.setdefault("PATH", os.defpath)
+    env["HOME"] = env["TMPDIR"] = str(scratch)
+    return env
+
+
+@contextmanager
+def scratch_folder() -> Iterator[Path]:
+    """A private (0700) temporary folder for one command, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="harvey-cmd-"))
+    try:
+        yield folder
+    finally:
+        _remove_tree(folder)
+
+
+def _remove_tree(folder: Path) -> None:
+    """Remove a folder even if the command made parts of it unreadable (``chmod 0``):
+    top-down, each subfolder is made accessible before the walk enters it."""
+    for root, dirs, _files in os.walk(folder):
+        for name in dirs:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):  # never chmod through a link out of the folder
+                try:
+                    os.chmod(path, 0o700)
+                except OSError:
+                    pass
+    shutil.rmtree(folder, ignore_errors=True)
