@@ -203,6 +203,12 @@ ATTACKS = [
     "/bin/ls",
     "./ls",
     "python -c 1",
+    # options missing from the table ask (BSD grep -S follows symlinks under -r)
+    "grep -rS x .",
+    "grep -S -r x .",
+    "ls --no-such-option",
+    "sort --zzz=1 a.txt",
+    "head -Q a.txt",
     # programs without a table
     "mytool --output=x",
     "mytool --exec sh",
@@ -281,6 +287,8 @@ HARMLESS = [
     "which ls",
     "which -a grep",
     "mytool -n --count=3 a.txt",
+    "diff -I ^# a.txt b.txt",
+    "tail -5 a.txt",
 ]
 
 
@@ -299,6 +307,13 @@ def test_reasons_name_the_argument_and_what_it_does(ws: Path) -> None:
     assert check(ws, "rm a.txt") == "'rm' is not on security.allowed_commands"
     assert check(ws, "uniq a.txt out.txt") == "uniq writes to its operand 'out.txt'"
     assert check(ws, []) == "the command is empty"
+    assert (
+        check(ws, "grep -rS x .") == "option '-S' (in '-rS') is not one Harvey knows grep to have"
+    )
+    assert (
+        check(ws, "ls --zzz=1")
+        == "option '--zzz' (in '--zzz=1') is not one Harvey knows ls to have"
+    )
 
 
 def test_every_role_names_an_option_of_its_program() -> None:

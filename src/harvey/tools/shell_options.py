@@ -9,8 +9,9 @@ resolve the abbreviations getopt_long accepts (``--compress-prog`` is
 ``--compress-program``). ``roles`` marks the options that matter: those whose
 value names a file (checked against the workspace) and those that make the
 program write, run something, read a list of file names or follow symlinks
-(never run unasked). An option missing from a table is not trusted: the
-policy treats it like an option of a program it has no table for.
+(never run unasked). An option missing from a table is not trusted: it asks,
+because the same letter may mean something else in another implementation
+(BSD ``grep -S`` follows symlinks) or a newer version.
 
 ``find`` has its own expression language and its own table at the end.
 """
@@ -109,11 +110,11 @@ PROGRAMS: dict[str, Program] = {
         "show-nonprinting help version",
     ),
     "head": Program(
-        short="c:n:qvz",
+        short="c:n:qvz0123456789",  # digits: the obsolete "head -5"
         long="bytes= lines= quiet silent verbose zero-terminated help version",
     ),
     "tail": Program(
-        short="c:fFn:qs:vz",
+        short="c:fFn:qs:vz0123456789",
         long="bytes= follow[=] lines= max-unchanged-stats= pid= quiet silent retry "
         "sleep-interval= verbose zero-terminated help version",
     ),
@@ -188,7 +189,7 @@ PROGRAMS: dict[str, Program] = {
         pattern_options=("-e", "--regexp", "-f", "--file"),
     ),
     "diff": Program(
-        short="qscC:uU:enyW:pF:tTlrNx:X:S:iEZbwBaD:dvL:",
+        short="qscC:uU:enyW:pF:tTlrNx:X:S:iEZbwBaI:D:dvL:",
         long="normal brief report-identical-files context[=] unified[=] ed rcs side-by-side "
         "width= left-column suppress-common-lines show-c-function show-function-line= "
         "label= expand-tabs initial-tab tabsize= suppress-blank-empty paginate recursive "

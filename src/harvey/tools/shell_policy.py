@@ -23,9 +23,9 @@ is that option, short clusters ``-abc`` where a value-taking letter takes the
 rest of the cluster or the next argument), tree's own parser, and find's
 expression language. Every operand and every option value that can name a
 file must resolve inside the workspace (``safe_path``: absolute paths, ``~``,
-``..`` and symlinks). For a program without a table everything that could be a
-path is checked and an option whose name suggests output, execution or other
-files asks.
+``..`` and symlinks). An option that is not in the program's table asks. For a
+program without a table everything that could be a path is checked and an
+option whose name suggests output, execution or other files asks.
 """
 
 from __future__ import annotations
@@ -124,6 +124,11 @@ class _GetoptChecker:
         if self.follows and not (cancel and f"--{cancel}" in self.surely_seen):
             raise _Refuse(self.follows[0])
 
+    def _unknown(self, option: str, arg: str) -> _Refuse:
+        """An option missing from the table asks: elsewhere it may do anything."""
+        where = "" if option == arg else f" (in {arg!r})"
+        return _Refuse(f"option {option!r}{where} is not one Harvey knows {self.program} to have")
+
     def _role(self, arg: str, role: Role | None) -> None:
         if role is None or not role.risky:
             return
@@ -148,8 +153,7 @@ class _GetoptChecker:
         else:  # getopt_long takes any unambiguous prefix; an ambiguous one counts as all
             candidates = [option for option in self.longs if name and option.startswith(name)]
         if not candidates:
-            _check_unknown_option(self.program, self.workspace, arg)
-            return 0
+            raise self._unknown(arg.partition("=")[0], arg)
         roles = {self.spec.roles.get(f"--{option}") for option in candidates}
         for option in candidates:
             self.maybe_seen.add(f"--{option}")
@@ -174,10 +178,8 @@ class _GetoptChecker:
             j += 1
             rest = arg[j:]
             takes_value = self.shorts.get(letter)
-            if takes_value is None:  # not in the table: whatever follows may be its value
-                if rest:
-                    _check_path(self.workspace, arg, rest)
-                continue
+            if takes_value is None:
+                raise self._unknown(f"-{letter}", arg)
             self.maybe_seen.add(f"-{letter}")
             self.surely_seen.add(f"-{letter}")
             role = self.spec.roles.get(f"-{letter}")
