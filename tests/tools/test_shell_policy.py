@@ -203,6 +203,12 @@ ATTACKS = [
     "/bin/ls",
     "./ls",
     "python -c 1",
+    # a short option's value is checked: another implementation may take none
+    "ls -I /etc",
+    "ls -T ../outside",
+    "ls -w link",
+    "grep -C 2 x /etc/passwd",
+    "grep -m 1 /etc/passwd a.txt",
     # options missing from the table ask (BSD grep -S follows symlinks under -r)
     "grep -rS x .",
     "grep -S -r x .",
@@ -242,6 +248,11 @@ HARMLESS = [
     "grep -A2 -B 1 x a.txt",
     "grep -5 x a.txt",
     "grep -- -x a.txt",
+    "grep --context 2 /api/ src",
+    "grep -C2 /api/ src",
+    "grep -e /api/ -e /v1/ src",
+    "diff -I /* a.txt b.txt",
+    "echo -x --y /etc/passwd",
     "ls",
     "ls -la",
     "ls -lR src",
@@ -319,9 +330,11 @@ def test_reasons_name_the_argument_and_what_it_does(ws: Path) -> None:
 def test_every_role_names_an_option_of_its_program() -> None:
     for name, spec in PROGRAMS.items():
         shorts, longs = spec.short_options(), spec.long_options()
-        for option in spec.roles:
+        for option in (*spec.roles, *spec.free, *spec.pattern_options):
             known = option[2:] in longs if option.startswith("--") else option[1:] in shorts
-            assert known, f"{name}: role for {option} which the table does not list"
+            assert known, f"{name}: {option} is not in the table"
+        for option in spec.free:
+            assert shorts[option[1:]], f"{name}: {option} is free text but takes no value"
         for option, role in spec.roles.items():
             if role in (Role.PATH, Role.PATH_LIST):
                 takes = longs.get(option[2:]) == "=" or shorts.get(option[1:], False)
@@ -411,7 +424,7 @@ HARMLESS_UNITS: dict[str, list[list[str]]] = {
 }
 OUTSIDE_FORMS = ["{out}/secret.txt", "../outside/secret.txt", "link/secret.txt", "link", "~/x"]
 PROGRAMS_WITH_FILES = sorted(
-    name for name, spec in PROGRAMS.items() if spec.operands is not Operands.NONE
+    name for name, spec in PROGRAMS.items() if spec.operands is not Operands.PRINTED
 )
 
 

@@ -44,7 +44,7 @@ class Operands(Enum):
     """How a program reads its operands."""
 
     FILES = "files"  # every operand names a file
-    NONE = "none"  # nothing names a file (echo prints its arguments)
+    PRINTED = "printed"  # nothing names a file: echo prints its arguments
     COMMANDS = "commands"  # program names; one with a '/' is a path (which)
 
 
@@ -59,6 +59,10 @@ class Program:
     max_operands: int | None = None  # more than this many operands means a write (uniq IN OUT)
     pattern_operand: bool = False  # grep: first operand is the pattern unless -e/-f given
     pattern_options: tuple[str, ...] = ()  # the options that supply the pattern instead
+    # Short options whose value is text in every implementation (a pattern, a separator).
+    # Every other short option's value is checked like a path: BSD ls -T takes none, so
+    # "ls -T /etc" lists /etc there.
+    free: tuple[str, ...] = ()
     follow_cancelled_by: str | None = None  # diff -r follows symlinks unless --no-dereference
     # tree parses its own options: a value letter takes the *next* argument and the
     # cluster goes on (``-Lo 2 out``). The parse is less certain, so every value is checked.
@@ -161,6 +165,7 @@ PROGRAMS: dict[str, Program] = {
             "--files0-from": Role.FILE_LIST,
             "--random-source": _P,
         },
+        free=("-t",),
     ),
     "uniq": Program(
         short="cdDf:is:uzw:",
@@ -187,6 +192,7 @@ PROGRAMS: dict[str, Program] = {
         },
         pattern_operand=True,
         pattern_options=("-e", "--regexp", "-f", "--file"),
+        free=("-e",),
     ),
     "diff": Program(
         short="qscC:uU:enyW:pF:tTlrNx:X:S:iEZbwBaI:D:dvL:",
@@ -214,6 +220,7 @@ PROGRAMS: dict[str, Program] = {
             "--to-file": _P,
         },
         follow_cancelled_by="no-dereference",
+        free=("-I", "-F", "-L", "-D"),
     ),
     "file": Program(
         short="bcCde:f:F:hiklLm:nNprsSvzZ0P:",
@@ -259,7 +266,7 @@ PROGRAMS: dict[str, Program] = {
         values_from_next_args=True,
     ),
     "pwd": Program(short="LP", long="logical physical help version"),
-    "echo": Program(short="neE", long="help version", operands=Operands.NONE),
+    "echo": Program(short="neE", long="help version", operands=Operands.PRINTED),
     "which": Program(short="as", long="", operands=Operands.COMMANDS),
 }
 

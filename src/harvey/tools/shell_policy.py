@@ -70,6 +70,8 @@ def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: P
     try:
         if program == "find":
             _check_find(args, workspace)
+        elif program in PROGRAMS and PROGRAMS[program].operands is Operands.PRINTED:
+            pass  # echo: nothing it is given is opened, run or written
         elif program in PROGRAMS:
             _GetoptChecker(program, PROGRAMS[program], workspace).check(args)
         else:
@@ -104,6 +106,7 @@ class _GetoptChecker:
         self.follows: list[str] = []  # deferred: diff's --no-dereference may cancel them
         self.maybe_seen: set[str] = set()  # every option an argument could be
         self.surely_seen: set[str] = set()  # options an argument certainly is
+        self.separate_short_value = False  # "-C 2": is "2" a value everywhere?
 
     def check(self, args: list[str]) -> None:
         i = 0
@@ -137,12 +140,12 @@ class _GetoptChecker:
             return
         raise _refuse_role(self.program, arg, role)
 
-    def _value(self, arg: str, value: str, roles: set[Role | None], certain: bool) -> None:
+    def _value(self, arg: str, value: str, roles: set[Role | None], unsure: bool) -> None:
         """Check an option's value when it may name a file (or when the parse is unsure)."""
         if Role.PATH_LIST in roles:
             for part in value.split(":"):
                 _check_path(self.workspace, arg, part)
-        if Role.PATH in roles or not certain or self.spec.values_from_next_args:
+        if Role.PATH in roles or unsure or self.spec.values_from_next_args:
             _check_path(self.workspace, arg, value)
 
     def _long(self, arg: str, following: list[str]) -> int:
@@ -165,8 +168,8 @@ class _GetoptChecker:
             value, has_value, used = following[0], "=", 1
             arg = f"{arg} {value}"
         if has_value:  # a value given to an option that takes none is checked too
-            certain = len(candidates) == 1 and self.longs[candidates[0]] != ""
-            self._value(arg, value, roles, certain=certain)
+            unsure = len(candidates) > 1 or self.longs[candidates[0]] == ""
+            self._value(arg, value, roles, unsure=unsure)
         return used
 
     def _cluster(self, arg: str, following: list[str]) -> int:
@@ -191,7 +194,7 @@ class _GetoptChecker:
                     _check_path(self.workspace, arg, rest)
                 if used < len(following):
                     value = following[used]
-                    self._value(f"{arg} {value}", value, {role}, certain=True)
+                    self._value(f"{arg} {value}", value, {role}, unsure=True)
                     used += 1
                 continue
             shown = arg
@@ -199,17 +202,20 @@ class _GetoptChecker:
                 rest = following[used]
                 shown = f"{arg} {rest}"
                 used += 1
-            self._value(shown, rest, {role}, certain=True)
+                if f"-{letter}" not in self.spec.pattern_options:
+                    self.separate_short_value = True
+            # Another implementation may not give this letter a value (BSD ls -T, -w;
+            # grep -C), so the value is checked as the operand it would then be.
+            self._value(shown, rest, {role}, unsure=f"-{letter}" not in self.spec.free)
             break
         return used
 
     def _check_operands(self) -> None:
         files = self.operands
-        if self.spec.operands is Operands.NONE:
-            files = []
-        elif self.spec.operands is Operands.COMMANDS:
+        if self.spec.operands is Operands.COMMANDS:
             files = [name for name in files if "/" in name]
-        if self.spec.pattern_operand and not self.maybe_seen & set(self.spec.pattern_options):
+        pattern_given = self.maybe_seen & set(self.spec.pattern_options)
+        if self.spec.pattern_operand and not pattern_given and not self.separate_short_value:
             files = files[1:]  # grep PATTERN FILE...: the pattern is not opened
         limit = self.spec.max_operands
         extra = [name for name in files[limit:] if name != "-"] if limit is not None else []
