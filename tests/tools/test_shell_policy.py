@@ -452,6 +452,14 @@ def carriers(program: str, path: str) -> list[list[str]]:
             forms += [[f"{option}={path}"], [option, path], [f"{option[:5]}={path}"]]
         elif not spec.values_from_next_args:
             forms += [[f"{option}{path}"], [option, path], [f"-{flags}{option[1]}{path}"]]
+    # Any other short option's value is checked too (it may be an operand elsewhere).
+    for letter, takes in spec.short_options().items():
+        role = spec.roles.get(f"-{letter}")
+        if not takes or f"-{letter}" in spec.free or (role is not None and role.risky):
+            continue
+        forms.append([f"-{letter}", path])
+        if not spec.values_from_next_args:
+            forms += [[f"-{letter}{path}"], [f"-{flags}{letter}{path}"]]
     return forms
 
 
