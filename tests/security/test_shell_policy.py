@@ -102,3 +102,15 @@ def test_nothing_outside_is_read_through_options_or_links(
     result.assert_secret_absent("outside secret")  # the content of the file outside
     assert not any("./link/secret.txt" in out for out in result.tool_outputs)
     assert any("refused" in out for out in result.tool_outputs), result.tool_outputs
+
+
+def test_diff_of_folders_does_not_read_through_their_symlinks(
+    attack: Attack, victim_workspace: Path, outside: Path
+) -> None:
+    (victim_workspace / "a").mkdir()
+    (victim_workspace / "b").mkdir()
+    (victim_workspace / "a" / "f").symlink_to(outside / "secret.txt")
+    (victim_workspace / "b" / "f").write_text("hello\n")
+    result = attack([shell_call("diff a b"), shell_call("diff -q -u a b")])
+    result.assert_secret_absent("outside secret")
+    assert all("refused" in out for out in result.tool_outputs), result.tool_outputs

@@ -183,6 +183,10 @@ ATTACKS = [
     "diff -ru src src",
     "diff --recursive src src",
     "diff a.txt /etc/passwd",
+    "diff src link",  # link is outside anyway
+    "diff src src",  # a folder's symlinked entries are read even without -r
+    "diff -q . src",
+    "diff --from-file=src a.txt",
     "diff --from-file=/etc/passwd a.txt",
     "diff --to-file /etc/passwd a.txt",
     "diff -X /etc/passwd src src",
@@ -282,6 +286,7 @@ HARMLESS = [
     "diff a.txt b.txt",
     "diff -u a.txt b.txt",
     "diff -r --no-dereference src src",
+    "diff --no-dereference src src",
     "diff -U 3 a.txt b.txt",
     "stat a.txt",
     "stat -c %s a.txt",
@@ -524,9 +529,10 @@ def harmless_argv(draw: st.DrawFn) -> list[str]:
     operands: list[str] = []
     if program not in ("pwd", "which"):
         count = 1 if program == "uniq" else draw(st.integers(0, 3))
+        names = ["a.txt", "b.txt", "src/x.py", "-"] + ([] if program == "diff" else ["src"])
         operands = draw(
             st.lists(
-                st.sampled_from(["a.txt", "b.txt", "src", "src/x.py", "-"]),
+                st.sampled_from(names),
                 min_size=count,
                 max_size=count,
             )

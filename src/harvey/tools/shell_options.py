@@ -64,6 +64,8 @@ class Program:
     # "ls -T /etc" lists /etc there.
     free: tuple[str, ...] = ()
     follow_cancelled_by: str | None = None  # diff -r follows symlinks unless --no-dereference
+    # diff compares a folder's entries, reading through symlinks in it, even without -r.
+    follows_into_folders: bool = False
     # tree parses its own options: a value letter takes the *next* argument and the
     # cluster goes on (``-Lo 2 out``). The parse is less certain, so every value is checked.
     values_from_next_args: bool = False
@@ -220,6 +222,7 @@ PROGRAMS: dict[str, Program] = {
             "--to-file": _P,
         },
         follow_cancelled_by="no-dereference",
+        follows_into_folders=True,
         free=("-I", "-F", "-L", "-D"),
     ),
     "file": Program(

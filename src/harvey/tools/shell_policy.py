@@ -147,6 +147,8 @@ class _GetoptChecker:
                 _check_path(self.workspace, arg, part)
         if Role.PATH in roles or unsure or self.spec.values_from_next_args:
             _check_path(self.workspace, arg, value)
+        if Role.PATH in roles:
+            self._folder(arg, value)
 
     def _long(self, arg: str, following: list[str]) -> int:
         """Handle ``--name[=value]``; returns how many following arguments it used."""
@@ -224,6 +226,15 @@ class _GetoptChecker:
         for name in files:
             if name != "-":
                 _check_path(self.workspace, name, name)
+                self._folder(name, name)
+
+    def _folder(self, arg: str, name: str) -> None:
+        """diff reads through the symlinks in a folder it is given (checked inside already)."""
+        if self.spec.follows_into_folders and safe_path(self.workspace, name).is_dir():
+            self.follows.append(
+                f"{self.program} reads through symbolic links in the folder {arg!r}, "
+                "which may lead out of the workspace"
+            )
 
 
 def _check_find(args: list[str], workspace: Path) -> None:
