@@ -332,6 +332,11 @@ def test_reasons_name_the_argument_and_what_it_does(ws: Path) -> None:
     )
 
 
+def test_every_default_allowed_command_has_a_table() -> None:
+    missing = [name for name in DEFAULT_ALLOWED_COMMANDS if name not in PROGRAMS and name != "find"]
+    assert not missing, f"no option table for {missing}: they would be checked only generically"
+
+
 def test_every_role_names_an_option_of_its_program() -> None:
     for name, spec in PROGRAMS.items():
         shorts, longs = spec.short_options(), spec.long_options()
