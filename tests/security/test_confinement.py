@@ -1,7 +1,8 @@
 """Attacks that the OS confinement must contain, played through ``harvey run``.
 
-Each of these commands passes the allow-list and the option checks (or slips
-past them, as the issue showed): what stops it is the kernel. The tests insist
+Most of these are also refused by the option checks (the second line); the
+ones that pass them — an allow-listed shell, a symlinked folder — are stopped
+by the kernel. The tests insist
 that Landlock really is active here and fail, rather than skip, when it is not.
 """
 
@@ -63,19 +64,40 @@ def hostile_script(workspace: Path, outside: Path, stray: Path) -> str:
     "command",
     [
         "sort -S 1K --compress-program=sh -T . cmds.txt",
-        "sort -S 1K --compress-prog=sh cmds.txt",  # temp files in the private TMPDIR: sh runs
+        "sort -S 1K --compress-prog=sh cmds.txt",
     ],
 )
-def test_sort_compress_program_runs_a_shell_that_can_do_nothing(
+def test_sort_compress_program_has_no_effect(
     attack: Attack, victim_workspace: Path, outside: Path, stray: Path, command: str
 ) -> None:
+    """The option checks refuse these; were they to slip through, sh would run confined."""
     (victim_workspace / "cmds.txt").write_text(hostile_script(victim_workspace, outside, stray))
     before_outside, before_ws = snapshot(outside), workspace_files(victim_workspace)
     result = attack([("run_shell", {"command": command})])
     assert result.proc.returncode == 0, result.proc.stderr
     output = "\n".join(result.tool_outputs)
-    if "-T ." not in command:
-        assert "SH-RAN-MARKER" in output  # the hostile lines really ran ...
+    assert "outside secret" not in output
+    assert workspace_files(victim_workspace) == before_ws
+    result.assert_outside_untouched(before_outside)
+    assert not stray.exists()
+    result.assert_secret_absent()
+    assert "OPENAI_API_KEY" not in output
+
+
+def test_an_allow_listed_shell_runs_hostile_lines_that_can_do_nothing(
+    attack: Attack, victim_workspace: Path, outside: Path, stray: Path
+) -> None:
+    """A user who allow-lists ``sh`` leaves only the kernel between the model and the disk:
+    the option checks pass ``sh cmds.txt``, the hostile lines really run, and achieve nothing."""
+    (victim_workspace / "harvey.yaml").write_text(
+        "security:\n  allowed_commands: [sh, ls, cat]\n"
+    )
+    (victim_workspace / "cmds.txt").write_text(hostile_script(victim_workspace, outside, stray))
+    before_outside, before_ws = snapshot(outside), workspace_files(victim_workspace)
+    result = attack([("run_shell", {"command": "sh cmds.txt"})])
+    assert result.proc.returncode == 0, result.proc.stderr
+    output = "\n".join(result.tool_outputs)
+    assert "SH-RAN-MARKER" in output  # the hostile lines really ran ...
     assert "outside secret" not in output  # ... and read nothing outside
     assert workspace_files(victim_workspace) == before_ws
     result.assert_outside_untouched(before_outside)
@@ -88,7 +110,8 @@ def test_environ_through_a_file_list_is_unreadable(attack: Attack, victim_worksp
     (victim_workspace / "list").write_bytes(b"/proc/self/environ\0/etc/passwd\0")
     result = attack([("run_shell", {"command": "sort --files0-from=list"})])
     output = "\n".join(result.tool_outputs)
-    assert "Permission denied" in output and "root:" not in output
+    assert "root:" not in output and "OPENAI_API_KEY" not in output
+    assert "refused" in output or "Permission denied" in output
     result.assert_secret_absent()
 
 

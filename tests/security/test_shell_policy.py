@@ -2,8 +2,8 @@
 
 Each attack must have no effect: nothing is run, written or read outside the
 workspace, and the API key never reaches the server or the store. These
-exercise ``shell_policy`` (the second line of defence) end to end; they run
-once ``tools/shell.py`` takes its ``needs_confirmation`` from there.
+exercise ``shell_policy`` (the second line of defence) end to end; ``tools/shell.py``
+takes its ``needs_confirmation`` from there.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import pytest
 from harvey.tools import shell, shell_policy
 from tests.security.conftest import Attack, snapshot
 
-pytestmark = pytest.mark.skipif(
-    shell.needs_confirmation is not shell_policy.needs_confirmation,
-    reason="tools/shell.py does not use shell_policy.needs_confirmation yet",
-)
+
+def test_shell_takes_its_policy_from_shell_policy() -> None:
+    assert shell.needs_confirmation is shell_policy.needs_confirmation
 
 
 def shell_call(command: str) -> tuple[str, dict[str, str]]:

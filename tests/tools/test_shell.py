@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harvey.errors import ToolError
 from harvey.messages import ToolCall
 from harvey.tools.registry import ToolContext, ToolRegistry
-from harvey.tools.shell import RunShellTool, needs_confirmation, split_command
+from harvey.tools.shell import RunShellTool, split_command
 
 ALLOWED = ("ls", "cat", "echo", "find", "sort", "grep")
 
@@ -94,18 +92,6 @@ def test_allowed_command_does_not_ask(ctx: ToolContext) -> None:
     assert run(ctx.evolve(interactive=True, confirm=fail), "echo ok") == "ok\n"
 
 
-def test_risky_options_and_outside_paths_need_confirmation(workspace: Path) -> None:
-    assert needs_confirmation(["find", ".", "-delete"], ALLOWED, workspace)
-    assert needs_confirmation(["find", ".", "-exec", "rm", "{}", ";"], ALLOWED, workspace)
-    assert needs_confirmation(["sort", "-o", "x", "y"], ALLOWED, workspace)
-    assert needs_confirmation(["sort", "-ox", "y"], ALLOWED, workspace)
-    assert needs_confirmation(["cat", "/etc/passwd"], ALLOWED, workspace)
-    assert needs_confirmation(["cat", "../secret"], ALLOWED, workspace)
-    assert needs_confirmation(["/bin/ls"], ALLOWED, workspace)
-    assert needs_confirmation(["cat", "a.txt"], ALLOWED, workspace) is None
-    assert needs_confirmation(["find", ".", "-name", "*.py"], ALLOWED, workspace) is None
-
-
 def test_allow_list_comes_from_context_when_tool_has_none(ctx: ToolContext) -> None:
     tool = RunShellTool(timeout=10)
     assert run(ctx.evolve(allowed_commands=("echo",)), "echo hi", tool) == "hi\n"
@@ -132,19 +118,3 @@ def test_seed_spelling_cmd_is_accepted(ctx: ToolContext) -> None:
 
 def test_empty_command_is_an_error(ctx: ToolContext) -> None:
     assert run(ctx, "   ").startswith("error:")
-
-
-def test_symlinks_and_option_values_out_of_the_workspace_need_confirmation(tmp_path: Path) -> None:
-    from harvey.tools.shell import needs_confirmation
-
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "h").symlink_to("/etc/hostname")
-    (ws / "ok.txt").write_text("x")
-    allowed = ["cat", "grep"]
-    assert needs_confirmation(["cat", "ok.txt"], allowed, ws) is None
-    assert needs_confirmation(["grep", "-n", "TODO", "."], allowed, ws) is None
-    assert needs_confirmation(["cat", "h"], allowed, ws) is not None
-    assert needs_confirmation(["grep", "--file=/etc/hostname", "."], allowed, ws) is not None
-    assert needs_confirmation(["grep", "-f/etc/hostname", "."], allowed, ws) is not None
-    assert needs_confirmation(["cat", "~/.ssh/id_rsa"], allowed, ws) is not None

@@ -35,31 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvey.errors import ToolError, WorkspaceError
+from harvey.errors import ToolError
 from harvey.tools import sandbox
-from harvey.tools.files import safe_path
 from harvey.tools.registry import ToolContext
+from harvey.tools.shell_policy import needs_confirmation
 
 OPERATOR_CHARS = frozenset("();<>|&")
 MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # past this the command is stopped and the rest dropped
 READ_CHUNK = 64 * 1024
-
-# Options that turn an otherwise read-only command into one that writes or runs things.
-RISKY_OPTIONS: dict[str, tuple[str, ...]] = {
-    "find": (
-        "-exec",
-        "-execdir",
-        "-ok",
-        "-okdir",
-        "-delete",
-        "-fprint",
-        "-fprint0",
-        "-fprintf",
-        "-fls",
-    ),
-    "sort": ("-o", "--output"),
-    "tree": ("-o",),
-}
 
 
 def split_command(command: str) -> list[str]:
@@ -83,36 +66,6 @@ def split_command(command: str) -> list[str]:
     if not tokens:
         raise ToolError("empty command")
     return tokens
-
-
-def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: Path) -> str | None:
-    """Why this argv may not run unasked, or None when it is on the allow-list and harmless."""
-    program = argv[0]
-    if "/" in program or program not in allowed:
-        return f"{program!r} is not on security.allowed_commands"
-    risky = RISKY_OPTIONS.get(program, ())
-    for arg in argv[1:]:
-        option = arg.split("=", 1)[0]
-        if option in risky or (program == "sort" and arg.startswith("-o") and len(arg) > 2):
-            return f"option {arg!r} lets {program} write or run other programs"
-        for candidate in _path_candidates(arg):
-            try:
-                safe_path(workspace, candidate)
-            except WorkspaceError:
-                return f"argument {arg!r} points outside the workspace"
-    return None
-
-
-def _path_candidates(arg: str) -> list[str]:
-    """What in one argument could name a file: every operand (a plain name may be
-    a symlink out of the workspace), and the value of an option (``--file=/x``,
-    ``-f/x``) when it looks like a path."""
-    if not arg.startswith("-") or arg == "-":
-        return [os.path.expanduser(arg)] if arg != "-" else []
-    value = arg.split("=", 1)[1] if "=" in arg else (arg[2:] if not arg.startswith("--") else "")
-    if value and (value.startswith(("/", "~")) or ".." in value or "/" in value):
-        return [os.path.expanduser(value)]
-    return []
 
 
 class RunShellTool:
