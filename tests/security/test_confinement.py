@@ -89,9 +89,7 @@ def test_an_allow_listed_shell_runs_hostile_lines_that_can_do_nothing(
 ) -> None:
     """A user who allow-lists ``sh`` leaves only the kernel between the model and the disk:
     the option checks pass ``sh cmds.txt``, the hostile lines really run, and achieve nothing."""
-    (victim_workspace / "harvey.yaml").write_text(
-        "security:\n  allowed_commands: [sh, ls, cat]\n"
-    )
+    (victim_workspace / "harvey.yaml").write_text("security:\n  allowed_commands: [sh, ls, cat]\n")
     (victim_workspace / "cmds.txt").write_text(hostile_script(victim_workspace, outside, stray))
     before_outside, before_ws = snapshot(outside), workspace_files(victim_workspace)
     result = attack([("run_shell", {"command": "sh cmds.txt"})])
