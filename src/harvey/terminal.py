@@ -26,6 +26,7 @@ from harvey.agent import Agent
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, UsageError
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.redact import redact
 from harvey.runtime import Runtime, open_runtime
 from harvey.slash import SLASH_HELP, parse_read_chunks
 
@@ -137,7 +138,7 @@ class Repl:
             except Cancelled:
                 self.console.print("\n[yellow]cancelled[/]")
             except HarveyError as exc:
-                self.console.print(f"[red]error:[/] {exc}", highlight=False)
+                self.console.print(f"[red]error:[/] {redact(str(exc))}", highlight=False)
 
     def dispatch(self, text: str) -> None:
         if text.startswith("!"):
