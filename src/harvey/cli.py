@@ -38,7 +38,9 @@ def fail(message: str, code: int) -> None:
 
 
 def debug_traceback(exc: BaseException, code: int) -> None:
-    """HARVEY_DEBUG=1: the whole traceback, but redacted (it once printed api_key)."""
+    """The whole traceback, redacted (it once printed api_key), then exit ``code``:
+    for a HarveyError under HARVEY_DEBUG=1, and for a bug, whose traceback Python
+    would otherwise print as it is."""
     text = "".join(traceback.format_exception(exc))
     click.echo(redact(text).rstrip("\n"), err=True)
     sys.exit(code)
@@ -61,6 +63,10 @@ def handle_errors(func: F) -> F:
             fail(str(exc), exc.exit_code)
         except BrokenPipeError:
             sys.exit(1)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug: its traceback, as Python would print it, but redacted
+            debug_traceback(exc, 1)
 
     return wrapper  # type: ignore[return-value]
 

@@ -33,9 +33,11 @@ and ``open_runtime`` :func:`install` one built from the settings; before that,
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -228,15 +230,38 @@ def secret_env_values(env: Mapping[str, str]) -> list[str]:
     ]
 
 
+class RedactingFilter(logging.Filter):
+    """Redacts a log record's message and traceback before any handler formats it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            text = "".join(traceback.format_exception(*record.exc_info))
+            record.exc_text = redact(text.rstrip("\n"))
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
 _lock = threading.Lock()
 _active: Redactor | None = None
 
 
 def install(redactor: Redactor) -> Redactor:
-    """Make ``redactor`` the process-wide one (the CLI does this once settings are loaded)."""
+    """Make ``redactor`` the process-wide one (the CLI does this once settings are loaded).
+
+    Log output is covered too: warnings and ``log.exception`` tracebacks reach
+    stderr through Python's last-resort handler (Harvey configures no other),
+    and a tool that crashed on a secret would print it there.
+    """
     global _active
     with _lock:
         _active = redactor
+    handlers = [logging.lastResort, *logging.getLogger().handlers]
+    for handler in handlers:
+        if handler is not None and not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
     return redactor
 
 

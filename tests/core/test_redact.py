@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import stat
 from collections.abc import Iterator
@@ -15,10 +17,16 @@ from pydantic import SecretStr
 
 from harvey import redact as redact_module
 from harvey.config import RouteSettings, Settings, validate
-from harvey.errors import ConfigError
+from harvey.errors import BackendError, ConfigError
 from harvey.messages import Message, ToolCall
 from harvey.private import create_private_file, make_private_dirs, tighten_database
-from harvey.redact import MARKER, MIN_SECRET_LENGTH, Redactor, secret_env_values
+from harvey.redact import (
+    MARKER,
+    MIN_SECRET_LENGTH,
+    RedactingFilter,
+    Redactor,
+    secret_env_values,
+)
 from harvey.session.recorder import Recorder
 from harvey.session.records import ToolNote, TurnRecord
 from harvey.session.store import SessionStore
@@ -370,3 +378,57 @@ def test_the_recorder_redacts_before_escaping(tmp_path: Path, installed: Redacto
     assert KEY not in text and "IOSFODNN7EXAMPLE" not in text
     assert "AKIA[REDACTED]" in text
     assert _mode(recorder.path) == 0o600 and _mode(recorder.path.parent) == 0o700
+
+
+def test_log_records_are_redacted_message_and_traceback(installed: Redactor) -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    log = logging.getLogger("harvey.test-redact")
+    log.addHandler(handler)
+    try:
+        log.warning("offload failed for %s", KEY)
+        try:
+            raise RuntimeError(f"crashed on {KEY}")
+        except RuntimeError:
+            log.exception("tool crashed")
+    finally:
+        log.removeHandler(handler)
+    text = stream.getvalue()
+    assert KEY not in text
+    assert f"offload failed for {MARKER}" in text and f"RuntimeError: crashed on {MARKER}" in text
+
+
+def test_installing_a_redactor_protects_the_last_resort_log_handler(installed: Redactor) -> None:
+    assert logging.lastResort is not None
+    assert any(isinstance(f, RedactingFilter) for f in logging.lastResort.filters)
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_tracebacks_printed_by_the_cli_are_redacted(
+    installed: Redactor,
+    debug: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from harvey.cli import handle_errors
+
+    monkeypatch.setenv("HARVEY_DEBUG", debug)
+
+    @handle_errors
+    def backend_fails() -> None:
+        raise BackendError(f"server said Bearer {KEY}")
+
+    @handle_errors
+    def has_a_bug() -> None:
+        raise RuntimeError(f"unexpected {KEY}")
+
+    for func, code in ((backend_fails, 1), (has_a_bug, 1)):
+        with pytest.raises(SystemExit) as exit_info:
+            func()
+        assert exit_info.value.code == code
+    err = capsys.readouterr().err
+    assert KEY not in err and "RuntimeError: unexpected [REDACTED]" in err
+    # A HarveyError is one line unless HARVEY_DEBUG; a bug always shows its traceback.
+    assert err.startswith(f"harvey: server said Bearer {MARKER}\n") != bool(debug)
+    assert err.count("Traceback (most recent call last)") == (2 if debug else 1)
