@@ -158,7 +158,7 @@ class Repl:
             if not buffer:
                 live.start()
             buffer.append(delta)
-            live.update(Markdown("".join(buffer)))
+            live.update(Markdown(redact("".join(buffer))))  # whole text: a key spans deltas
 
         def on_tool(call: ToolCall, result: ToolResult) -> None:
             status = "error" if result.is_error else "ok"
@@ -176,7 +176,7 @@ class Repl:
         finally:
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
-            self.console.print(Markdown(outcome.reply or "(no reply)"))
+            self.console.print(Markdown(redact(outcome.reply) or "(no reply)"))
 
     # -- shell ---------------------------------------------------------------------
 

@@ -117,6 +117,20 @@ def test_an_offloaded_output_is_redacted_before_it_is_written(
     result.assert_secret_absent()
 
 
+def test_a_reply_quoting_the_key_is_printed_and_stored_redacted(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    # However the model came to know it (the user pasted it, say), it is not kept.
+    reply = Reply(f"Your key is {API_KEY}; a GitHub token looks like {GITHUB_TOKEN}.")
+    server = FakeOpenAI([reply], api_key=API_KEY)
+    proc = _run_against(server, victim_workspace, {"OPENAI_API_KEY": API_KEY})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Your key is [REDACTED]; a GitHub token looks like ghp_[REDACTED].\n"
+    stored = _stored(victim_workspace, isolated_env)
+    assert b"Your key is [REDACTED]" in stored
+    assert API_KEY.encode() not in stored and GITHUB_TOKEN.encode() not in stored
+
+
 def test_a_server_echoing_the_authorization_header_shows_no_key(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
