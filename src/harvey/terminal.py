@@ -191,7 +191,7 @@ class Repl:
             self.console.print(f"[yellow]{result.problem}[/]", highlight=False)
         if result.output or result.problem is None:
             self.console.print(
-                result.output.rstrip() or "(no output)", highlight=False, markup=False
+                redact(result.output).rstrip() or "(no output)", highlight=False, markup=False
             )
         if result.exit_code != 0:
             self.console.print(f"[dim]exit {result.exit_code}[/]")

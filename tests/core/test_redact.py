@@ -356,8 +356,11 @@ def test_the_store_keeps_no_secret_in_messages_or_tool_calls(
         session,
         [Message("user", f"my key is {KEY}"), Message("assistant", "", tool_calls=[call])],
     )
+    store.set_title(session, f"my key is {KEY}")
     messages = store.messages(session)
+    info = store.get_session(session)
     store.close()
+    assert info is not None and info.title == f"my key is {MARKER}"
     assert messages[0].content == f"my key is {MARKER}"
     assert messages[1].tool_calls[0].arguments == {"path": "x", "content": f"k={MARKER}"}
     raw = b"".join(p.read_bytes() for p in (tmp_path / "home").iterdir())

@@ -276,7 +276,7 @@ class SessionStore:
 
     def set_title(self, session_id: str, title: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (_storable(title), session_id))
 
     def set_model(self, session_id: str, model: str) -> None:
         with self._tx() as db:
