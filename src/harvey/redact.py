@@ -16,9 +16,9 @@ Two kinds of secret are removed:
   long enough (``MIN_SECRET_LENGTH``) to be a secret rather than a word.
 * **Token-shaped strings**: ``Bearer …``, OpenAI ``sk-…``, GitHub ``ghp_…`` and
   ``github_pat_…``, Slack ``xox?-…``, AWS ``AKIA…``/``ASIA…``, Google ``AIza…``,
-  JWTs and PEM private-key blocks. A vendor prefix is kept (``sk-[REDACTED]``)
-  so the reader still knows what was there. Plain hex, UUIDs and git SHAs are
-  not token-shaped and pass unchanged.
+  JWTs, PEM private-key blocks and the password in ``https://user:pw@host``. A
+  vendor prefix is kept (``sk-[REDACTED]``) so the reader still knows what was
+  there. Plain hex, UUIDs and git SHAs are not token-shaped and pass unchanged.
 
 Redaction is linear in the text: every pattern starts with a literal, has no
 nested quantifier, and matches its token's whole run greedily before checking
@@ -106,6 +106,8 @@ TOKEN_PATTERNS: tuple[TokenPattern, ...] = (
     _p("slack", r"(?P<prefix>xox[abprs]-(?<![A-Za-z0-9_]xox.-))(?P<body>[A-Za-z0-9-]+)", 10),
     _p("aws", r"(?P<prefix>A[KS]IA(?<![A-Za-z0-9_]A.IA))(?P<body>[0-9A-Z]{16})\b", 16),
     _p("google", r"(?P<prefix>AIza(?<![A-Za-z0-9_]AIza))(?P<body>[0-9A-Za-z_-]{35})", 35),
+    # The password in a URL: https://user:PASSWORD@host (base_url appears in errors).
+    _p("url-password", r"(?P<prefix>://[^/\s:@\[\]]+:)(?P<body>[^/\s@\[\]]+)(?=@)", 1),
 )
 # header.payload.signature; the run includes dots and is split afterwards.
 _JWT = re.compile(r"eyJ(?<![A-Za-z0-9_]eyJ)[A-Za-z0-9_.-]+")

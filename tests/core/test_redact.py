@@ -50,6 +50,10 @@ TOKENS = {
     "aws": ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "aws_access_key_id = AKIA[REDACTED]"),
     "aws-session": ("ASIAY34FZKBOKMUTVV7A,", "ASIA[REDACTED],"),
     "google": ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", "AIza[REDACTED]"),
+    "url-password": (
+        "cannot reach https://me:s3cr3t-pw@api.example.com/v1",
+        "cannot reach https://me:[REDACTED]@api.example.com/v1",
+    ),
     "jwt": (
         "t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U;",
         "t=[REDACTED];",
@@ -98,6 +102,7 @@ def test_public_keys_and_certificates_are_not_secrets() -> None:
         "the task-0123456789abcdefghij is done",
         "AKIA is how AWS access key ids start",
         "a JWT starts with eyJ and has three parts",
+        "http://localhost:8080/v1 and ssh://git@github.com:repo.git",
         "",
     ],
 )
