@@ -260,6 +260,14 @@ def test_text_without_secrets_is_unchanged(words: list[str], sep: str) -> None:
 # ----------------------------------------------------------- settings and files
 
 
+@pytest.fixture(autouse=True)
+def ordinary_umask() -> Iterator[None]:
+    """The usual 022 umask, so only Harvey's own modes can make its files private."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
 def test_api_key_is_a_secret_in_reprs_dumps_and_errors(tmp_path: Path) -> None:
     settings = validate({"api_key": KEY, "routes": [{"name": "r", "api_key": KEY}]}, "harvey.yaml")
     assert settings.api_key is not None and settings.api_key.get_secret_value() == KEY
@@ -364,7 +372,9 @@ def test_the_store_keeps_no_secret_in_messages_or_tool_calls(
     store.set_title(session, f"my key is {KEY}")
     messages = store.messages(session)
     info = store.get_session(session)
+    companions = {p.name: _mode(p) for p in (tmp_path / "home").glob("sessions.db-*")}
     store.close()
+    assert companions == {"sessions.db-wal": 0o600, "sessions.db-shm": 0o600}
     assert info is not None and info.title == f"my key is {MARKER}"
     assert messages[0].content == f"my key is {MARKER}"
     assert messages[1].tool_calls[0].arguments == {"path": "x", "content": f"k={MARKER}"}
