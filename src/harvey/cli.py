@@ -37,7 +37,7 @@ def fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-def debug_traceback(exc: BaseException, code: int) -> None:
+def show_traceback(exc: BaseException, code: int) -> None:
     """The whole traceback, redacted (it once printed api_key), then exit ``code``:
     for a HarveyError under HARVEY_DEBUG=1, and for a bug, whose traceback Python
     would otherwise print as it is."""
@@ -59,14 +59,14 @@ def handle_errors(func: F) -> F:
             fail("interrupted", 130)
         except HarveyError as exc:
             if _debug():
-                debug_traceback(exc, exc.exit_code)
+                show_traceback(exc, exc.exit_code)
             fail(str(exc), exc.exit_code)
         except BrokenPipeError:
             sys.exit(1)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # a bug: its traceback, as Python would print it, but redacted
-            debug_traceback(exc, 1)
+            show_traceback(exc, 1)
 
     return wrapper  # type: ignore[return-value]
 

@@ -206,3 +206,19 @@ def test_loose_modes_left_by_an_older_harvey_are_tightened(
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     run()
     assert [_mode(p) for p in loose] == [0o700, 0o700, 0o700, 0o600]
+
+
+def test_the_environment_read_back_through_an_allowed_command_is_redacted(
+    attack: Attack, victim_workspace: Path
+) -> None:
+    # The reported attack: a file list naming /proc/self/environ, read by sort.
+    # Confinement and a scrubbed environment should stop it first; whatever
+    # still comes back is redacted before the model or the store sees it.
+    (victim_workspace / "list").write_bytes(b"/proc/self/environ\0")
+    env = {"GITHUB_TOKEN": GITHUB_TOKEN, "DEPLOY_SECRET": ROUTE_KEY}
+    result = attack([("run_shell", {"command": "sort --files0-from=list"})], env=env)
+    assert result.proc.returncode == 0, result.proc.stderr
+    for secret in (API_KEY, GITHUB_TOKEN, ROUTE_KEY):
+        result.assert_secret_absent(secret)
+    leaked = [out for out in result.tool_outputs if "GITHUB_TOKEN=" in out]
+    assert all("GITHUB_TOKEN=[REDACTED]" in out for out in leaked)
