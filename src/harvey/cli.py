@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -20,6 +21,7 @@ from harvey import __version__
 from harvey.config import Paths, Settings, load_settings, resolve_paths
 from harvey.context.chunking import Overlap
 from harvey.errors import Cancelled, HarveyError, UsageError
+from harvey.redact import Redactor, install, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,7 +33,16 @@ def _debug() -> bool:
 
 
 def fail(message: str, code: int) -> None:
-    click.echo(f"harvey: {message}", err=True)
+    click.echo(f"harvey: {redact(message)}", err=True)
+    sys.exit(code)
+
+
+def show_traceback(exc: BaseException, code: int) -> None:
+    """The whole traceback, redacted (it once printed api_key), then exit ``code``:
+    for a HarveyError under HARVEY_DEBUG=1, and for a bug, whose traceback Python
+    would otherwise print as it is."""
+    text = "".join(traceback.format_exception(exc))
+    click.echo(redact(text).rstrip("\n"), err=True)
     sys.exit(code)
 
 
@@ -48,10 +59,14 @@ def handle_errors(func: F) -> F:
             fail("interrupted", 130)
         except HarveyError as exc:
             if _debug():
-                raise
+                show_traceback(exc, exc.exit_code)
             fail(str(exc), exc.exit_code)
         except BrokenPipeError:
             sys.exit(1)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug: its traceback, as Python would print it, but redacted
+            show_traceback(exc, 1)
 
     return wrapper  # type: ignore[return-value]
 
@@ -82,7 +97,9 @@ def model_options(func: F) -> F:
 
 def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
     paths = resolve_paths(workspace)
-    return paths, load_settings(paths, overrides)
+    settings = load_settings(paths, overrides)
+    install(Redactor.from_settings(settings))  # before anything can print or send a key
+    return paths, settings
 
 
 def _confinement(workspace: Path | None) -> tuple[str, str]:

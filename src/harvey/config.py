@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harvey.errors import ConfigError
 
@@ -47,7 +55,9 @@ SandboxName = Literal["auto", "landlock", "bubblewrap", "sandbox-exec", "none"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # hide_input_in_errors: a validation error (and its traceback under
+    # HARVEY_DEBUG) never shows the rejected value, which may be a key.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
 
 class ToolsSettings(_Strict):
@@ -73,7 +83,7 @@ class RouteSettings(_Strict):
     backend: Literal["ollama", "openai", "local"] = "openai"
     base_url: str | None = None
     model: str | None = None
-    api_key: str | None = None
+    api_key: SecretStr | None = None  # unwrapped only where the Authorization header is built
 
 
 class ChunkingSettings(_Strict):
@@ -104,7 +114,7 @@ class Settings(_Strict):
     backend: BackendName = "auto"
     model: str | None = None
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: SecretStr | None = None  # a secret type: never in a repr, an error or a dump
     num_ctx: int | None = Field(None, ge=256)
     context_window: int | None = Field(None, ge=256)
     timeout: float = Field(120.0, gt=0)

@@ -13,6 +13,7 @@ from pathlib import Path
 from harvey.config import Paths, Settings
 from harvey.errors import UsageError
 from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
+from harvey.redact import redact
 from harvey.runtime import open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, looks_binary
 from harvey.ui import HeadlessUI
@@ -33,7 +34,7 @@ def run_once(
         outcome = runtime.agent.turn(prompt)
     finally:
         runtime.close()
-    sys.stdout.write(outcome.reply.rstrip("\n") + "\n")
+    sys.stdout.write(redact(outcome.reply).rstrip("\n") + "\n")  # as it was stored
     sys.stdout.flush()
     return 0
 
@@ -81,5 +82,5 @@ def analyze_once(
         agent.record_analysis(str(file), instruction, text)
     finally:
         runtime.close()
-    sys.stdout.write(text.rstrip("\n") + "\n")
+    sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0

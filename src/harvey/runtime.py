@@ -18,6 +18,7 @@ from harvey.errors import ConfigError, HarveyError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
 from harvey.messages import Message
+from harvey.redact import Redactor, install
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
@@ -92,6 +93,7 @@ def open_runtime(
     resume_file: Path | None = None,
 ) -> Runtime:
     """Build everything a session needs; raises HarveyError with one clear line."""
+    install(Redactor.from_settings(settings))  # the keys of *these* settings are redacted
     client = make_client(settings)
     store = open_store(paths)
     try:

@@ -28,6 +28,7 @@ from harvey.agent import Agent
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, UsageError
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.redact import redact
 from harvey.runtime import Runtime, open_runtime
 from harvey.slash import SLASH_HELP, parse_read_chunks
 from harvey.tools.approval import WritePreview, write_preview
@@ -181,7 +182,7 @@ class Repl:
             except Cancelled:
                 self.console.print("\n[yellow]cancelled[/]")
             except HarveyError as exc:
-                self.console.print(f"[red]error:[/] {exc}", highlight=False)
+                self.console.print(f"[red]error:[/] {redact(str(exc))}", highlight=False)
 
     def dispatch(self, text: str) -> None:
         if text.startswith("!"):
@@ -201,7 +202,7 @@ class Repl:
             if not buffer:
                 live.start()
             buffer.append(delta)
-            live.update(Markdown("".join(buffer)))
+            live.update(Markdown(redact("".join(buffer))))  # whole text: a key spans deltas
 
         def stop_live() -> None:
             if buffer:
@@ -224,7 +225,7 @@ class Repl:
             self.ui.pause = None
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
-            self.console.print(Markdown(outcome.reply or "(no reply)"))
+            self.console.print(Markdown(redact(outcome.reply) or "(no reply)"))
 
     # -- shell ---------------------------------------------------------------------
 
@@ -239,7 +240,7 @@ class Repl:
             self.console.print(f"[yellow]{result.problem}[/]", highlight=False)
         if result.output or result.problem is None:
             self.console.print(
-                result.output.rstrip() or "(no output)", highlight=False, markup=False
+                redact(result.output).rstrip() or "(no output)", highlight=False, markup=False
             )
         if result.exit_code != 0:
             self.console.print(f"[dim]exit {result.exit_code}[/]")

@@ -268,3 +268,13 @@ def test_two_sessions_in_the_same_second_get_distinct_files(tmp_path: Path) -> N
     assert first.path != second.path
     assert second.path.name == "harvey-session-20261130-100000-2.spmd"
     assert "FADE IN:" in second.path.read_text()
+
+
+def test_a_route_named_like_a_forced_user_cue_stays_a_different_character(tmp_path: Path) -> None:
+    # user "0" is written "@0"; a route "@0" must not take the same cue.
+    rec = Recorder(tmp_path / "s.spmd", user="0", model="m", backend="openai")
+    rec.record_turn(
+        TurnRecord("0", "m", "/ws", "hi", "yo", route="@0", tool_notes=[ToolNote("ls", {}, "ok")])
+    )
+    scene = parse_session(rec.path, strict=True).scenes[0]
+    assert [t.character for t in scene.tool_notes] == ["0 MODEL"]

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 
 import httpx
+from pydantic import SecretStr
 
 from harvey.config import RouteSettings, Settings, base_url_for
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
@@ -73,7 +74,7 @@ def make_client(
         settings,
         base_url=base_url_for(chosen, settings, env),
         model=settings.model,
-        api_key=settings.api_key or env.get("OPENAI_API_KEY"),
+        api_key=settings.api_key or _env_key(env),
         num_ctx=settings.num_ctx,
         context_window=settings.context_window,
         env=env,
@@ -91,7 +92,7 @@ def make_route_client(
         settings,
         base_url=route.base_url or base_url_for(route.backend, unrouted, env),
         model=route.model,
-        api_key=route.api_key or env.get("OPENAI_API_KEY"),
+        api_key=route.api_key or _env_key(env),
         num_ctx=None,
         context_window=None,
         env=env,
@@ -104,7 +105,7 @@ def _build(
     *,
     base_url: str,
     model: str | None,
-    api_key: str | None,
+    api_key: SecretStr | None,
     num_ctx: int | None,
     context_window: int | None,
     env: Mapping[str, str],
@@ -153,6 +154,12 @@ def _build(
             )
         return ScriptedClient.from_file(script, model=model or "scripted")
     raise ConfigError(f"unknown backend {backend!r} (allowed: auto, ollama, openai, local)")
+
+
+def _env_key(env: Mapping[str, str]) -> SecretStr | None:
+    """OPENAI_API_KEY as a secret, so the key stays wrapped until the header is built."""
+    value = env.get("OPENAI_API_KEY")
+    return SecretStr(value) if value else None
 
 
 def _local_model(model: str | None) -> bool:

@@ -28,6 +28,7 @@ from harvey.errors import (
     ModelNotFound,
     StreamError,
 )
+from harvey.redact import redact
 
 Sleep = Callable[[float], None]
 
@@ -73,8 +74,11 @@ class Endpoint:
 
 def error_detail(body: bytes) -> str:
     """The human part of an error body: Ollama's ``{"error": "..."}``,
-    OpenAI's ``{"error": {"message": "..."}}``, or the first line of text."""
-    text = body.decode("utf-8", errors="replace").strip()
+    OpenAI's ``{"error": {"message": "..."}}``, or the first line of text.
+
+    Redacted before it is shortened: servers echo the Authorization header
+    back, and a key cut in half would no longer be recognised."""
+    text = redact(body.decode("utf-8", errors="replace").strip())
     try:
         data = json.loads(text)
     except ValueError:
@@ -84,7 +88,7 @@ def error_detail(body: bytes) -> str:
         if isinstance(err, dict):
             err = err.get("message", err)
         if err is not None:
-            return str(err)[:200]
+            return redact(str(err))[:200]
     return text[:200]
 
 
@@ -268,6 +272,7 @@ def truncated(endpoint: Endpoint, marker: str) -> StreamError:
 
 
 def malformed(endpoint: Endpoint, line: str) -> StreamError:
+    line = redact(line)  # before shortening, so a half key is never shown
     shown = line if len(line) <= 60 else line[:57] + "..."
     return StreamError(
         f"{endpoint.where} sent a malformed stream line {shown!r} — is the base URL pointing "

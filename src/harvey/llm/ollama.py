@@ -36,6 +36,7 @@ from harvey.llm.base import (
 )
 from harvey.llm.http import Endpoint, HttpTransport, Sleep, malformed, truncated
 from harvey.messages import Message, ToolCall
+from harvey.redact import active
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,16 @@ FALLBACK_CONTEXT = 4096  # when /api/show reports no context length at all
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Harvey messages → Ollama chat messages (tool arguments stay objects)."""
+    """Harvey messages → Ollama chat messages (tool arguments stay objects), redacted
+    of secrets like the OpenAI ``to_wire``."""
     wire: list[dict[str, Any]] = []
+    scrub = active()
     for msg in messages:
-        item: dict[str, Any] = {"role": msg.role, "content": msg.content}
+        item: dict[str, Any] = {"role": msg.role, "content": scrub.redact(msg.content)}
         if msg.tool_calls:
             item["tool_calls"] = [
-                {"function": {"name": c.name, "arguments": c.arguments}} for c in msg.tool_calls
+                {"function": {"name": c.name, "arguments": scrub.redact_data(c.arguments)}}
+                for c in msg.tool_calls
             ]
         if msg.role == "tool" and msg.name:
             item["tool_name"] = msg.name

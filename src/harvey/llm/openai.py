@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from pydantic import SecretStr
 
 from harvey.errors import BackendError, StreamError
 from harvey.llm.base import (
@@ -45,22 +46,26 @@ from harvey.llm.base import (
 from harvey.llm.http import Endpoint, HttpTransport, Sleep, malformed, truncated
 from harvey.llm.ollama import new_call_id, parse_arguments
 from harvey.messages import Message, ToolCall
+from harvey.redact import redact
 
 DEFAULT_CONTEXT = 8192  # stated in /status as "default" when the server does not say
 DUMMY_API_KEY = "sk-no-key-required"  # local servers ignore it; the header must exist
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Harvey messages → OpenAI chat messages (tool arguments as JSON strings)."""
+    """Harvey messages → OpenAI chat messages (tool arguments as JSON strings).
+
+    The last line of defence for secrets: everything sent to a model is redacted
+    here, whatever path (tool, /read, chunked analysis) put it in the history."""
     wire: list[dict[str, Any]] = []
     for msg in messages:
-        item: dict[str, Any] = {"role": msg.role, "content": msg.content}
+        item: dict[str, Any] = {"role": msg.role, "content": redact(msg.content)}
         if msg.tool_calls:
             item["tool_calls"] = [
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments_json()},
+                    "function": {"name": c.name, "arguments": redact(c.arguments_json())},
                 }
                 for c in msg.tool_calls
             ]
@@ -138,7 +143,7 @@ class OpenAIClient:
         base_url: str,
         model: str,
         *,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         context_window: int | None = None,
         timeout: float = 120.0,
         connect_timeout: float = 5.0,
@@ -148,7 +153,8 @@ class OpenAIClient:
     ) -> None:
         self.endpoint = base_url.rstrip("/")
         self.model = model
-        self.api_key = api_key
+        self.api_key = SecretStr(api_key) if isinstance(api_key, str) else api_key
+        key = self.api_key.get_secret_value() if self.api_key else DUMMY_API_KEY
         self.context_window = context_window
         self._timeout, self._connect_timeout = timeout, connect_timeout
         self._retries, self._sleep, self._transport_arg = retries, sleep, transport
@@ -158,7 +164,7 @@ class OpenAIClient:
                 self.endpoint,
                 "is the server running? Set OPENAI_BASE_URL or --base-url",
             ),
-            headers={"Authorization": f"Bearer {api_key or DUMMY_API_KEY}"},
+            headers={"Authorization": f"Bearer {key}"},
             transport=transport,
             timeout=timeout,
             connect_timeout=connect_timeout,

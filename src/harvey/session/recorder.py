@@ -16,12 +16,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harvey.private import make_private_dirs, private_opener
+from harvey.redact import redact, redact_data
 from harvey.session import notes
-from harvey.session.escape import character_cue, encode_block, encode_inline, encode_line
+from harvey.session.escape import (
+    character_cue,
+    cue_name,
+    encode_block,
+    encode_inline,
+    encode_line,
+)
 from harvey.session.records import RecallItem, TurnRecord
 
 log = logging.getLogger(__name__)
@@ -85,7 +94,7 @@ class Recorder:
         clock: Callable[[], datetime] = kw.get("clock", datetime.now)
         stem = f"harvey-session-{clock().strftime('%Y%m%d-%H%M%S')}"
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(directory)  # 0700, like .harvey/ itself
         except OSError as exc:
             log.debug("cannot create %s: %s", directory, exc)  # the constructor warns
         # Claim the name with an exclusive create, so two sessions started in the
@@ -93,7 +102,7 @@ class Recorder:
         path = directory / f"{stem}.spmd"
         for suffix in range(2, 1000):
             try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             except FileExistsError:
                 path = directory / f"{stem}-{suffix}.spmd"
                 continue
@@ -108,7 +117,7 @@ class Recorder:
         if not self.enabled:
             return
         try:
-            with open(self.path, mode, encoding="utf-8", newline="\n") as fh:
+            with open(self.path, mode, encoding="utf-8", newline="\n", opener=private_opener) as fh:
                 fh.write(text)
                 fh.flush()
         except (OSError, ValueError) as exc:
@@ -139,12 +148,14 @@ class Recorder:
         self._element(out, [cue, *encode_block(text)])
 
     def _cue(self, name: str) -> str:
-        return character_cue(name, "MODEL", frozenset({HARVEY, SHELL, self.user_cue}))
+        # Compare names, not cue lines: a forced cue ("@0") must still reserve "0".
+        return character_cue(name, "MODEL", frozenset({HARVEY, SHELL, cue_name(self.user_cue)}))
 
     # ------------------------------------------------------------ scenes
 
     def record_turn(self, turn: TurnRecord) -> None:
         """One chat turn as an INT. … TALKING scene, or EXT. when the model is remote."""
+        turn = _redacted(turn)
         user = character_cue(turn.user, "USER", frozenset({HARVEY, SHELL}))
         model = self._cue(turn.route.lstrip("@") if turn.route else turn.model)
         name = model.lstrip("@")
@@ -181,6 +192,7 @@ class Recorder:
 
     def record_shell(self, command: str, output: str, exit_code: int) -> None:
         """A ``!cmd`` as an INT. SHELL scene; long output keeps its head and tail."""
+        command, output = redact(command), redact(output)
         out = self._scene(f"INT. SHELL {self._stamp()}")
         self._dialogue(out, self.user_cue, f"! {command}")
         lines = output.rstrip("\n").split("\n") if output.strip("\n") else []
@@ -215,6 +227,7 @@ class Recorder:
         user_instruction: str,
     ) -> None:
         """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction."""
+        user_instruction = redact(user_instruction)
         shown = encode_inline(filename.replace("\n", " "))
         out = self._scene(f"INT. CHUNK ANALYSIS — {shown} {self._stamp()}")
         header = notes.chunk_note(filename, total_chunks, model, boundary, chunk_size_bytes)
@@ -224,6 +237,7 @@ class Recorder:
 
     def record_chunk_result(self, i: int, n: int, status: str) -> None:
         """A [[chunk-result: i/n — status]] note; i > n is written as given."""
+        status = redact(status)
         out: list[str] = []
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
         self._write("".join(out))
@@ -242,3 +256,23 @@ class Recorder:
             return
         self._closed = True
         self._write("\n\nTHE END.\n")
+
+
+def _redacted(turn: TurnRecord) -> TurnRecord:
+    """The turn as it may be written down: secrets replaced before escaping, since
+    an escaped line (``\\AKIA…``) would no longer look like the token it is."""
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else redact(value)
+
+    tools = [
+        replace(note, arguments=redact_data(note.arguments), status=redact(note.status))
+        for note in turn.tool_notes
+    ]
+    return replace(
+        turn,
+        user_text=text(turn.user_text),
+        reply=text(turn.reply),
+        harvey_notice=text(turn.harvey_notice),
+        tool_notes=tools,
+    )

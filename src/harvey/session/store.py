@@ -23,6 +23,8 @@ from pathlib import Path
 from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
 from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
+from harvey.private import create_private_file, make_private_dirs, tighten_database
+from harvey.redact import redact, redact_data
 from harvey.tools.todo import Todo
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -30,10 +32,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _storable(text: str) -> str:
     """Text SQLite can store: lone surrogates (from undecodable argv/stdin bytes)
-    become U+FFFD rather than failing the whole turn."""
+    become U+FFFD rather than failing the whole turn; secrets become a marker
+    (harvey.redact), so no key is ever written to sessions.db."""
     if not isinstance(text, str):
         return text  # let the NOT NULL constraint reject it inside the transaction
-    return _SURROGATE.sub("\ufffd", text)
+    return _SURROGATE.sub("\ufffd", redact(text))
 
 
 def _now() -> str:
@@ -149,10 +152,12 @@ class SessionStore:
         self._lock = threading.RLock()
         self._ratios: dict[str, float | None] = {}
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(path.parent)  # HARVEY_HOME 0700
+            create_private_file(path)  # 0600 before SQLite writes a byte of it
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
+            tighten_database(path)  # and an older, more open -wal/-shm
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._migrate()
@@ -271,7 +276,7 @@ class SessionStore:
 
     def set_title(self, session_id: str, title: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (_storable(title), session_id))
 
     def set_model(self, session_id: str, model: str) -> None:
         with self._tx() as db:
@@ -298,7 +303,7 @@ class SessionStore:
                 calls = (
                     json.dumps(
                         [
-                            {"id": c.id, "name": c.name, "arguments": c.arguments}
+                            {"id": c.id, "name": c.name, "arguments": redact_data(c.arguments)}
                             for c in m.tool_calls
                         ]
                     )

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
+from harvey.private import make_private_dirs
 from harvey.tools.offload import sanitize_id
 from harvey.tools.todo import Todo
 
@@ -75,7 +76,7 @@ class FilePlanWriter:
         self._now = now or (lambda: datetime.now().astimezone())
         folder = plan_directory(Path(workspace), Path(harvey_home))
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(folder)  # 0700: plans are session data too
         except OSError as exc:
             raise WorkspaceError(
                 f"cannot create the plan folder {folder}: {exc.strerror or exc}"

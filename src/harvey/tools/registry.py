@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult, tool_schema
+from harvey.redact import Redactor, active
 from harvey.ui import WriteRequest
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,14 @@ class ToolExecutor(Protocol):
 
 
 class ToolRegistry:
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    """The tools by name. ``redactor`` (default: the process-wide one, looked up
+    per call) scrubs every result, so a secret a tool read — ``/proc/self/environ``,
+    a ``.env`` file — never reaches the model, the offload file, the store or the
+    screen: the hooks and offload wrap this, so they only ever see redacted text."""
+
+    def __init__(self, tools: list[Tool] | None = None, redactor: Redactor | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self.redactor = redactor
         for tool in tools or []:
             self.register(tool)
 
@@ -115,4 +122,5 @@ class ToolRegistry:
         except Exception as exc:  # a tool bug must not kill the turn
             log.exception("tool %s crashed", call.name)
             output = f"error: {call.name} failed: {type(exc).__name__}: {exc}"
-        return ToolResult(call.id, call.name, output)
+        scrub = self.redactor if self.redactor is not None else active()
+        return ToolResult(call.id, call.name, scrub.redact(output))

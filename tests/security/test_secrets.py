@@ -1,0 +1,224 @@
+"""No secret leaves through output, and what Harvey keeps is private to its user.
+
+Each test plays one way a key could get out through the real ``harvey run``:
+a tool reading it from a workspace file, an offloaded tool output, a server
+that echoes the Authorization header back in its error body, and the
+traceback ``HARVEY_DEBUG=1`` prints. Then it checks everything the key could
+have reached (the server, sessions.db, the .spmd, offload files, the screen).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvey.llm.scripted import Reply
+from tests.fakes.base import _Handler
+from tests.fakes.openai import FakeOpenAI
+from tests.security.conftest import API_KEY, Attack, AttackResult
+
+GITHUB_TOKEN = "ghp_16C7e42F292c6912E7710c838347Ae178B4aXYZ"
+ROUTE_KEY = "route-only-secret-0123456789"
+YAML_KEY = "sk-fromyaml-NEVER-SHOWN-9876543210fedcba"
+
+
+@pytest.fixture(autouse=True)
+def ordinary_umask() -> Iterator[None]:
+    """The usual 022 umask, so only Harvey's own modes can make its files private."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+class EchoingOpenAI(FakeOpenAI):
+    """A server that rejects the key it is sent and quotes the header back in the body."""
+
+    def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:
+        if path.rstrip("/").endswith("/props"):
+            self._error(h, 404, "not here")
+            return
+        received = h.headers.get("Authorization", "")
+        self._error(h, 401, f"Incorrect API key provided in header Authorization: {received}")
+
+
+def _stored(workspace: Path, home: Path) -> bytes:
+    files = [p for root in (home, workspace / ".harvey") for p in root.rglob("*") if p.is_file()]
+    return b"\n".join(p.read_bytes() for p in sorted(files))
+
+
+def _run_against_started(
+    srv: FakeOpenAI, workspace: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harvey",
+            "run",
+            "hello",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.url,
+            "--model",
+            "m",
+        ],
+        cwd=workspace,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _run_against(
+    server: FakeOpenAI, workspace: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    with server as srv:
+        return _run_against_started(srv, workspace, env)
+
+
+def test_a_key_and_a_token_in_a_workspace_file_never_reach_the_model(
+    attack: Attack, victim_workspace: Path
+) -> None:
+    (victim_workspace / "harvey.yaml").write_text(
+        f"routes:\n  - name: cloud\n    api_key: {ROUTE_KEY}\n"
+    )
+    (victim_workspace / ".env").write_text(
+        f"OPENAI_API_KEY={API_KEY}\nGITHUB_TOKEN={GITHUB_TOKEN}\nROUTE={ROUTE_KEY}\nok=1\n"
+    )
+    result = attack([("read_file", {"path": ".env"})])
+    assert result.proc.returncode == 0, result.proc.stderr
+    (output,) = [out for out in result.tool_outputs if "ok=1" in out]
+    assert "OPENAI_API_KEY=[REDACTED]" in output and "GITHUB_TOKEN=ghp_[REDACTED]" in output
+    for secret in (API_KEY, GITHUB_TOKEN, ROUTE_KEY):
+        result.assert_secret_absent(secret)
+
+
+def test_an_offloaded_output_is_redacted_before_it_is_written(
+    attack: Attack, victim_workspace: Path
+) -> None:
+    (victim_workspace / "harvey.yaml").write_text("offload:\n  threshold: 200\n")
+    lines = "".join(f"line {i}: export OPENAI_API_KEY={API_KEY}\n" for i in range(40))
+    (victim_workspace / "config.sh").write_text(lines)
+    result = attack([("search_files", {"pattern": "OPENAI_API_KEY"})])
+    assert result.proc.returncode == 0, result.proc.stderr
+    offloaded = list((victim_workspace / ".harvey" / "tool_results").rglob("*.txt"))
+    assert len(offloaded) == 1, "the output was not offloaded, so the test proves nothing"
+    text = offloaded[0].read_text()
+    assert text.count("OPENAI_API_KEY=[REDACTED]") == 40
+    result.assert_secret_absent()
+
+
+def test_a_reply_quoting_the_key_is_printed_and_stored_redacted(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    # However the model came to know it (the user pasted it, say), it is not kept.
+    reply = Reply(f"Your key is {API_KEY}; a GitHub token looks like {GITHUB_TOKEN}.")
+    server = FakeOpenAI([reply], api_key=API_KEY)
+    proc = _run_against(server, victim_workspace, {"OPENAI_API_KEY": API_KEY})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Your key is [REDACTED]; a GitHub token looks like ghp_[REDACTED].\n"
+    stored = _stored(victim_workspace, isolated_env)
+    assert b"Your key is [REDACTED]" in stored
+    assert API_KEY.encode() not in stored and GITHUB_TOKEN.encode() not in stored
+
+
+def test_a_server_echoing_the_authorization_header_shows_no_key(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    proc = _run_against(EchoingOpenAI(), victim_workspace, {"OPENAI_API_KEY": API_KEY})
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "HTTP 401" in lines[0], proc.stderr
+    assert "Authorization: Bearer [REDACTED]" in lines[0]
+    assert "Traceback" not in proc.stderr
+    AttackResult(proc, [], victim_workspace, isolated_env, victim_workspace).assert_secret_absent()
+    assert API_KEY.encode() not in _stored(victim_workspace, isolated_env)
+
+
+def test_the_debug_traceback_is_shown_without_the_key_from_harvey_yaml(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    (victim_workspace / "harvey.yaml").write_text(f"api_key: {YAML_KEY}\n")
+    proc = _run_against(EchoingOpenAI(), victim_workspace, {"HARVEY_DEBUG": "1"})
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert "BackendHTTPError" in proc.stderr and "[REDACTED]" in proc.stderr
+    assert YAML_KEY not in proc.stderr and YAML_KEY not in proc.stdout
+    assert YAML_KEY.encode() not in _stored(victim_workspace, isolated_env)
+
+
+def test_a_bad_key_type_in_harvey_yaml_is_not_echoed_even_under_debug(
+    victim_workspace: Path,
+) -> None:
+    # Not token-shaped and never loaded as a key: only the settings keeping
+    # rejected values out of their errors can keep it off the screen.
+    plain = "correct-horse-battery-staple"
+    (victim_workspace / "harvey.yaml").write_text(f"api_key: [{plain}]\n")
+    proc = _run_against(FakeOpenAI(["hi"]), victim_workspace, {"HARVEY_DEBUG": "1"})
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr and "api_key" in proc.stderr
+    assert plain not in proc.stderr
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_harvey_home_the_store_and_the_session_files_are_private(
+    victim_workspace: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "fresh" / "harvey-home"  # does not exist yet: Harvey creates it
+    (victim_workspace / ".git").mkdir()  # plans go to .harvey/plans in a repository
+    with FakeOpenAI([Reply("hello back")]) as srv:
+        proc = _run_against_started(srv, victim_workspace, {"HARVEY_HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr
+    harvey_dir = victim_workspace / ".harvey"
+    (spmd,) = (harvey_dir / "sessions").glob("*.spmd")
+    folders = [home, harvey_dir, harvey_dir / "sessions", harvey_dir / "plans"]
+    assert {str(p): _mode(p) for p in folders} == {str(p): 0o700 for p in folders}
+    db_files = [p for p in home.iterdir() if p.name.startswith("sessions.db")]
+    assert home / "sessions.db" in db_files
+    files = [*db_files, spmd]
+    assert {str(p): _mode(p) for p in files} == {str(p): 0o600 for p in files}
+
+
+def test_loose_modes_left_by_an_older_harvey_are_tightened(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    def run() -> None:
+        with FakeOpenAI([Reply("ok")]) as srv:
+            proc = _run_against_started(srv, victim_workspace)
+        assert proc.returncode == 0, proc.stderr
+
+    run()
+    harvey_dir = victim_workspace / ".harvey"
+    loose = [isolated_env, harvey_dir, harvey_dir / "sessions", isolated_env / "sessions.db"]
+    for path in loose:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    run()
+    assert [_mode(p) for p in loose] == [0o700, 0o700, 0o700, 0o600]
+
+
+def test_the_environment_read_back_through_an_allowed_command_is_redacted(
+    attack: Attack, victim_workspace: Path
+) -> None:
+    # The reported attack: a file list naming /proc/self/environ, read by sort.
+    # Confinement and a scrubbed environment should stop it first; whatever
+    # still comes back is redacted before the model or the store sees it.
+    (victim_workspace / "list").write_bytes(b"/proc/self/environ\0")
+    env = {"GITHUB_TOKEN": GITHUB_TOKEN, "DEPLOY_SECRET": ROUTE_KEY}
+    result = attack([("run_shell", {"command": "sort --files0-from=list"})], env=env)
+    assert result.proc.returncode == 0, result.proc.stderr
+    for secret in (API_KEY, GITHUB_TOKEN, ROUTE_KEY):
+        result.assert_secret_absent(secret)
+    leaked = [out for out in result.tool_outputs if "GITHUB_TOKEN=" in out]
+    assert all("GITHUB_TOKEN=[REDACTED]" in out for out in leaked)
