@@ -41,7 +41,18 @@ class Slow:
     then: Reply | str = ""
 
 
-Step = Reply | str | HTTPFailure | Malformed | Truncated | Slow
+@dataclass(frozen=True)
+class KeepAlive:
+    """Stream ``text``, then only keep-alives (an SSE comment, a blank NDJSON line) every
+    ``interval`` seconds: bytes that are not progress, until the client gives up (or
+    ``give_up_after`` seconds, so a test that forgets cannot hold a thread forever)."""
+
+    interval: float = 0.2
+    text: str = ""
+    give_up_after: float = 60.0
+
+
+Step = Reply | str | HTTPFailure | Malformed | Truncated | Slow | KeepAlive
 
 
 @dataclass
@@ -275,6 +286,12 @@ class _FakeServer(ABC):
         h.start_stream(self._content_type)
         for chunk in Reply(step.text).chunks():
             self._emit(h, self._text_event(model, chunk))
+        if isinstance(step, KeepAlive):
+            waited = 0.0
+            while waited < step.give_up_after and not self._stop.wait(step.interval):
+                h.write_chunk(self._keepalive)  # BrokenPipe once the client has gone
+                waited += step.interval
+            raise _Abort
         if isinstance(step, Malformed):
             ndjson = self._content_type == "application/x-ndjson"
             self._emit(h, f"{step.line}\n" if ndjson else f"data: {step.line}\n\n")
@@ -310,6 +327,7 @@ class _FakeServer(ABC):
 
     _stream_default = True
     _content_type = "application/json"
+    _keepalive = "\n"  # what the format sends to keep a connection open without content
 
     @abstractmethod
     def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:

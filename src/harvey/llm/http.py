@@ -134,6 +134,34 @@ def timeout_error(endpoint: Endpoint, timeout: float) -> BackendUnavailable:
     return err
 
 
+class ProgressWatch:
+    """A stream's read timeout as "no progress", not "no bytes".
+
+    httpx's read timeout restarts on every byte, so a server that sends an SSE
+    comment (``: ping``) or a blank line every few seconds and never a token
+    would hold a turn forever. The stream parsers call ``progress()`` on every
+    meaningful event (text, a tool-call fragment, reasoning, the end) and
+    ``check()`` on everything else; ``check`` raises the usual timeout error
+    once ``timeout`` seconds pass without progress. A server that goes silent
+    altogether is still caught by httpx's own read timeout.
+    """
+
+    def __init__(
+        self, endpoint: Endpoint, timeout: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.clock = clock
+        self.last = clock()
+
+    def progress(self) -> None:
+        self.last = self.clock()
+
+    def check(self) -> None:
+        if self.clock() - self.last > self.timeout:
+            raise timeout_error(self.endpoint, self.timeout)
+
+
 class HttpTransport:
     """An httpx client bound to one endpoint, with retries and translation."""
 
@@ -238,6 +266,10 @@ class HttpTransport:
                 f"{self.endpoint.where} answered {path} with something that is not JSON "
                 "— is the base URL right?"
             ) from exc
+
+    def progress_watch(self) -> ProgressWatch:
+        """A ``ProgressWatch`` for one stream from this endpoint, with its read timeout."""
+        return ProgressWatch(self.endpoint, self.timeout)
 
     def stream_lines(self, path: str, payload: Any, *, model: str | None = None) -> Iterator[str]:
         """POST and yield the response body line by line as it arrives."""
