@@ -112,3 +112,11 @@ def test_whole_file_read_without_the_guard_is_capped(ctx: ToolContext) -> None:
     assert f"showing bytes 0-{MAX_READ_BYTES} of {size}" in note
     assert f"use offset={MAX_READ_BYTES}" in note
     assert f"at most {MAX_READ_BYTES:,} bytes" in note
+
+
+def test_a_name_too_long_for_the_file_system_is_one_error(ctx: ToolContext) -> None:
+    for tool in ("read_file", "search_files"):
+        args = {"path": "n" * 300 + ".txt"} | ({"pattern": "x"} if tool == "search_files" else {})
+        result = run(ctx, tool, **args)
+        assert result.startswith("error: file name too long: 'nnnn"), result
+        assert "at most 255 bytes a name" in result

@@ -33,6 +33,9 @@ MAX_LIST_ENTRIES = 1000
 SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules"})
 
 
+_NAME_MAX = 255  # bytes in one path component, on every file system Harvey runs on
+
+
 def safe_path(workspace: Path | str, path: Path | str) -> Path:
     """Resolve ``path`` (relative to ``workspace`` or absolute) and insist it stays inside.
 
@@ -55,6 +58,10 @@ def safe_path(workspace: Path | str, path: Path | str) -> Path:
         raise WorkspaceError(f"cannot resolve path {raw!r}: {exc}") from exc
     if resolved != root and not resolved.is_relative_to(root):
         raise WorkspaceError(f"path {raw!r} is outside the workspace {root}")
+    # Every later stat would fail with ENAMETOOLONG (an OSError, not a "no such file").
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in resolved.parts):
+        shown = raw if len(raw) <= 60 else raw[:57] + "..."
+        raise WorkspaceError(f"file name too long: {shown!r} (at most {_NAME_MAX} bytes a name)")
     return resolved
 
 
