@@ -67,9 +67,11 @@ def server() -> FakeOpenAI:
         yield srv
 
 
-def analyze(ws: Path, srv: FakeOpenAI, name: str, **kwargs: Any) -> tuple[int, str, str]:
+def analyze(
+    ws: Path, srv: FakeOpenAI, name: str, *extra: str, **kwargs: Any
+) -> tuple[int, str, str]:
     args = ("analyze", name, "-i", "summarise", "--backend", "openai", "--base-url", srv.url)
-    return harvey(ws, *args, **kwargs)
+    return harvey(ws, *args, *extra, **kwargs)
 
 
 @needs_fifo
@@ -164,3 +166,36 @@ def test_a_server_that_only_sends_pings_times_out(
         )
     assert code == 1
     assert f"the OpenAI-compatible server at {srv.url} did not answer within 1s" in one_line(err)
+
+
+def test_analyze_streams_a_file_bigger_than_one_window(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    paragraph = "The reservoir opened in 1881 and held four hundred million gallons. " * 8
+    text = "\n\n".join(f"{i}. {paragraph}" for i in range(16_000)) + "\n"
+    assert len(text) > 8 * MB  # over the 4 MB window: streamed, not read whole
+    (victim_workspace / "long.txt").write_text(text)
+    with FakeOpenAI(api_key=API_KEY, default_reply=Reply("partial")) as srv:
+        code, out, err = analyze(
+            victim_workspace,
+            srv,
+            "long.txt",
+            "--chunk-size",
+            str(MB),
+            "--overlap",
+            "none",
+            "--no-record",
+        )
+        prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
+    assert code == 0, err
+    assert out == "partial\n"
+    maps = [p for p in prompts if "\n---\nChunk " in p]
+    n = len(maps)
+    assert n >= 8 and len(prompts) == n + 1  # every chunk once, then one synthesis
+    bodies = {}
+    for p in maps:
+        head, _, body = p.partition(":\n")
+        index = int(head.rsplit("Chunk ", 1)[1].split(" of ")[0])
+        bodies[index] = body
+        assert len(body.encode()) <= MB
+    assert "".join(bodies[i] for i in range(1, n + 1)) == text  # lossless, in order
