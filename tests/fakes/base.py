@@ -168,6 +168,7 @@ class _FakeServer(ABC):
         chunk_delay: float = 0.0,
         default_reply: Reply | str | None = None,
         strict_models: bool = False,
+        keep_bodies: bool = True,
     ) -> None:
         self.models = list(models)
         self.context_window = context_window
@@ -175,6 +176,7 @@ class _FakeServer(ABC):
         self.chunk_delay = chunk_delay
         self.default_reply = default_reply
         self.strict_models = strict_models
+        self.keep_bodies = keep_bodies  # False: record requests without their bodies (big inputs)
         self.requests: list[Received] = []
         self._steps: list[Step] = list(replies)
         self._lock = threading.Lock()
@@ -231,6 +233,8 @@ class _FakeServer(ABC):
         return len(self._steps)
 
     def _record(self, received: Received) -> None:
+        if not self.keep_bodies:
+            received = Received(received.method, received.path, None, received.headers)
         with self._lock:
             self.requests.append(received)
 

@@ -199,3 +199,39 @@ def test_analyze_streams_a_file_bigger_than_one_window(
         bodies[index] = body
         assert len(body.encode()) <= MB
     assert "".join(bodies[i] for i in range(1, n + 1)) == text  # lossless, in order
+
+
+def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
+    victim_workspace: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Accepted (--yes), a file of many chunks is streamed: a file five times larger
+    costs the same memory, give or take the allocator (a whole read would cost four
+    times the extra size: bytes, text, re-encoded bytes, chunks)."""
+    line = "The reservoir opened in 1881 and held four hundred million gallons.\n"
+    block = line * 1000 + "\n"
+    peaks = []
+    for size in (30 * MB, 150 * MB):
+        with (victim_workspace / "long.txt").open("w") as f:
+            f.write(block * (size // len(block)))
+        with FakeOpenAI(api_key=API_KEY, default_reply=Reply("p"), keep_bodies=False) as srv:
+            code, out, err = analyze(
+                victim_workspace,
+                srv,
+                "long.txt",
+                "--chunk-size",
+                str(2 * MB),
+                "--max-chunks",
+                "1",
+                "--concurrency",
+                "2",
+                "--yes",
+                "--no-record",
+                peak_file=tmp_path / "peak",
+            )
+            calls = len(srv.chat_requests)
+        assert code == 0, err
+        assert out == "p\n" and calls > size // (2 * MB)  # every chunk mapped, then synthesis
+        assert f"at least {-(-size // (2 * MB))} chunks" in err  # asked from the size
+        peaks.append(peak_rss(tmp_path / "peak"))
+    small, large = peaks
+    assert large - small < 60 * MB, f"peak RSS {small / MB:.0f} MB, then {large / MB:.0f} MB"
