@@ -7,15 +7,17 @@ passed ``--allow-writes``; progress goes to stderr, only the answer to stdout.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
 from harvey.config import Paths, Settings
-from harvey.errors import UsageError
+from harvey.errors import UsageError, WorkspaceError
 from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
 from harvey.redact import redact
 from harvey.runtime import open_runtime
-from harvey.tools.files import BINARY_SNIFF_BYTES, looks_binary
+from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI
 
 
@@ -40,15 +42,30 @@ def run_once(
 
 
 def check_readable_text(path: Path) -> None:
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory, not a file")
+    """Refuse, in one line, anything ``analyze`` cannot read as text, before opening it.
+
+    ``stat`` comes first: a FIFO would block the open, and a name too long for
+    the file system fails there (``ENAMETOOLONG``) rather than as a traceback.
+    """
     try:
-        with path.open("rb") as handle:
-            head = handle.read(BINARY_SNIFF_BYTES)
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise UsageError(f"{path}: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        kind = file_kind(info.st_mode)
+        raise UsageError(f"{path} is {kind}, not a regular file; analyze reads regular files")
+    if info.st_size == 0:
+        raise UsageError(f"{path} is empty: there is nothing to analyse")
+    try:
+        with open_regular(path) as handle:
+            head = handle.read(BINARY_SNIFF_BYTES)
+    except (OSError, WorkspaceError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise UsageError(f"cannot read {path}: {reason}") from exc
     if looks_binary(head):
         raise UsageError(f"{path} looks like a binary file; analyze reads text files")
 

@@ -4,30 +4,45 @@ The pre-read guard in ``read_file`` calls ``handle_oversize`` (through
 ``ToolContext.on_oversize``) before any byte of the file is read. Models
 without tool support reach the same guard through ``attach_mentioned_files``.
 ``analyze_file`` is the shared path used by both and by ``harvey analyze``.
+
+Memory for an analysis does not grow with the file: the chunk count is first
+bounded from the file's size alone (each chunk holds at most
+``chunk_size_bytes``, so a file of S bytes makes at least S / chunk_size
+chunks) and a file that must make more than ``max_chunks`` is asked about
+before one byte is read. A file up to one window is read whole and chunked
+with its grammar; a larger one is streamed through the chunker twice — once
+to count the chunks (the prompts say "chunk i of N"), once to feed the map
+phase lazily.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from harvey.config import ChunkingSettings
 from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.budget import file_exceeds_budget
 from harvey.context.chunking import (
+    Chunk,
     ChunkConfig,
+    DocType,
     Overlap,
     boundary_name,
     chunk_document,
     detect_doc_type,
     language_for_path,
 )
-from harvey.errors import Cancelled, HarveyError, WorkspaceError
+from harvey.context.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
+from harvey.errors import Cancelled, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
-from harvey.tools.files import looks_binary, safe_path
+from harvey.tools.files import file_kind, looks_binary, open_regular, safe_path
 
 if TYPE_CHECKING:
     from harvey.agent import Agent
@@ -102,6 +117,53 @@ def handle_oversize(agent: Agent, path: Path, size: int, estimated: int) -> str:
         return f"error: chunk analysis of {name} failed: {exc}"
 
 
+def _regular_size(path: Path, name: str) -> int:
+    """The size of a regular file, from ``stat`` alone (a FIFO would block an open)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
+    return info.st_size
+
+
+def _open(path: Path, name: str) -> IO[bytes]:
+    try:
+        return open_regular(path)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+
+
+def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Iterator[Chunk]:
+    with _open(path, name) as handle:
+        try:
+            yield from iter_chunks(utf8_windows(handle), cfg, doc_type)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+
+
+def _chunks(
+    path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
+) -> tuple[list[Chunk] | Iterator[Chunk], int]:
+    """The chunks (a list, or a lazy stream for a file over one window) and how many."""
+    if size <= WINDOW_BYTES:
+        with _open(path, name) as handle:
+            try:
+                raw = handle.read(WINDOW_BYTES + 1)
+            except OSError as exc:
+                raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+        content = raw.decode("utf-8", errors="replace")
+        listed = chunk_document(content, cfg, doc_type, language=language_for_path(path))
+        return listed, len(listed)
+    with _open(path, name) as handle:
+        try:
+            total = count_chunks(utf8_windows(handle), cfg, doc_type)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    return _streamed(path, name, cfg, doc_type), total
+
+
 def analyze_file(
     agent: Agent,
     path: Path,
@@ -123,18 +185,28 @@ def analyze_file(
     state = agent.current_turn
     client = client or (state.client if state else agent.client)
     name = _display_name(agent, path)
-    try:
-        content = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    size = _regular_size(path, name)
+    if size == 0:
+        raise UsageError(f"{name} is empty: there is nothing to analyse")
     mention, without_route = find_mention(instruction)
     map_client = agent.resolve_route(mention) if mention else client
     doc_type = detect_doc_type(path)
     cfg = chunk_config(agent.settings.chunking, map_client, options)
-    chunks = chunk_document(content, cfg, doc_type, language=language_for_path(path))
-    if len(chunks) > cfg.max_chunks and not agent.ui.confirm(
-        f"{name} splits into {len(chunks)} chunks, more than max_chunks ({cfg.max_chunks}). "
-        f"Process all {len(chunks)}?"
+    at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
+    asked = at_least > cfg.max_chunks
+    if asked and not agent.ui.confirm(
+        f"{name} is {size:,} bytes: at least {at_least:,} chunks of {cfg.chunk_size_bytes:,} "
+        f"bytes, more than max_chunks ({cfg.max_chunks}). Process them all?"
+    ):
+        return CANCELLED  # refused before one byte of the file was read
+    chunks, total = _chunks(path, name, size, cfg, doc_type)
+    if (
+        total > cfg.max_chunks
+        and not asked
+        and not agent.ui.confirm(
+            f"{name} splits into {total} chunks, more than max_chunks ({cfg.max_chunks}). "
+            f"Process all {total}?"
+        )
     ):
         return CANCELLED
     recorder = agent.recorder
@@ -153,6 +225,7 @@ def analyze_file(
         boundary=boundary_name(doc_type),
         config=cfg,
         as_typed=instruction,
+        total=total,
     )
     result = run_chunked_analysis(
         map_client,
@@ -210,8 +283,17 @@ def read_for_context(agent: Agent, path: Path) -> str:
         if exceeds:
             estimated = math.ceil(size / agent.bytes_per_token(client))
             return f"[{name}: {handle_oversize(agent, path, size, estimated)}]"
-    raw = path.read_bytes()[:ATTACH_LIMIT_BYTES]
+    try:
+        with open_regular(path) as handle:  # never a FIFO, never more than the limit
+            raw = handle.read(ATTACH_LIMIT_BYTES + 1)
+    except WorkspaceError:
+        return f"[{name}: not a regular file, not attached]"
+    except OSError as exc:
+        return f"[{name}: cannot read it ({exc.strerror or exc}), not attached]"
     if looks_binary(raw):
         return f"[{name}: binary file, not attached]"
-    body = raw.decode("utf-8", errors="replace")
+    cut = len(raw) > ATTACH_LIMIT_BYTES
+    body = raw[:ATTACH_LIMIT_BYTES].decode("utf-8", errors="replace")
+    if cut:
+        body += f"\n[only the first {ATTACH_LIMIT_BYTES:,} bytes of {name} are attached]"
     return f"--- {name} ---\n{body}\n--- end of {name} ---"

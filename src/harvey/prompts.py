@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harvey.errors import HarveyError
+from harvey.tools.files import open_regular, safe_path
+
 PREAMBLE = """\
 You are Harvey, a careful assistant working with the documents and code in the \
 user's workspace folder. Use the tools to look at files instead of guessing; \
@@ -24,13 +27,23 @@ def build_system_prompt(workspace: Path, *, tools: bool, extra: tuple[str, ...] 
     if not tools:
         parts.append(NO_TOOLS_NOTE)
     parts.extend(e for e in extra if e)
-    guide = workspace / HARVEY_MD
-    try:
-        if guide.is_file():
-            raw = guide.read_bytes()[:HARVEY_MD_LIMIT]
-            text = raw.decode("utf-8", errors="ignore").strip()
-            if text:
-                parts.append(f"Project instructions from {HARVEY_MD}:\n{text}")
-    except OSError:
-        pass
+    text = _read_guide(workspace)
+    if text:
+        parts.append(f"Project instructions from {HARVEY_MD}:\n{text}")
     return "\n\n".join(parts)
+
+
+def _read_guide(workspace: Path) -> str:
+    """HARVEY.md's first ``HARVEY_MD_LIMIT`` bytes, or "" when there is none to read.
+
+    The file comes from the workspace, which may be hostile: it is read only if
+    it is a regular file that stays inside the workspace (a link to a key file
+    elsewhere is not followed) and only up to the limit (a FIFO would block, a
+    huge file would be read whole).
+    """
+    try:
+        with open_regular(safe_path(workspace, HARVEY_MD)) as handle:
+            raw = handle.read(HARVEY_MD_LIMIT)
+    except (OSError, HarveyError):
+        return ""
+    return raw.decode("utf-8", errors="ignore").strip()

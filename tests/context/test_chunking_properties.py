@@ -6,6 +6,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def check_invariants(content: str, chunks: list[Chunk], size: int) -> None:
         assert c.end_line == content.count("\n", 0, max(c.start, c.end - 1)) + 1
     for prev, nxt in itertools.pairwise(chunks):
         assert prev.start <= nxt.start <= prev.end  # no gap, progress
+        assert nxt.start > prev.start  # never a chunk wholly repeated by the next
         assert nxt.end > prev.end
         assert nbytes(content[nxt.start : prev.end]) <= size // 4
 
@@ -175,3 +177,36 @@ def test_prose_cuts_prefer_paragraphs_then_sentences(doc: Doc, size: int) -> Non
             assert cut in after_space  # a line, else a word boundary
         else:
             assert nbytes(prev.text) > size - 4  # a character cut, as full as the bound allows
+
+
+@pytest.mark.parametrize("overlap", ["paragraph", "sentence"])
+@pytest.mark.parametrize("language", [None, "python"])
+def test_small_definition_before_an_oversized_one_is_not_repeated(
+    overlap: str, language: str | None
+) -> None:
+    """A short definition, then one too big for a chunk: the first chunk is the short
+    one, and the second must not start over at byte 0 (it used to repeat it whole)."""
+    body = "def big():\n" + "".join(f"    x{i} = {i}\n" for i in range(40))
+    content = "def small(): pass\n\n" + body
+    cfg = ChunkConfig(chunk_size_bytes=120, overlap=overlap)  # type: ignore[arg-type]
+    chunks = chunk_document(content, cfg, DocType.SOURCE, language=language)
+    check_invariants(content, chunks, 120)
+    assert chunks[0].text == "def small(): pass\n\n"
+    assert chunks[1].start == chunks[0].end  # nothing of the small chunk is worth repeating
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["def f(): pass\n\n", "x = 1. Y = 2.\n\n", "def g():\n" + " z\n" * 30]),
+        min_size=1,
+        max_size=20,
+    ).map("".join),
+    st.integers(min_value=40, max_value=200),
+    OVERLAPS,
+)
+def test_small_units_then_oversized_ones_keep_the_invariants(
+    content: str, size: int, overlap: str
+) -> None:
+    cfg = ChunkConfig(chunk_size_bytes=size, overlap=overlap)  # type: ignore[arg-type]
+    check_invariants(content, chunk_document(content, cfg, DocType.SOURCE), size)

@@ -41,7 +41,18 @@ class Slow:
     then: Reply | str = ""
 
 
-Step = Reply | str | HTTPFailure | Malformed | Truncated | Slow
+@dataclass(frozen=True)
+class KeepAlive:
+    """Stream ``text``, then only keep-alives (an SSE comment, a blank NDJSON line) every
+    ``interval`` seconds: bytes that are not progress, until the client gives up (or
+    ``give_up_after`` seconds, so a test that forgets cannot hold a thread forever)."""
+
+    interval: float = 0.2
+    text: str = ""
+    give_up_after: float = 60.0
+
+
+Step = Reply | str | HTTPFailure | Malformed | Truncated | Slow | KeepAlive
 
 
 @dataclass
@@ -157,6 +168,7 @@ class _FakeServer(ABC):
         chunk_delay: float = 0.0,
         default_reply: Reply | str | None = None,
         strict_models: bool = False,
+        keep_bodies: bool = True,
     ) -> None:
         self.models = list(models)
         self.context_window = context_window
@@ -164,6 +176,7 @@ class _FakeServer(ABC):
         self.chunk_delay = chunk_delay
         self.default_reply = default_reply
         self.strict_models = strict_models
+        self.keep_bodies = keep_bodies  # False: record requests without their bodies (big inputs)
         self.requests: list[Received] = []
         self._steps: list[Step] = list(replies)
         self._lock = threading.Lock()
@@ -220,6 +233,8 @@ class _FakeServer(ABC):
         return len(self._steps)
 
     def _record(self, received: Received) -> None:
+        if not self.keep_bodies:
+            received = Received(received.method, received.path, None, received.headers)
         with self._lock:
             self.requests.append(received)
 
@@ -275,6 +290,12 @@ class _FakeServer(ABC):
         h.start_stream(self._content_type)
         for chunk in Reply(step.text).chunks():
             self._emit(h, self._text_event(model, chunk))
+        if isinstance(step, KeepAlive):
+            waited = 0.0
+            while waited < step.give_up_after and not self._stop.wait(step.interval):
+                h.write_chunk(self._keepalive)  # BrokenPipe once the client has gone
+                waited += step.interval
+            raise _Abort
         if isinstance(step, Malformed):
             ndjson = self._content_type == "application/x-ndjson"
             self._emit(h, f"{step.line}\n" if ndjson else f"data: {step.line}\n\n")
@@ -310,6 +331,7 @@ class _FakeServer(ABC):
 
     _stream_default = True
     _content_type = "application/json"
+    _keepalive = "\n"  # what the format sends to keep a connection open without content
 
     @abstractmethod
     def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:

@@ -21,6 +21,7 @@ class FakeOpenAI(_FakeServer):
 
     chat_path = "/chat/completions"
     _content_type = "text/event-stream"
+    _keepalive = ": ping\n\n"  # an SSE comment, as llama.cpp's and OpenRouter's servers send
     _stream_default = False
 
     def __init__(

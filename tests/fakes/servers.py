@@ -19,11 +19,14 @@ A script is a list of steps consumed one per chat request, in order:
 * ``Malformed(text)`` — stream ``text``, then a line that is not JSON;
 * ``Truncated(text, abrupt=False)`` — stream ``text`` and stop before the end
   marker (``abrupt=True`` also breaks the HTTP framing);
-* ``Slow(seconds, then)`` — wait before answering with ``then`` (timeout tests).
+* ``Slow(seconds, then)`` — wait before answering with ``then`` (timeout tests);
+* ``KeepAlive(interval, text)`` — stream ``text``, then only keep-alives (``: ping``
+  SSE comments, blank NDJSON lines) every ``interval`` seconds, never the end.
 
 When the script runs out, ``default_reply`` answers if given, else HTTP 400
 saying so. ``delay_per_call`` waits before every chat answer; ``chunk_delay``
-waits between streamed chunks (for Ctrl-C-while-streaming tests). Requests for
+waits between streamed chunks (for Ctrl-C-while-streaming tests); ``keep_bodies=False``
+records requests without their bodies (tests that send hundreds of megabytes). Requests for
 a model not in ``models`` get the server's real 404 when ``strict_models`` is on
 (default for Ollama, which really does that; off for OpenAI, because llama.cpp
 and LM Studio answer with whatever model is loaded).
@@ -32,7 +35,7 @@ and LM Studio answer with whatever model is loaded).
 from __future__ import annotations
 
 from harvey.llm.scripted import Reply
-from tests.fakes.base import HTTPFailure, Malformed, Received, Slow, Step, Truncated
+from tests.fakes.base import HTTPFailure, KeepAlive, Malformed, Received, Slow, Step, Truncated
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.openai import FakeOpenAI
 
@@ -40,6 +43,7 @@ __all__ = [
     "FakeOllama",
     "FakeOpenAI",
     "HTTPFailure",
+    "KeepAlive",
     "Malformed",
     "Received",
     "Reply",

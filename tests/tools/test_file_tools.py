@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harvey.messages import ToolCall
-from harvey.tools.files import ListFilesTool, ReadFileTool, SearchFilesTool, WriteFileTool
+from harvey.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from harvey.tools.registry import ToolContext, ToolRegistry
+from harvey.tools.search import SearchFilesTool
 
 
 def run(ctx: ToolContext, name: str, **args: object) -> str:

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
 from harvey.context.chunking import Chunk, ChunkConfig
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
-from harvey.errors import BackendError, Cancelled
+from harvey.errors import BackendError, Cancelled, HarveyError, WorkspaceError
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
 
@@ -86,11 +86,14 @@ class ChunkAnalysisParams:
 
     ``model`` is the resolved name recorded in the notes (an ``@name`` in the
     instruction already parsed by the caller, who passes the matching client);
-    ``boundary`` is ``"paragraph"`` or ``"source"``.
+    ``boundary`` is ``"paragraph"`` or ``"source"``. ``chunks`` may be a lazy
+    iterable (a file streamed through the chunker) when ``total`` says how many
+    it yields: the map phase then pulls one chunk per free call slot, so only
+    the chunks in flight are in memory, however large the file.
     """
 
     filename: str
-    chunks: Sequence[Chunk | str]
+    chunks: Sequence[Chunk | str] | Iterable[Chunk | str]
     instruction: str
     model: str
     boundary: str = "paragraph"
@@ -98,6 +101,16 @@ class ChunkAnalysisParams:
     # The instruction as the person typed it (``@route`` included) for the
     # session record, when ``instruction`` had the route stripped for the model.
     as_typed: str | None = None
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        """How many chunks the map phase will see."""
+        if self.total is not None:
+            return self.total
+        if not isinstance(self.chunks, Sequence):
+            raise ValueError("lazy chunks need ChunkAnalysisParams.total")
+        return len(self.chunks)
 
 
 @dataclass
@@ -117,29 +130,39 @@ def _first_line(exc: BaseException) -> str:
 
 def _run_bounded(
     client: LLMClient,
-    prompts: Sequence[str],
+    prompts: Iterable[str],
     concurrency: int,
     cancel: threading.Event,
     on_start: Callable[[int], None],
     on_done: Callable[[int, str | None, BaseException | None], None],
 ) -> None:
-    """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish."""
+    """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
+
+    A prompt is taken from ``prompts`` only when a call slot is free, and a
+    call drops it when it ends: a lazy iterable keeps memory to the calls in
+    flight.
+    """
     results: queue.Queue[tuple[int, str | None, BaseException | None]] = queue.Queue()
 
-    def work(i: int) -> None:
+    def work(i: int, prompt: str) -> None:
         try:
-            reply = chat(client, [Message(role="user", content=prompts[i])], cancel=cancel)
+            reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
             results.put((i, reply.text, None))
         except BaseException as exc:  # reported to the coordinator, never lost
             results.put((i, None, exc))
 
+    pending: Iterator[str] | None = iter(prompts)
     next_i = in_flight = 0
-    while next_i < len(prompts) or in_flight:
-        while in_flight < concurrency and next_i < len(prompts):
+    while pending is not None or in_flight:
+        while in_flight < concurrency and pending is not None:
             if cancel.is_set():
                 raise Cancelled("chunk analysis cancelled")
+            prompt = next(pending, None)
+            if prompt is None:
+                pending = None
+                break
             on_start(next_i)
-            threading.Thread(target=work, args=(next_i,), daemon=True).start()
+            threading.Thread(target=work, args=(next_i, prompt), daemon=True).start()
             next_i += 1
             in_flight += 1
         try:
@@ -180,10 +203,22 @@ class _Analysis:
         self.bytes_per_token = bytes_per_token
         self.levels = 0
 
+    def _prompts(self, n: int) -> Iterator[str]:
+        """The map prompts, made one by one as call slots free up."""
+        i = -1
+        for i, chunk in enumerate(self.params.chunks):
+            if i >= n:
+                break
+            text = chunk.text if isinstance(chunk, Chunk) else chunk
+            yield map_prompt(self.params.instruction, i + 1, n, text)
+        if i + 1 != n:  # a streamed file that changed between the count and the map
+            raise WorkspaceError(
+                f"{self.params.filename} changed while it was being analysed "
+                f"(expected {n} chunks); run the analysis again"
+            )
+
     def map_phase(self) -> tuple[list[str], list[int]]:
-        texts = [c.text if isinstance(c, Chunk) else c for c in self.params.chunks]
-        n = len(texts)
-        prompts = [map_prompt(self.params.instruction, i + 1, n, t) for i, t in enumerate(texts)]
+        n = self.params.count
         partials: list[str | None] = [None] * n
         statuses: dict[int, str] = {}
         failures: list[int] = []
@@ -209,7 +244,7 @@ class _Analysis:
 
         _run_bounded(
             self.client,
-            prompts,
+            self._prompts(n),
             self.params.config.concurrency,
             self.cancel,
             lambda i: self.progress.chunk_started(i + 1, n),
@@ -283,7 +318,7 @@ class _Analysis:
 
     def run(self) -> AnalysisResult:
         p = self.params
-        n = len(p.chunks)
+        n = p.count
         if self.recorder is not None:
             self.recorder.record_chunk_analysis_start(
                 p.filename,
@@ -303,6 +338,9 @@ class _Analysis:
             raise Cancelled("chunk analysis cancelled") from exc
         except SynthesisError as exc:
             self._note(f"error: {str(exc).removeprefix('synthesis failed: ')}")
+            raise
+        except HarveyError as exc:  # the file could not be read to the end
+            self._note(f"error: {_first_line(exc)}")
             raise
         finally:
             self.progress.close()
@@ -329,7 +367,7 @@ def run_chunked_analysis(
     enables the hierarchical reduce; without it the synthesis is one call.
     Raises ``SynthesisError`` when synthesis fails and ``Cancelled`` on cancel.
     """
-    if not params.chunks:
+    if params.count < 1:
         raise ValueError("run_chunked_analysis needs at least one chunk")
     reporter: ProgressReporter
     if progress is None or not hasattr(progress, "chunk_started"):

@@ -27,7 +27,9 @@ Overlap: chunk N+1 starts inside chunk N — at N's last paragraph when that is
 at most a quarter of the chunk size, else at the longest run of N's trailing
 whole sentences that fits in a quarter (``paragraph``); at the longest run of
 trailing sentences within a quarter (``sentence``); nowhere (``none``). The
-overlap counts toward the hard bound.
+overlap counts toward the hard bound, and it never starts at N's own start: a
+small chunk (a short definition before one too big to join it) is not repeated
+whole by the next, so the model never reads one chunk twice.
 """
 
 from __future__ import annotations
@@ -525,15 +527,15 @@ class _Cutter:
         """Where chunk N+1 starts given chunk N = ``[cb, e)``; ``e`` means no overlap."""
         if mode == "none":
             return e
-        quarter = self.size // 4
-        lo = max(cb, e - quarter)
+        # Strictly after ``cb``: an overlap that began at N's start would repeat N whole.
+        lo = max(cb + 1, e - self.size // 4)
         if mode == "paragraph":
             # The last paragraph of chunk N starts at its last paragraph boundary,
             # or at ``cb`` when there is none inside the chunk. The common case
             # inlines ``_last_para``: one ``rfind`` for the last empty line, then a
             # check of the last paragraph alone for whitespace-only lines — work
             # in proportion to the overlap, not to the chunk.
-            data, first_ok, hi = self.data, max(cb + 1, lo), e - 1
+            data, first_ok, hi = self.data, lo, e - 1
             start = max(0, first_ok - 2)
             p = data.rfind(b"\n\n", start, hi)
             while p >= 0 and data[p + 2] == 10:  # blank lines before a title: look earlier
@@ -551,16 +553,12 @@ class _Cutter:
                 last = _last_end(_PARA_FULL, data, first_ok, hi)
             if last > 0:
                 return last
-            if e - cb <= quarter:
-                return cb
             first = -1  # no paragraph starts in [lo, e): the sentences decide
         else:
             first = _first_para(self.data, lo, e - 1)
-        # Sentence starts, counting paragraph starts (and the text's start) as ones.
+        # Sentence starts, counting paragraph starts as ones.
         sent = _first_sentence(self.data, lo, e - 1)
         starts = [x for x in (sent, first) if x >= 0]
-        if lo == 0:
-            starts.append(0)
         return min(starts) if starts else e
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,10 @@ Sleep = Callable[[float], None]
 
 BACKOFF_BASE = 0.5  # seconds before the first retry
 BACKOFF_CAP = 8.0  # no single wait is longer than this
+# What one answer may make Harvey hold: a JSON document (model lists, /api/show), and one
+# line of a stream. A server that sends more is broken or hostile, not verbose.
+MAX_JSON_BYTES = 32 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
 def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
@@ -138,6 +142,34 @@ def timeout_error(endpoint: Endpoint, timeout: float) -> BackendUnavailable:
     return err
 
 
+class ProgressWatch:
+    """A stream's read timeout as "no progress", not "no bytes".
+
+    httpx's read timeout restarts on every byte, so a server that sends an SSE
+    comment (``: ping``) or a blank line every few seconds and never a token
+    would hold a turn forever. The stream parsers call ``progress()`` on every
+    meaningful event (text, a tool-call fragment, reasoning, the end) and
+    ``check()`` on everything else; ``check`` raises the usual timeout error
+    once ``timeout`` seconds pass without progress. A server that goes silent
+    altogether is still caught by httpx's own read timeout.
+    """
+
+    def __init__(
+        self, endpoint: Endpoint, timeout: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.clock = clock
+        self.last = clock()
+
+    def progress(self) -> None:
+        self.last = self.clock()
+
+    def check(self) -> None:
+        if self.clock() - self.last > self.timeout:
+            raise timeout_error(self.endpoint, self.timeout)
+
+
 class HttpTransport:
     """An httpx client bound to one endpoint, with retries and translation."""
 
@@ -228,7 +260,7 @@ class HttpTransport:
             method, url, payload, model, self.retries if retries is None else retries, timeout
         )
         try:
-            body = response.read()
+            body = self._read_bounded(response, path, timeout or self.timeout)
         except httpx.TimeoutException as exc:
             raise timeout_error(self.endpoint, timeout or self.timeout) from exc
         except httpx.HTTPError as exc:
@@ -243,11 +275,32 @@ class HttpTransport:
                 "— is the base URL right?"
             ) from exc
 
+    def _read_bounded(self, response: httpx.Response, path: str, timeout: float) -> bytes:
+        """The whole body, within ``timeout`` in all (a trickle of bytes is no answer) and
+        ``MAX_JSON_BYTES``."""
+        watch = ProgressWatch(self.endpoint, timeout)
+        parts: list[bytes] = []
+        size = 0
+        for piece in response.iter_bytes():
+            parts.append(piece)
+            size += len(piece)
+            if size > MAX_JSON_BYTES:
+                raise StreamError(
+                    f"{self.endpoint.where} answered {path} with more than "
+                    f"{MAX_JSON_BYTES:,} bytes — is the base URL right?"
+                )
+            watch.check()
+        return b"".join(parts)
+
+    def progress_watch(self) -> ProgressWatch:
+        """A ``ProgressWatch`` for one stream from this endpoint, with its read timeout."""
+        return ProgressWatch(self.endpoint, self.timeout)
+
     def stream_lines(self, path: str, payload: Any, *, model: str | None = None) -> Iterator[str]:
         """POST and yield the response body line by line as it arrives."""
         response = self._send("POST", self.url(path), payload, model, self.retries, None)
         try:
-            yield from response.iter_lines()
+            yield from bounded_lines(response.iter_text(), self.endpoint)
         except httpx.TimeoutException as exc:
             raise timeout_error(self.endpoint, self.timeout) from exc
         except httpx.HTTPError as exc:
@@ -262,6 +315,31 @@ class HttpTransport:
         if path.startswith(("http://", "https://")):
             return path
         return self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+def bounded_lines(texts: Iterable[str], endpoint: Endpoint) -> Iterator[str]:
+    """Split streamed text into lines (LF, CRLF or CR, as SSE allows) without ever
+    holding more than ``MAX_LINE_BYTES`` of an unfinished line: a server that never
+    sends a newline would otherwise grow memory without bound."""
+    pending = ""
+    for text in texts:
+        pending += text
+        if pending.endswith("\r"):  # maybe half of a CRLF: decide with the next piece
+            head, pending = pending[:-1], "\r"
+        else:
+            head, pending = pending, ""
+        lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        pending = lines.pop() + pending
+        yield from lines
+        if len(pending) > MAX_LINE_BYTES // 4 and len(pending.encode()) > MAX_LINE_BYTES:
+            raise StreamError(
+                f"{endpoint.where} sent a stream line longer than "
+                f"{MAX_LINE_BYTES:,} bytes — is the base URL right?"
+            )
+    if pending.endswith("\r"):  # a CR at the very end still ended its line
+        yield pending[:-1]
+    elif pending:
+        yield pending
 
 
 def truncated(endpoint: Endpoint, marker: str) -> StreamError:

@@ -145,8 +145,10 @@ class OllamaClient:
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         where = self.http.endpoint
+        watch = self.http.progress_watch()  # blank keep-alive lines are not progress
         for line in self.http.stream_lines("/api/chat", payload, model=self.model):
             if not line.strip():
+                watch.check()
                 continue
             try:
                 data = json.loads(line)
@@ -174,8 +176,13 @@ class OllamaClient:
                 if data.get("done"):
                     yield Usage(data.get("prompt_eval_count"), data.get("eval_count"))
                     return
+                moved = content or message.get("tool_calls") or message.get("thinking")
             except (AttributeError, TypeError) as exc:
                 raise malformed(where, line) from exc
+            if moved:
+                watch.progress()
+            else:
+                watch.check()  # a line with nothing new in it is not progress
         raise truncated(where, 'the final "done" line')
 
     def capabilities(self) -> ModelCapabilities:

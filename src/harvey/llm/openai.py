@@ -133,6 +133,10 @@ class _Assembler:
 PROPS_TIMEOUT = 5.0  # seconds for llama.cpp's /props probe
 
 
+# Delta fields whose arrival is progress (text, and the reasoning some servers stream first).
+_PROGRESS_FIELDS = ("content", "reasoning_content", "reasoning")
+
+
 class OpenAIClient:
     """One model on one OpenAI-compatible server."""
 
@@ -196,11 +200,14 @@ class OpenAIClient:
         where = self.http.endpoint
         assembler = _Assembler()
         usage = Usage()
+        watch = self.http.progress_watch()  # keep-alives are not progress
         for line in self.http.stream_lines("chat/completions", payload, model=self.model):
             if not line.strip() or line.startswith(":"):
+                watch.check()
                 continue  # keep-alive blank lines and SSE comments
             if not line.startswith("data:"):
                 if line.split(":", 1)[0] in ("event", "id", "retry"):
+                    watch.check()
                     continue
                 raise malformed(where, line)
             data_text = line[len("data:") :].strip()
@@ -223,6 +230,7 @@ class OpenAIClient:
                     usage = Usage(
                         chunk["usage"].get("prompt_tokens"), chunk["usage"].get("completion_tokens")
                     )
+                moved = False
                 for choice in chunk.get("choices") or []:
                     delta = choice.get("delta") or choice.get("message") or {}
                     if delta.get("content"):
@@ -230,10 +238,17 @@ class OpenAIClient:
                     for fragment in delta.get("tool_calls") or []:
                         if isinstance(fragment, dict):
                             assembler.add(fragment)
+                            moved = True
                     if choice.get("finish_reason"):
                         yield from (ToolCallEvent(c) for c in assembler.drain())
+                    moved = moved or any(delta.get(k) for k in _PROGRESS_FIELDS)
+                    moved = moved or bool(choice.get("finish_reason"))
             except (AttributeError, TypeError) as exc:
                 raise malformed(where, line) from exc
+            if moved:
+                watch.progress()
+            else:
+                watch.check()  # an empty delta, a role, usage alone: not a token
         raise truncated(where, "data: [DONE]")
 
     def capabilities(self) -> ModelCapabilities:

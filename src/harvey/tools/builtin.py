@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harvey.config import Settings
-from harvey.tools.files import ListFilesTool, ReadFileTool, SearchFilesTool, WriteFileTool
+from harvey.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from harvey.tools.hooks import HookRegistry, ToolHook
 from harvey.tools.offload import OffloadHook
 from harvey.tools.registry import Tool, ToolRegistry
+from harvey.tools.search import SearchFilesTool
 from harvey.tools.shell import RunShellTool
 from harvey.tools.todo import PlanWriter, TodoStore, TodoWriteTool
 

@@ -12,11 +12,11 @@ split a UTF-8 character and tell the model the exact offset to continue from.
 from __future__ import annotations
 
 import os
-import re
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harvey.context.budget import BYTES_PER_TOKEN, file_exceeds_budget, tokens_for_bytes
 from harvey.errors import ToolError, WorkspaceError
@@ -26,12 +26,15 @@ from harvey.tools.registry import ToolContext
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
 DEFAULT_READ_LIMIT = 4096
+# One call never returns more than this, whatever the limit and with the guard off
+# (chunking disabled): memory for a read must not grow with the file.
+MAX_READ_BYTES = 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 MAX_LIST_ENTRIES = 1000
-MAX_SEARCH_MATCHES = 200
-MAX_SEARCH_LINE = 300
-MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
 SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules"})
+
+
+_NAME_MAX = 255  # bytes in one path component, on every file system Harvey runs on
 
 
 def safe_path(workspace: Path | str, path: Path | str) -> Path:
@@ -56,7 +59,50 @@ def safe_path(workspace: Path | str, path: Path | str) -> Path:
         raise WorkspaceError(f"cannot resolve path {raw!r}: {exc}") from exc
     if resolved != root and not resolved.is_relative_to(root):
         raise WorkspaceError(f"path {raw!r} is outside the workspace {root}")
+    # Every later stat would fail with ENAMETOOLONG (an OSError, not a "no such file").
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in resolved.parts):
+        shown = raw if len(raw) <= 60 else raw[:57] + "..."
+        raise WorkspaceError(f"file name too long: {shown!r} (at most {_NAME_MAX} bytes a name)")
     return resolved
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for an error line ("a named pipe (FIFO)", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading only if it is a regular file, without ever blocking.
+
+    ``stat`` decides before the open, because opening a FIFO for reading waits
+    for a writer; the open itself is non-blocking and refuses a final symlink
+    (``path`` is already resolved, so one there was swapped in since), and
+    ``fstat`` re-checks what was actually opened. Raises ``WorkspaceError`` for
+    a non-regular file and ``OSError`` when it cannot be opened.
+    """
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise WorkspaceError(f"{path} is {file_kind(mode)}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise WorkspaceError(f"{path} is {file_kind(mode)}, not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def display_path(workspace: Path, path: Path) -> str:
@@ -102,7 +148,8 @@ class ReadFileTool:
     description = (
         "Read a UTF-8 text file in the workspace, a page of bytes at a time. "
         f"offset = first byte (default 0), limit = bytes to read (default {DEFAULT_READ_LIMIT}; "
-        "0 = whole file). When more remains the result ends with the offset to continue from."
+        f"0 = whole file, up to {MAX_READ_BYTES:,} bytes a call). "
+        "When more remains the result ends with the offset to continue from."
     )
     parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
         "type": "object",
@@ -135,7 +182,8 @@ class ReadFileTool:
         except OSError as exc:
             raise ToolError(f"cannot stat {shown}: {exc.strerror or exc}") from exc
         if not path.is_file():
-            return f"error: {shown} is not a regular file"
+            kind = file_kind(path.stat().st_mode)
+            return f"error: {shown} is {kind}, not a regular file; read_file reads regular files"
         if offset >= size:
             return (
                 f"[offset={offset} is at or past the end of {shown} ({size} bytes); "
@@ -150,7 +198,7 @@ class ReadFileTool:
         guarded = self._guard(ctx, path, size, intent)
         if guarded is not None:
             return guarded
-        return _read_page(path, shown, size, offset, wanted)
+        return _read_page(path, shown, size, offset, min(wanted, MAX_READ_BYTES))
 
     def _guard(self, ctx: ToolContext, path: Path, size: int, wanted: int) -> str | None:
         """Hand an oversized read to ``ctx.on_oversize`` instead of flooding the context.
@@ -180,7 +228,7 @@ def looks_binary(head: bytes) -> bool:
 
 def _read_page(path: Path, shown: str, size: int, offset: int, wanted: int) -> str:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
                 return f"error: {shown} looks like a binary file (it contains NUL bytes)"
             handle.seek(offset)
@@ -208,6 +256,8 @@ def _read_page(path: Path, shown: str, size: int, offset: int, wanted: int) -> s
         notes.append(
             f"showing bytes {offset + start}-{end} of {size}; to continue reading use offset={end}"
         )
+        if wanted >= MAX_READ_BYTES:
+            notes.append(f"one read_file call returns at most {MAX_READ_BYTES:,} bytes")
     if not notes:
         return text
     return f"{text}\n\n[{'; '.join(notes)}.]"
@@ -318,66 +368,6 @@ def _tree(folder: Path, depth: int, indent: str) -> Iterator[str]:
                 yield from _tree(entry, depth - 1, indent + "  ")
         else:
             yield f"{indent}  {entry.name}"
-
-
-class SearchFilesTool:
-    name = "search_files"
-    description = (
-        "Search text files in the workspace for a regular expression (Python syntax). "
-        "Returns 'path:line: text' for each match."
-    )
-    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "regular expression"},
-            "path": {"type": "string", "description": "file or folder to search (default '.')"},
-        },
-        "required": ["pattern"],
-    }
-
-    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        pattern = _require_str(args, "pattern")
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            return f"error: invalid regular expression {pattern!r}: {exc}"
-        root = safe_path(ctx.workspace, args.get("path") or ".")
-        if not root.exists():
-            return f"error: {display_path(ctx.workspace, root)} does not exist"
-        matches: list[str] = []
-        for file in _walk_files(root):
-            for number, line in _text_lines(file):
-                if regex.search(line):
-                    text = line if len(line) <= MAX_SEARCH_LINE else line[:MAX_SEARCH_LINE] + "…"
-                    matches.append(f"{display_path(ctx.workspace, file)}:{number}: {text}")
-                    if len(matches) >= MAX_SEARCH_MATCHES:
-                        matches.append(f"[stopped after {MAX_SEARCH_MATCHES} matches; narrow it]")
-                        return "\n".join(matches)
-        return "\n".join(matches) if matches else f"no matches for {pattern!r}"
-
-
-def _walk_files(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
-        return
-    for folder, dirs, files in os.walk(root):  # os.walk does not follow symlinked folders
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            file = Path(folder) / name
-            if not file.is_symlink():
-                yield file
-
-
-def _text_lines(file: Path) -> Iterator[tuple[int, str]]:
-    try:
-        if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
-            return
-        data = file.read_bytes()
-    except OSError:
-        return
-    if looks_binary(data):
-        return
-    yield from enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
 
 
 def _require_str(args: dict[str, Any], key: str) -> str:
