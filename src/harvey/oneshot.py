@@ -10,8 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harvey.agent import TurnOutcome
 from harvey.config import Paths, Settings
-from harvey.errors import UsageError
+from harvey.errors import TurnNotSaved, UsageError
 from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
 from harvey.runtime import open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, looks_binary
@@ -19,14 +20,21 @@ from harvey.ui import HeadlessUI
 
 
 def run_once(paths: Paths, settings: Settings, prompt: str, *, auto_yes: bool, record: bool) -> int:
+    """One turn, its reply on stdout; a reply sessions.db refused is printed, then the error."""
     ui = HeadlessUI(auto_yes=auto_yes)
     runtime = open_runtime(paths, settings, ui=ui, record=record)
+    unsaved: TurnNotSaved | None = None
     try:
-        outcome = runtime.agent.turn(prompt)
+        try:
+            outcome: TurnOutcome = runtime.agent.turn(prompt)
+        except TurnNotSaved as exc:
+            outcome, unsaved = exc.outcome, exc
     finally:
         runtime.close()
     sys.stdout.write(outcome.reply.rstrip("\n") + "\n")
     sys.stdout.flush()
+    if unsaved is not None:
+        raise unsaved
     return 0
 
 

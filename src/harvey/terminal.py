@@ -19,12 +19,14 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from harvey.agent import Agent
+from harvey.agent import Agent, TurnOutcome
 from harvey.config import Paths, Settings
-from harvey.errors import Cancelled, HarveyError, UsageError
+from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
+from harvey.inputs import clean_text, read_stdin_line, shown_name
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.runtime import Runtime, open_runtime
 from harvey.slash import SLASH_HELP, parse_read_chunks
@@ -80,10 +82,10 @@ class LineReader:
 
     def read(self, prompt: str, default: str = "") -> str:
         if self._session is not None:
-            return str(self._session.prompt(prompt, default=default))
+            return clean_text(str(self._session.prompt(prompt, default=default)))
         sys.stdout.write(prompt + (f"[{default}] " if default else ""))
         sys.stdout.flush()
-        line = sys.stdin.readline()
+        line = read_stdin_line()  # undecodable bytes become U+FFFD, not a traceback
         if not line:
             raise EOFError
         line = line.rstrip("\n")
@@ -138,6 +140,11 @@ class Repl:
                 self.console.print("\n[yellow]cancelled[/]")
             except HarveyError as exc:
                 self.console.print(f"[red]error:[/] {exc}", highlight=False)
+            except OSError as exc:  # a file name the system refuses (too long, ...)
+                where = f"{shown_name(exc.filename)}: " if exc.filename else ""
+                self.console.print(
+                    f"[red]error:[/] {escape(where + str(exc.strerror or exc))}", highlight=False
+                )
 
     def dispatch(self, text: str) -> None:
         if text.startswith("!"):
@@ -170,12 +177,17 @@ class Repl:
                 highlight=False,
             )
 
+        unsaved: TurnNotSaved | None = None
         try:
-            outcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
+            outcome: TurnOutcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
+        except TurnNotSaved as exc:  # the reply first, then the error (the loop prints it)
+            outcome, unsaved = exc.outcome, exc
         finally:
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
             self.console.print(Markdown(outcome.reply or "(no reply)"))
+        if unsaved is not None:
+            raise unsaved
 
     # -- shell ---------------------------------------------------------------------
 
