@@ -249,6 +249,7 @@ class Agent:
             "tools": self.tools_enabled(),
             "session_id": self.session_id,
             "messages": len(self.history),
+            "omitted_messages": self.fitted_history().omitted_messages,
         }
 
     # -- the turn -----------------------------------------------------------------

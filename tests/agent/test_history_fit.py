@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,15 +115,18 @@ def test_a_resumed_history_over_the_window_is_cut_and_told(make_agent: AgentFact
     assert all(m.tool_call_id in ids for m in first if m.role == "tool")
     assert len(warnings) == 1 and "left out of the prompt" in warnings[0]
     assert "8,192-token" in warnings[0]
-    assert agent.status()["remaining_tokens"] > 0  # the turn still has room for its own work
+    status = agent.status()
+    assert status["remaining_tokens"] > 0  # the turn still has room for its own work
+    assert 0 < status["omitted_messages"] < len(history)
+    assert status["used_tokens"] < 8192
     agent.turn("and now?")  # the same cut: not told again
     assert len(warnings) == 1
     assert len(agent.history) == len(history) + 6  # nothing dropped from history itself
 
 
 def test_a_turn_the_store_refuses_still_returns_its_reply(
-    make_agent: AgentFactory, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agent = make_agent(["the answer"])
 
     def full(*_args: object, **_kwargs: object) -> None:
