@@ -141,6 +141,7 @@ class Agent:
         self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
         self._omitted_told = 0  # messages last reported as left out of the prompt
+        self._unstored: list[Message] = []  # in history, not yet in sessions.db
 
     # -- capabilities and accounting ------------------------------------------
 
@@ -396,7 +397,7 @@ class Agent:
         if self.store is not None:
             first_turn = not any(m.role == "user" for m in self.history[: -len(state.new_messages)])
             try:
-                self.store.add_turn(self.session_id, state.new_messages)
+                self._store_messages(state.new_messages)
                 if first_turn and state.user_text:
                     self.store.set_title(self.session_id, _title(state.user_text))
             except StoreError as exc:
@@ -468,8 +469,27 @@ class Agent:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def load_history(self, messages: list[Message]) -> None:
+    def load_history(self, messages: list[Message], *, stored: bool = True) -> None:
+        """Start from ``messages``; ``stored=False`` (an imported .spmd) saves them with
+        the first committed turn, so a run that fails before one leaves nothing behind."""
         self.history = list(messages)
+        self._unstored = [] if stored else list(messages)
+
+    def _store_messages(self, messages: list[Message]) -> None:
+        """Commit ``messages`` after any the store has not taken yet, in one transaction.
+
+        What a failed commit (disk full) could not save stays pending and goes
+        in with the next commit, so a later turn saves the earlier one too.
+        """
+        if self.store is None:
+            return
+        batch = self._unstored + messages
+        try:
+            self.store.add_turn(self.session_id, batch)
+        except StoreError:
+            self._unstored = batch
+            raise
+        self._unstored = []
 
     def add_context(self, message: Message) -> None:
         """Add a message outside a model turn (e.g. ``!cmd`` output) and commit it."""
@@ -477,8 +497,7 @@ class Agent:
 
     def add_messages(self, messages: list[Message]) -> None:
         self.history.extend(messages)
-        if self.store is not None:
-            self.store.add_turn(self.session_id, messages)
+        self._store_messages(list(messages))
 
     def record_analysis(self, label: str, instruction: str, result: str) -> None:
         """Put a direct chunk analysis (``harvey analyze``, ``/read-chunks``) into the

@@ -148,10 +148,8 @@ def _assemble(
     elif imported is not None:
         history = imported
         resumed = True
-    if session_id is None:
+    if session_id is None:  # imported history is stored with the first turn (load_history)
         session_id = store.reserve_session(workspace, client.model)
-        if history:
-            store.add_turn(session_id, history)
 
     plan_writer = _plan_writer(paths, session_id)
     route_clients: dict[str, LLMClient] = {}
@@ -220,7 +218,7 @@ def _assemble(
         plan_text=plan_text,
         system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
     )
-    agent.load_history(history)
+    agent.load_history(history, stored=imported is None)
     if resumed and plan_writer is not None:
         todos = store.get_todos(session_id)
         if todos:

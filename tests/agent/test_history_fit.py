@@ -127,21 +127,39 @@ def test_a_resumed_history_over_the_window_is_cut_and_told(make_agent: AgentFact
 def test_a_turn_the_store_refuses_still_returns_its_reply(
     make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = make_agent(["the answer"])
+    agent = make_agent(["the answer", "the next answer"])
+    real_add_turn = agent.store.add_turn
+    calls: list[int] = []
 
-    def full(*_args: object, **_kwargs: object) -> None:
-        raise StoreError("session store sessions.db: database or disk is full")
+    def full_once(session_id: str, messages: list[Message]) -> None:
+        calls.append(len(messages))
+        if len(calls) == 1:
+            raise StoreError("session store sessions.db: database or disk is full")
+        real_add_turn(session_id, messages)
 
-    monkeypatch.setattr(agent.store, "add_turn", full)
-    try:
+    monkeypatch.setattr(agent.store, "add_turn", full_once)
+    with pytest.raises(TurnNotSaved) as err:
         agent.turn("question")
-    except TurnNotSaved as exc:
-        assert exc.outcome.reply == "the answer"
-        assert "not saved" in str(exc) and "disk is full" in str(exc)
-        assert isinstance(exc, StoreError)
-    else:
-        raise AssertionError("a failed commit must not pass silently")
+    assert err.value.outcome.reply == "the answer"
+    assert "not saved" in str(err.value) and "disk is full" in str(err.value)
+    assert isinstance(err.value, StoreError)
     assert [m.content for m in agent.history] == ["question", "the answer"]
+    assert agent.store.messages(agent.session_id) == []
+    # the disk has room again: the next turn saves the refused one with it
+    agent.turn("next")
+    stored = [m.content for m in agent.store.messages(agent.session_id)]
+    assert stored == ["question", "the answer", "next", "the next answer"]
+    assert calls == [2, 4]
     agent.recorder.close()
     parsed = parse_session(agent.recorder.path)
-    assert any(s.reply == "the answer" for s in parsed.turns)  # the session file has it
+    assert [s.reply for s in parsed.turns] == ["the answer", "the next answer"]
+
+
+def test_imported_history_is_stored_with_the_first_turn_only(make_agent: AgentFactory) -> None:
+    agent = make_agent(["fresh reply"])
+    imported = [Message("user", "old q"), Message("assistant", "old a")]
+    agent.load_history(imported, stored=False)
+    assert agent.store.messages(agent.session_id) == []
+    agent.turn("new q")
+    stored = [m.content for m in agent.store.messages(agent.session_id)]
+    assert stored == ["old q", "old a", "new q", "fresh reply"]

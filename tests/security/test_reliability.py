@@ -239,6 +239,31 @@ def test_failed_runs_keep_no_session_and_continue_resumes_the_real_one(
     assert session_count(isolated_env) == 1
 
 
+def test_a_failed_continue_file_run_keeps_no_session(
+    victim_workspace: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    spmd = tmp_path / "old.spmd"
+    recorder = Recorder(spmd, user="tester", model="m", backend="openai")
+    recorder.record_turn(
+        TurnRecord(user="tester", model="m", workspace=".", user_text="old q", reply="old a")
+    )
+    recorder.close()
+    down = ("--backend", "openai", "--base-url", "http://127.0.0.1:9/v1")
+    proc = harvey(victim_workspace, "--continue-file", str(spmd), *down, input=b"new q\n")
+    assert "127.0.0.1:9" in proc.stdout + proc.stderr
+    assert not (isolated_env / "sessions.db").exists() or session_count(isolated_env) == 0
+    with FakeOpenAI([Reply("new a")]) as srv:
+        proc = harvey(
+            victim_workspace, "--continue-file", str(spmd), *openai(srv), input=b"new q\n"
+        )
+    assert proc.returncode == 0, proc.stderr
+    db = sqlite3.connect(isolated_env / "sessions.db")
+    rows = [r[0] for r in db.execute("SELECT content FROM messages ORDER BY id")]
+    db.close()
+    assert rows == ["old q", "old a", "new q", "new a"]
+    assert session_count(isolated_env) == 1
+
+
 # -- 5. commands that only read create nothing ------------------------------------------------
 
 
