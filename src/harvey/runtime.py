@@ -76,8 +76,8 @@ class Runtime:
         try:
             if self.store.discard_if_empty(session_id):
                 remove_offload_dir(self.paths.workspace, session_id)
-        except StoreError as exc:  # closing must not hide the error that ended the run
-            log.warning("could not discard empty session %s: %s", session_id, exc)
+        except StoreError as exc:  # harmless (--continue skips it); never hide the real error
+            log.debug("could not discard empty session %s: %s", session_id, exc)
 
 
 def open_store(paths: Paths) -> SessionStore:

@@ -256,3 +256,16 @@ def test_migrations_run_inside_an_exclusive_transaction(tmp_path: Path) -> None:
     finally:
         migrations.MIGRATIONS[0] = original
     assert seen == [True]
+
+
+def test_a_full_database_refuses_the_turn_whole(store: SessionStore, tmp_path: Path) -> None:
+    """A real "database or disk is full" (page limit reached) is a StoreError; nothing half-written."""
+    sid = store.reserve_session(tmp_path, "m")
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count={pages + 1}")
+    with pytest.raises(StoreError, match="full"):
+        store.add_turn(sid, [Message("user", "x" * 200_000), Message("assistant", "reply")])
+    assert store.get_session(sid) is None
+    store._db.execute("PRAGMA max_page_count=1073741823")
+    store.add_turn(sid, [Message("user", "x"), Message("assistant", "reply")])
+    assert store.get_session(sid).message_count == 2

@@ -194,16 +194,17 @@ class SessionStore:
         """Forget a session that never got a message (its todos go by cascade).
 
         Called when a session ends: a first turn that failed after its tools
-        had written todos leaves a row, but nothing to resume.
+        had written todos leaves a row, but nothing to resume. A session whose
+        row was never written, or that has messages, costs no write at all.
         """
         with self._lock:
-            self._reserved.pop(session_id, None)
+            if self._reserved.pop(session_id, None) is not None:
+                return False  # never written: nothing to remove
+        empty = "id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)"
+        if not self._query(f"SELECT 1 FROM sessions WHERE {empty}", (session_id, session_id)):
+            return False
         with self._tx() as db:
-            cur = db.execute(
-                "DELETE FROM sessions WHERE id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM messages WHERE session_id = ?)",
-                (session_id, session_id),
-            )
+            cur = db.execute(f"DELETE FROM sessions WHERE {empty}", (session_id, session_id))
         return cur.rowcount > 0
 
     def _info(self, row: sqlite3.Row) -> SessionInfo:
