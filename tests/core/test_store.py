@@ -198,9 +198,8 @@ def test_lone_surrogates_are_stored_not_fatal(store: SessionStore, tmp_path: Pat
 
 def test_failed_commit_leaves_the_store_usable(store: SessionStore, tmp_path: Path) -> None:
     sid = store.create_session(tmp_path, "m")
-    with pytest.raises(StoreError):
-        with store._tx() as db:
-            db.execute("INSERT INTO nonexistent VALUES (1)")
+    with pytest.raises(StoreError), store._tx() as db:
+        db.execute("INSERT INTO nonexistent VALUES (1)")
     store.add_turn(sid, [Message("user", "still works")])
     assert [m.content for m in store.messages(sid)] == ["still works"]
 
