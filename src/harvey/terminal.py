@@ -271,7 +271,7 @@ class Repl:
             ("session", str(st["session_id"])),
         ]
         if st["omitted_messages"]:
-            rows.insert(4, ("  left out", f"{st['omitted_messages']} oldest messages (do not fit)"))
+            rows.insert(5, ("  left out", f"{st['omitted_messages']} oldest messages (do not fit)"))
         for key, value in rows:
             table.add_row(key, value)
         self.console.print(table)
