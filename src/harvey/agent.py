@@ -140,7 +140,7 @@ class Agent:
         self.model_clients: dict[str, LLMClient] = {}  # @model on the current backend
         self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
-        self._omitted_told = 0  # messages last reported as left out of the prompt
+        self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
 
     # -- capabilities and accounting ------------------------------------------
@@ -294,8 +294,9 @@ class Agent:
         return messages + fitted.messages + pending
 
     def _tell_omitted(self, client: LLMClient, fitted: FittedHistory) -> None:
-        """Say once (and again whenever the number grows) that history was left out."""
-        if fitted.omitted_messages <= self._omitted_told:
+        """Say that history was left out, once per session: as the conversation goes on
+        the cut moves every turn, and ``/status`` shows the current count."""
+        if not fitted.omitted_messages or self._omitted_told:
             return
         self._omitted_told = fitted.omitted_messages
         window = self.capabilities(client).context_window
