@@ -26,7 +26,8 @@ from harvey.context.budget import (
     remaining_context,
     serialize_history,
 )
-from harvey.errors import Cancelled, StoreError
+from harvey.errors import Cancelled, StoreError, TurnNotSaved
+from harvey.history_fit import FittedHistory, fit_history, omitted_notice
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.prompts import build_system_prompt
@@ -142,6 +143,8 @@ class Agent:
         self.current_turn: TurnState | None = None
         self.cancel_event = threading.Event()
         self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
+        self._omitted_told = 0  # messages left out when the person was told (0: not yet)
+        self._unstored: list[Message] = []  # in history, not yet in sessions.db
 
     # -- capabilities and accounting ------------------------------------------
 
@@ -184,11 +187,36 @@ class Agent:
             texts.append(plan)
         return texts
 
+    def fitted_history(
+        self, client: LLMClient | None = None, pending: list[Message] | None = None
+    ) -> FittedHistory:
+        """The history the next prompt carries: all of it, or the newest turns that fit.
+
+        The history gets what the window leaves once the system prompt, the
+        injected text, the turn in progress (``pending``) and the reply margin
+        are counted, so the turn in progress always has priority over the past.
+        """
+        client = client or self.client
+        room = budget_report(
+            self.capabilities(client).context_window,
+            history=list(pending or []),
+            system_prompt=self.system_prompt(client),
+            injected=self.injected_texts(),
+            bytes_per_token=self.bytes_per_token(client),
+        )
+        return fit_history(self.history, room.remaining, room.bytes_per_token)
+
+    def _sent_history(self, client: LLMClient, pending: list[Message]) -> list[Message]:
+        """What of the history a prompt now costs: the kept messages and the note."""
+        fitted = self.fitted_history(client, pending)
+        note = fitted.note
+        return ([note] if note else []) + fitted.messages
+
     def remaining_tokens(
         self, client: LLMClient | None = None, extra: list[Message] | None = None
     ) -> int:
         client = client or self.client
-        history = list(self.history) + list(extra or [])
+        history = self._sent_history(client, list(extra or [])) + list(extra or [])
         return remaining_context(
             self.capabilities(client).context_window,
             history=history,
@@ -202,7 +230,7 @@ class Agent:
         client = client or self.client
         return budget_report(
             self.capabilities(client).context_window,
-            history=self.history,
+            history=self._sent_history(client, []),
             system_prompt=self.system_prompt(client),
             injected=self.injected_texts(),
             bytes_per_token=self.bytes_per_token(client),
@@ -225,6 +253,7 @@ class Agent:
             "tools": self.tools_enabled(),
             "session_id": self.session_id,
             "messages": len(self.history),
+            "omitted_messages": self.fitted_history().omitted_messages,
         }
 
     # -- the turn -----------------------------------------------------------------
@@ -261,7 +290,20 @@ class Agent:
         messages = [Message("system", self.system_prompt(client))]
         for text in self.injected_texts():
             messages.append(Message("system", text))
-        return messages + self.history + pending
+        fitted = self.fitted_history(client, pending)
+        self._tell_omitted(client, fitted)
+        if fitted.note is not None:
+            messages.append(fitted.note)
+        return messages + fitted.messages + pending
+
+    def _tell_omitted(self, client: LLMClient, fitted: FittedHistory) -> None:
+        """Say that history was left out, once per session: as the conversation goes on
+        the cut moves every turn, and ``/status`` shows the current count."""
+        if not fitted.omitted_messages or self._omitted_told:
+            return
+        self._omitted_told = fitted.omitted_messages
+        window = self.capabilities(client).context_window
+        self.ui.warn(omitted_notice(fitted, client.model, window))
 
     def turn(
         self,
@@ -349,20 +391,31 @@ class Agent:
             log.warning("could not record calibration: %s", exc)
 
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
+        """Store the turn, then record it; a store failure loses neither reply nor recording.
+
+        When ``sessions.db`` cannot take the turn (disk full), the session file
+        still gets it and ``TurnNotSaved`` carries the outcome, so the caller
+        prints the reply before the error.
+        """
+        failure: StoreError | None = None
         if self.store is not None:
             first_turn = not any(m.role == "user" for m in self.history[: -len(state.new_messages)])
-            self.store.add_turn(self.session_id, state.new_messages)
-            if first_turn and state.user_text:
-                self.store.set_title(self.session_id, _title(state.user_text))
-        if self.recorder is None:
-            return
-        if outcome.chunk_analysis and state.recorded_prefix:
-            record = self.turn_record(state, user_text=None, reply=outcome.reply, notes=[])
-        else:
-            record = self.turn_record(
-                state, user_text=state.user_text, reply=outcome.reply, notes=state.notes
-            )
-        self.recorder.record_turn(record)
+            try:
+                self._store_messages(state.new_messages)
+                if first_turn and state.user_text:
+                    self.store.set_title(self.session_id, _title(state.user_text))
+            except StoreError as exc:
+                failure = exc
+        if self.recorder is not None:
+            if outcome.chunk_analysis and state.recorded_prefix:
+                record = self.turn_record(state, user_text=None, reply=outcome.reply, notes=[])
+            else:
+                record = self.turn_record(
+                    state, user_text=state.user_text, reply=outcome.reply, notes=state.notes
+                )
+            self.recorder.record_turn(record)
+        if failure is not None:
+            raise TurnNotSaved(f"the reply was not saved: {failure}", outcome) from failure
 
     def turn_record(
         self,
@@ -429,8 +482,27 @@ class Agent:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def load_history(self, messages: list[Message]) -> None:
+    def load_history(self, messages: list[Message], *, stored: bool = True) -> None:
+        """Start from ``messages``; ``stored=False`` (an imported .spmd) saves them with
+        the first committed turn, so a run that fails before one leaves nothing behind."""
         self.history = list(messages)
+        self._unstored = [] if stored else list(messages)
+
+    def _store_messages(self, messages: list[Message]) -> None:
+        """Commit ``messages`` after any the store has not taken yet, in one transaction.
+
+        What a failed commit (disk full) could not save stays pending and goes
+        in with the next commit, so a later turn saves the earlier one too.
+        """
+        if self.store is None:
+            return
+        batch = self._unstored + messages
+        try:
+            self.store.add_turn(self.session_id, batch)
+        except StoreError:
+            self._unstored = batch
+            raise
+        self._unstored = []
 
     def add_context(self, message: Message) -> None:
         """Add a message outside a model turn (e.g. ``!cmd`` output) and commit it."""
@@ -438,8 +510,7 @@ class Agent:
 
     def add_messages(self, messages: list[Message]) -> None:
         self.history.extend(messages)
-        if self.store is not None:
-            self.store.add_turn(self.session_id, messages)
+        self._store_messages(list(messages))
 
     def record_analysis(self, label: str, instruction: str, result: str) -> None:
         """Put a direct chunk analysis (``harvey analyze``, ``/read-chunks``) into the

@@ -21,6 +21,7 @@ from harvey import __version__
 from harvey.config import Paths, Settings, load_settings, resolve_paths
 from harvey.context.chunking import Overlap
 from harvey.errors import Cancelled, HarveyError, UsageError
+from harvey.inputs import check_input_file, clean_text, read_stdin
 from harvey.redact import Redactor, install, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -173,6 +174,8 @@ def main(
         return
     if continue_ and continue_file:
         raise UsageError("use either --continue or --continue-file, not both")
+    if continue_file is not None:  # before anything is created (a tty makes HARVEY_HOME)
+        check_input_file(continue_file, "session file")
     paths, settings = load(workspace, backend=backend, base_url=base_url, model=model)
     from harvey.terminal import run_repl
 
@@ -226,8 +229,7 @@ def run(
     from harvey.oneshot import run_once
 
     opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
-    if prompt == "-":
-        prompt = sys.stdin.read()
+    prompt = read_stdin() if prompt == "-" else clean_text(prompt)
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     paths, settings = load(opts.pop("workspace"), **opts)
@@ -287,6 +289,7 @@ def analyze(
     from harvey.oversize import AnalysisOptions
 
     opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    instruction = clean_text(instruction)
     paths, settings = load(opts.pop("workspace"), **opts)
     options = AnalysisOptions(chunk_size, cast("Overlap | None", overlap), concurrency, max_chunks)
     sys.exit(

@@ -8,13 +8,25 @@ import click
 
 from harvey.config import resolve_paths
 from harvey.errors import HarveyError, UsageError
+from harvey.inputs import check_input_file
 
 
 def _store(workspace: Path | None):  # type: ignore[no-untyped-def]
+    """The paths and the open store; the store is None when sessions.db does not exist.
+
+    These commands only read (or delete what exists), so they never create
+    ``HARVEY_HOME`` or ``sessions.db``: with no store there is simply nothing.
+    """
     from harvey.runtime import open_store
 
     paths = resolve_paths(workspace)
+    if not paths.sessions_db.is_file():
+        return paths, None
     return paths, open_store(paths)
+
+
+def _no_session(session_id: str) -> UsageError:
+    return UsageError(f"no session {session_id!r} (see 'harvey sessions list')")
 
 
 def _handle(func):  # type: ignore[no-untyped-def]
@@ -35,6 +47,9 @@ def sessions() -> None:
 def list_(workspace: Path | None, all_: bool) -> None:
     """List sessions, newest first."""
     paths, store = _store(workspace)
+    if store is None:
+        click.echo("no sessions", err=True)
+        return
     try:
         rows = store.list_sessions(None if all_ else paths.workspace)
     finally:
@@ -57,10 +72,12 @@ def list_(workspace: Path | None, all_: bool) -> None:
 def show(session_id: str, workspace: Path | None) -> None:
     """Print a session's messages."""
     _paths, store = _store(workspace)
+    if store is None:
+        raise _no_session(session_id)
     try:
         info = store.get_session(session_id)
         if info is None:
-            raise UsageError(f"no session {session_id!r} (see 'harvey sessions list')")
+            raise _no_session(session_id)
         messages = store.messages(info.id)
         todos = store.get_todos(info.id)
     finally:
@@ -89,10 +106,12 @@ def delete(session_id: str, workspace: Path | None) -> None:
     from harvey.runtime import delete_session
 
     _paths, store = _store(workspace)
+    if store is None:
+        raise _no_session(session_id)
     try:
         info = store.get_session(session_id)
         if info is None:
-            raise UsageError(f"no session {session_id!r} (see 'harvey sessions list')")
+            raise _no_session(session_id)
         delete_session(store, info.id)
     finally:
         store.close()
@@ -114,6 +133,9 @@ def prune(days: float, workspace: Path | None) -> None:
     from harvey.runtime import delete_session
 
     _paths, store = _store(workspace)
+    if store is None:
+        click.echo("deleted 0 sessions")
+        return
     try:
         old = store.sessions_older_than(days)
         for info in old:
@@ -138,8 +160,7 @@ def render(file: Path, output: Path | None) -> None:
     from harvey.session.fountain import parse_session
     from harvey.session.render import render_html
 
-    if not file.is_file():
-        raise UsageError(f"session file {file} does not exist")
+    check_input_file(file, "session file")
     parsed = parse_session(file)
     for warning in parsed.warnings:
         click.echo(f"warning: {file.name}: {warning}", err=True)

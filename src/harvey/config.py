@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -78,12 +79,36 @@ class SessionSettings(_Strict):
     directory: str = ".harvey/sessions"
 
 
+def check_base_url(value: str | None) -> str | None:
+    """A server URL must be ``http(s)://host...``: anything else fails at the first request.
+
+    Checked while loading, so ``--base-url "not a url"`` is a usage error
+    (exit 2) before a client, a session or a recording exists.
+    """
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        valid = valid and (parts.port is None or parts.port >= 0)  # a bad port raises
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValueError(f"must be an http:// or https:// URL with a host, not {value!r}")
+    return value
+
+
 class RouteSettings(_Strict):
     name: str = Field(min_length=1)
     backend: Literal["ollama", "openai", "local"] = "openai"
     base_url: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None  # unwrapped only where the Authorization header is built
+
+    @field_validator("base_url")
+    @classmethod
+    def _valid_base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value)
 
 
 class ChunkingSettings(_Strict):
@@ -128,6 +153,11 @@ class Settings(_Strict):
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     offload: OffloadSettings = Field(default_factory=OffloadSettings)
 
+    @field_validator("base_url")
+    @classmethod
+    def _valid_base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value)
+
     @field_validator("routes")
     @classmethod
     def _unique_routes(cls, routes: list[RouteSettings]) -> list[RouteSettings]:
@@ -169,7 +199,12 @@ def resolve_paths(
     workspace: str | Path | None = None, env: Mapping[str, str] | None = None
 ) -> Paths:
     ws = Path(workspace or os.getcwd()).expanduser()
-    if not ws.is_dir():
+    try:
+        is_dir = ws.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, an embedded NUL
+        reason = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"workspace {str(ws)[:80]}: {reason}") from exc
+    if not is_dir:
         raise ConfigError(f"workspace {ws} is not a directory")
     ws = ws.resolve()
     return Paths(ws, default_harvey_home(env), ws / CONFIG_FILENAME)
@@ -205,6 +240,8 @@ def _describe(error: dict[str, Any]) -> str:
         return "unknown key"
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected', '')}"
+    if kind == "value_error" and ctx.get("error") is not None:
+        return str(ctx["error"])
     return str(error.get("msg", "invalid value"))
 
 
@@ -225,6 +262,42 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A mapping in harvey.yaml names the same key twice (YAML says keys are unique)."""
+
+    def __init__(self, key: object, first_line: int, second_line: int) -> None:
+        super().__init__(f"key {key!r} appears twice (lines {first_line} and {second_line})")
+        self.key = key
+        self.first_line = first_line
+        self.second_line = second_line
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses duplicate keys at every nesting level.
+
+    PyYAML keeps the last value silently, so a second ``model:`` further down
+    would quietly win over the first. Merge keys (``<<: *base``) may still be
+    overridden: only keys written in the mapping itself are compared.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[object, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    raise DuplicateKey(key, first, line)
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_file(path: Path) -> tuple[dict[str, Any], str]:
     """Parse harvey.yaml into (plain data, its text); ({}, "") when it does not exist.
 
@@ -238,7 +311,9 @@ def load_file(path: Path) -> tuple[dict[str, Any], str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
+    except DuplicateKey as exc:
+        raise ConfigError(f"{path}: line {exc.second_line}: {exc}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

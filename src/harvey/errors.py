@@ -11,6 +11,7 @@
     ├── WorkspaceError          a path escapes the workspace or is unusable
     ├── ToolError               a tool failed (becomes an ``error:`` tool result)
     ├── StoreError              sessions.db cannot be opened or written
+    │   └── TurnNotSaved        a finished turn could not be committed (carries its reply)
     ├── SessionFileError        a .spmd file cannot be parsed (names the line)
     └── Cancelled               the user pressed Ctrl-C or answered "no"
 
@@ -19,6 +20,8 @@ boundary untranslated: each module raises one of these ``from`` the original.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class HarveyError(Exception):
@@ -70,6 +73,18 @@ class ToolError(HarveyError):
 
 class StoreError(HarveyError):
     pass
+
+
+class TurnNotSaved(StoreError):
+    """The turn finished but sessions.db refused it (disk full, read-only).
+
+    ``outcome`` is the turn's ``TurnOutcome``: the reply must still reach the
+    person, so the caller prints it first and this error after it.
+    """
+
+    def __init__(self, message: str, outcome: Any) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 class SessionFileError(HarveyError):

@@ -12,8 +12,9 @@ import stat
 import sys
 from pathlib import Path
 
+from harvey.agent import TurnOutcome
 from harvey.config import Paths, Settings
-from harvey.errors import UsageError, WorkspaceError
+from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
 from harvey.redact import redact
 from harvey.runtime import open_runtime
@@ -30,14 +31,21 @@ def run_once(
     record: bool,
     allow_writes: bool = False,
 ) -> int:
+    """One turn, its reply on stdout; a reply sessions.db refused is printed, then the error."""
     ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes)
     runtime = open_runtime(paths, settings, ui=ui, record=record)
+    unsaved: TurnNotSaved | None = None
     try:
-        outcome = runtime.agent.turn(prompt)
+        try:
+            outcome: TurnOutcome = runtime.agent.turn(prompt)
+        except TurnNotSaved as exc:
+            outcome, unsaved = exc.outcome, exc
     finally:
         runtime.close()
     sys.stdout.write(redact(outcome.reply).rstrip("\n") + "\n")  # as it was stored
     sys.stdout.flush()
+    if unsaved is not None:
+        raise unsaved
     return 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from harvey.agent import Agent, default_user_name
 from harvey.config import Paths, Settings
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
-from harvey.errors import ConfigError, HarveyError
+from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
 from harvey.messages import Message
@@ -56,6 +56,7 @@ class Runtime:
     def close(self) -> None:
         if self.recorder is not None:
             self.recorder.close()
+        self._discard_if_empty()
         clients = [self.agent.client, *self.route_clients.values()]
         clients += self.agent.model_clients.values()
         for client in {id(c): c for c in clients}.values():
@@ -64,6 +65,20 @@ class Runtime:
             except Exception:
                 pass
         self.store.close()
+
+    def _discard_if_empty(self) -> None:
+        """A session that never got a message is not kept: nothing in it to resume.
+
+        Its row is normally never written (``SessionStore.reserve_session``);
+        this removes one a failed first turn's todos wrote, with any output
+        that turn offloaded.
+        """
+        session_id = self.agent.session_id
+        try:
+            if self.store.discard_if_empty(session_id):
+                remove_offload_dir(self.paths.workspace, session_id)
+        except StoreError as exc:  # harmless (--continue skips it); never hide the real error
+            log.debug("could not discard empty session %s: %s", session_id, exc)
 
 
 def open_store(paths: Paths) -> SessionStore:
@@ -92,12 +107,19 @@ def open_runtime(
     resume_latest: bool = False,
     resume_file: Path | None = None,
 ) -> Runtime:
-    """Build everything a session needs; raises HarveyError with one clear line."""
+    """Build everything a session needs; raises HarveyError with one clear line.
+
+    A ``resume_file`` is read before anything is opened or created, so a
+    missing or unreadable one leaves no ``HARVEY_HOME`` or ``sessions.db``.
+    """
     install(Redactor.from_settings(settings))  # the keys of *these* settings are redacted
+    imported = _history_from_file(resume_file, ui) if resume_file is not None else None
     client = make_client(settings)
     store = open_store(paths)
     try:
-        return _assemble(paths, settings, ui, client, store, record, resume_latest, resume_file)
+        return _assemble(
+            paths, settings, ui, client, store, record, resume_latest, resume_file, imported
+        )
     except BaseException:
         store.close()
         client.close()
@@ -113,6 +135,7 @@ def _assemble(
     record: bool,
     resume_latest: bool,
     resume_file: Path | None,
+    imported: list[Message] | None,
 ) -> Runtime:
     workspace = paths.workspace
     history: list[Message] = []
@@ -124,13 +147,11 @@ def _assemble(
             ui.warn("no earlier session in this workspace; starting a new one")
         else:
             session_id, history, resumed = info.id, store.messages(info.id), True
-    elif resume_file is not None:
-        history = _history_from_file(resume_file, ui)
+    elif imported is not None:
+        history = imported
         resumed = True
-    if session_id is None:
-        session_id = store.create_session(workspace, client.model)
-        if history:
-            store.add_turn(session_id, history)
+    if session_id is None:  # imported history is stored with the first turn (load_history)
+        session_id = store.reserve_session(workspace, client.model)
 
     plan_writer = _plan_writer(paths, session_id)
     route_clients: dict[str, LLMClient] = {}
@@ -199,7 +220,7 @@ def _assemble(
         plan_text=plan_text,
         system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
     )
-    agent.load_history(history)
+    agent.load_history(history, stored=imported is None)
     if resumed and plan_writer is not None:
         todos = store.get_todos(session_id)
         if todos:
@@ -220,10 +241,10 @@ def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:
 
 
 def _history_from_file(path: Path, ui: AgentUI) -> list[Message]:
+    from harvey.inputs import check_input_file
     from harvey.session.resume import load_conversation
 
-    if not path.is_file():
-        raise HarveyError(f"session file {path} does not exist")
+    check_input_file(path, "session file")
     messages, parsed = load_conversation(path)
     for warning in parsed.warnings:
         ui.warn(f"{path.name}: {warning}")

@@ -20,13 +20,15 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from harvey.agent import Agent
+from harvey.agent import Agent, TurnOutcome
 from harvey.config import Paths, Settings
-from harvey.errors import Cancelled, HarveyError, UsageError
+from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
+from harvey.inputs import clean_text, read_stdin_line, shown_name
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import redact
 from harvey.runtime import Runtime, open_runtime
@@ -125,10 +127,10 @@ class LineReader:
 
     def read(self, prompt: str, default: str = "") -> str:
         if self._session is not None:
-            return str(self._session.prompt(prompt, default=default))
+            return clean_text(str(self._session.prompt(prompt, default=default)))
         sys.stdout.write(prompt + (f"[{default}] " if default else ""))
         sys.stdout.flush()
-        line = sys.stdin.readline()
+        line = read_stdin_line()  # undecodable bytes become U+FFFD, not a traceback
         if not line:
             raise EOFError
         line = line.rstrip("\n")
@@ -183,6 +185,12 @@ class Repl:
                 self.console.print("\n[yellow]cancelled[/]")
             except HarveyError as exc:
                 self.console.print(f"[red]error:[/] {redact(str(exc))}", highlight=False)
+            except OSError as exc:  # a file name the system refuses (too long, ...)
+                where = f"{shown_name(exc.filename)}: " if exc.filename else ""
+                self.console.print(
+                    f"[red]error:[/] {escape(redact(where + str(exc.strerror or exc)))}",
+                    highlight=False,
+                )
 
     def dispatch(self, text: str) -> None:
         if text.startswith("!"):
@@ -219,13 +227,18 @@ class Repl:
             )
 
         self.ui.pause = stop_live
+        unsaved: TurnNotSaved | None = None
         try:
-            outcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
+            outcome: TurnOutcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
+        except TurnNotSaved as exc:  # the reply first, then the error (the loop prints it)
+            outcome, unsaved = exc.outcome, exc
         finally:
             self.ui.pause = None
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
             self.console.print(Markdown(redact(outcome.reply) or "(no reply)"))
+        if unsaved is not None:
+            raise unsaved
 
     # -- shell ---------------------------------------------------------------------
 
@@ -309,6 +322,8 @@ class Repl:
             ("confinement", detect(self.agent.settings.security.sandbox).describe()),
             ("session", str(st["session_id"])),
         ]
+        if st["omitted_messages"]:
+            rows.insert(5, ("  left out", f"{st['omitted_messages']} oldest messages (do not fit)"))
         for key, value in rows:
             table.add_row(key, value)
         self.console.print(table)

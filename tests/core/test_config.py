@@ -109,3 +109,67 @@ def test_missing_workspace_is_a_config_error(tmp_path: Path) -> None:
 def test_harvey_home_from_env(tmp_path: Path) -> None:
     paths = resolve_paths(tmp_path, env={"HARVEY_HOME": str(tmp_path / "home")})
     assert paths.sessions_db == tmp_path / "home" / "sessions.db"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "lines"),
+    [
+        ("model: a\nbackend: openai\nmodel: b\n", "model", (1, 3)),
+        ("chunking:\n  overlap: none\n  max_chunks: 3\n  overlap: sentence\n", "overlap", (2, 4)),
+        (
+            "routes:\n  - name: one\n    model: x\n    model: y\n",
+            "model",
+            (3, 4),
+        ),
+        ("tools:\n  enabled: true\ntools:\n  max_rounds: 3\n", "tools", (1, 3)),
+    ],
+)
+def test_duplicate_keys_are_an_error_naming_both_lines(
+    tmp_path: Path, text: str, key: str, lines: tuple[int, int]
+) -> None:
+    write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(resolve_paths(tmp_path), env={})
+    message = str(err.value)
+    assert str(tmp_path / "harvey.yaml") in message
+    assert f"'{key}'" in message and "twice" in message
+    assert f"lines {lines[0]} and {lines[1]}" in message
+    assert "\n" not in message
+
+
+def test_merge_keys_may_still_be_overridden(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "routes:\n  - &base\n    name: one\n    model: x\n  - <<: *base\n    name: two\n",
+    )
+    settings = load_settings(resolve_paths(tmp_path), env={})
+    assert [(r.name, r.model) for r in settings.routes] == [("one", "x"), ("two", "x")]
+
+
+@pytest.mark.parametrize(
+    "url", ["not a url", "localhost:8080", "ftp://host/v1", "http://", "http:///v1", "http://h:x/"]
+)
+def test_a_base_url_must_be_http_with_a_host(tmp_path: Path, url: str) -> None:
+    paths = resolve_paths(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_settings(paths, {"base_url": url}, env={})
+    assert "base_url" in str(err.value) and "http://" in str(err.value)
+    assert "Value error" not in str(err.value)
+    with pytest.raises(ConfigError, match="base_url"):
+        load_settings(paths, env={"HARVEY_BASE_URL": url})
+    write(tmp_path, f"routes:\n  - name: r\n    base_url: '{url}'\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(paths, env={})
+    assert "line 3" in str(err.value) and "routes.0.base_url" in str(err.value)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "https://api.example.com/v1"])
+def test_good_base_urls_pass(tmp_path: Path, url: str) -> None:
+    write(tmp_path, f"routes:\n  - name: r\n    base_url: {url}\n")
+    settings = load_settings(resolve_paths(tmp_path), {"base_url": url}, env={})
+    assert settings.base_url == url and settings.routes[0].base_url == url
+
+
+def test_a_workspace_name_too_long_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="too long"):
+        resolve_paths(tmp_path / ("w" * 300))

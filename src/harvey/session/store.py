@@ -1,8 +1,7 @@
 """sessions.db: sessions, their messages and todos, and token calibration.
 
-SQLite in WAL mode with foreign keys on. The schema evolves through named
-migrations applied in order inside a transaction and recorded in the
-``_migrations`` table (sqlite-utils' Migrations is the model). Each completed
+SQLite in WAL mode with foreign keys on. The schema evolves through the named
+migrations of ``harvey.session.migrations``, applied on open. Each completed
 turn is committed as one transaction, so a crash loses at most the turn in
 flight.
 """
@@ -13,8 +12,9 @@ import json
 import re
 import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,9 +25,13 @@ from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
 from harvey.private import create_private_file, make_private_dirs, tighten_database
 from harvey.redact import redact, redact_data
+from harvey.session.migrations import MIGRATIONS, migrate
 from harvey.tools.todo import Todo
 
+__all__ = ["MIGRATIONS", "SessionInfo", "SessionStore"]
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
+BUSY_TIMEOUT = 10.0  # seconds a process waits for another's lock (migrations, commits)
 
 
 def _storable(text: str) -> str:
@@ -39,98 +43,28 @@ def _storable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", redact(text))
 
 
+def _enable_wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying while another process holds the new file's lock.
+
+    ``PRAGMA journal_mode=WAL`` answers "database is locked" at once, without
+    waiting on the busy timeout, while a process that opened the same fresh
+    file first is switching or migrating it; so wait here, within that timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    delay = 0.005
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.25)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _script(db: sqlite3.Connection, sql: str) -> None:
-    # executescript() would COMMIT the migration's transaction early; run
-    # statement by statement so a failing migration rolls back whole.
-    for statement in sql.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def _m001_initial(db: sqlite3.Connection) -> None:
-    _script(
-        db,
-        """
-        CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            workspace TEXT NOT NULL,
-            title TEXT NOT NULL DEFAULT '',
-            model TEXT NOT NULL DEFAULT '',
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL
-        );
-        CREATE INDEX sessions_workspace ON sessions(workspace, updated_at);
-        CREATE TABLE messages (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL,
-            tool_calls TEXT,
-            tool_call_id TEXT,
-            created_at TEXT NOT NULL
-        );
-        CREATE INDEX messages_session ON messages(session_id, id);
-        CREATE TABLE todos (
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            id TEXT NOT NULL,
-            content TEXT NOT NULL,
-            status TEXT NOT NULL,
-            PRIMARY KEY (session_id, position)
-        );
-        """,
-    )
-
-
-def _m002_calibration(db: sqlite3.Connection) -> None:
-    _script(
-        db,
-        """
-        CREATE TABLE calibration (
-            model TEXT PRIMARY KEY,
-            prompt_bytes INTEGER NOT NULL,
-            prompt_tokens INTEGER NOT NULL,
-            bytes_per_token REAL NOT NULL,
-            samples INTEGER NOT NULL,
-            updated_at TEXT NOT NULL
-        );
-        """,
-    )
-
-
-def _m003_message_name(db: sqlite3.Connection) -> None:
-    db.execute("ALTER TABLE messages ADD COLUMN name TEXT")
-
-
-def _m004_calibration_samples(db: sqlite3.Connection) -> None:
-    _script(
-        db,
-        """
-        CREATE TABLE calibration_samples (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            model TEXT NOT NULL,
-            prompt_bytes INTEGER NOT NULL,
-            prompt_tokens INTEGER NOT NULL,
-            created_at TEXT NOT NULL
-        );
-        CREATE INDEX calibration_samples_model ON calibration_samples(model, id);
-        INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, created_at)
-            SELECT model, prompt_bytes, prompt_tokens, updated_at FROM calibration;
-        DROP TABLE calibration
-        """,
-    )
-
-
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
-    ("m001_initial", _m001_initial),
-    ("m002_calibration", _m002_calibration),
-    ("m003_message_name", _m003_message_name),
-    ("m004_calibration_samples", _m004_calibration_samples),
-]
 
 
 @dataclass(frozen=True)
@@ -151,15 +85,22 @@ class SessionStore:
         self.path = path
         self._lock = threading.RLock()
         self._ratios: dict[str, float | None] = {}
+        # Sessions handed out by reserve_session whose row is not written yet:
+        # id -> (workspace, model, title). See reserve_session.
+        self._reserved: dict[str, tuple[str, str, str]] = {}
         try:
             make_private_dirs(path.parent)  # HARVEY_HOME 0700
             create_private_file(path)  # 0600 before SQLite writes a byte of it
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db = sqlite3.connect(
+                path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
+            )
             self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
+            # The busy timeout first: on a fresh file, switching to WAL and
+            # migrating take locks another process starting at once may hold.
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+            _enable_wal(self._db)
             tighten_database(path)  # and an older, more open -wal/-shm
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.execute("PRAGMA busy_timeout=5000")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open session store {path}: {exc}") from exc
@@ -195,17 +136,7 @@ class SessionStore:
                 raise StoreError(f"session store {self.path}: {exc}") from exc
 
     def _migrate(self) -> None:
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS _migrations "
-            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
-        done = {row[0] for row in self._db.execute("SELECT name FROM _migrations")}
-        for name, migration in MIGRATIONS:
-            if name in done:
-                continue
-            with self._tx() as db:
-                migration(db)
-                db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, _now()))
+        migrate(self._db)
 
     def applied_migrations(self) -> list[str]:
         return [row[0] for row in self._query("SELECT name FROM _migrations ORDER BY name")]
@@ -225,6 +156,61 @@ class SessionStore:
                 (session_id, str(workspace), title, model, now, now),
             )
         return session_id
+
+    def reserve_session(self, workspace: Path | str, model: str, title: str = "") -> str:
+        """A new session id whose row is written only with its first committed write.
+
+        A run that fails before its first turn (server down, Ctrl-C, bad
+        file) must not leave an empty session behind for ``--continue`` to
+        resume instead of the last real conversation. The id is fixed now, so
+        plan files, offloaded output and todos name the session from the start.
+        """
+        session_id = uuid.uuid4().hex
+        with self._lock:
+            self._reserved[session_id] = (str(workspace), model, title)
+        return session_id
+
+    def _materialize(self, db: sqlite3.Connection, session_id: str) -> None:
+        """Inside a write transaction: write a reserved session's row if it is still unwritten."""
+        reserved = self._reserved.get(session_id)
+        if reserved is None:
+            return
+        workspace, model, title = reserved
+        now = _now()
+        db.execute(
+            "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, workspace, title, model, now, now),
+        )
+
+    @contextmanager
+    def _session_tx(self, session_id: str) -> Iterator[sqlite3.Connection]:
+        """A write transaction about one session, its reserved row written first.
+
+        The reservation is dropped only once the transaction has committed, so
+        a failed first commit leaves the session reserved, not half-written.
+        """
+        with self._lock, self._tx() as db:
+            self._materialize(db, session_id)
+            yield db
+        with self._lock:
+            self._reserved.pop(session_id, None)
+
+    def discard_if_empty(self, session_id: str) -> bool:
+        """Forget a session that never got a message (its todos go by cascade).
+
+        Called when a session ends: a first turn that failed after its tools
+        had written todos leaves a row, but nothing to resume. A session whose
+        row was never written, or that has messages, costs no write at all.
+        """
+        with self._lock:
+            if self._reserved.pop(session_id, None) is not None:
+                return False  # never written: nothing to remove
+        empty = "id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)"
+        if not self._query(f"SELECT 1 FROM sessions WHERE {empty}", (session_id, session_id)):
+            return False
+        with self._tx() as db:
+            cur = db.execute(f"DELETE FROM sessions WHERE {empty}", (session_id, session_id))
+        return cur.rowcount > 0
 
     def _info(self, row: sqlite3.Row) -> SessionInfo:
         keys = row.keys()
@@ -257,8 +243,10 @@ class SessionStore:
         return self._info(rows[0])
 
     def latest_session(self, workspace: Path | str) -> SessionInfo | None:
+        """The newest session of ``workspace`` with at least one message (what to resume)."""
         rows = self._query(
             f"{self._SELECT} WHERE s.workspace = ? "
+            "AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id) "
             "ORDER BY s.updated_at DESC, s.rowid DESC LIMIT 1",
             (str(workspace),),
         )
@@ -275,15 +263,37 @@ class SessionStore:
         return [self._info(r) for r in rows]
 
     def set_title(self, session_id: str, title: str) -> None:
+        if self._update_reserved(session_id, title=title):
+            return
         with self._tx() as db:
             db.execute("UPDATE sessions SET title = ? WHERE id = ?", (_storable(title), session_id))
 
     def set_model(self, session_id: str, model: str) -> None:
+        if self._update_reserved(session_id, model=model):
+            return
         with self._tx() as db:
             db.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
 
+    def _update_reserved(
+        self, session_id: str, *, title: str | None = None, model: str | None = None
+    ) -> bool:
+        """Change a reserved session's future row in memory; False if it is not reserved."""
+        with self._lock:
+            reserved = self._reserved.get(session_id)
+            if reserved is None:
+                return False
+            workspace, old_model, old_title = reserved
+            self._reserved[session_id] = (
+                workspace,
+                old_model if model is None else model,
+                old_title if title is None else title,
+            )
+            return True
+
     def delete_session(self, session_id: str) -> bool:
         """Delete the rows; messages and todos go by cascade. Files are the caller's."""
+        with self._lock:
+            self._reserved.pop(session_id, None)
         with self._tx() as db:
             cur = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return cur.rowcount > 0
@@ -296,9 +306,9 @@ class SessionStore:
     # -- messages ---------------------------------------------------------------
 
     def add_turn(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Commit one completed turn's messages atomically."""
+        """Commit one completed turn's messages atomically (a reserved session's row too)."""
         now = _now()
-        with self._tx() as db:
+        with self._session_tx(session_id) as db:
             for m in messages:
                 calls = (
                     json.dumps(
@@ -342,7 +352,7 @@ class SessionStore:
         return [Todo(r["id"], r["content"], r["status"]) for r in rows]
 
     def set_todos(self, session_id: str, todos: Sequence[Todo]) -> None:
-        with self._tx() as db:
+        with self._session_tx(session_id) as db:
             db.execute("DELETE FROM todos WHERE session_id = ?", (session_id,))
             db.executemany(
                 "INSERT INTO todos VALUES (?, ?, ?, ?, ?)",

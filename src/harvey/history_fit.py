@@ -1,0 +1,108 @@
+"""Fit a long conversation into the model's window: the newest whole turns, a note for the rest.
+
+A resumed session (``--continue``, ``--continue-file``) can hold far more history
+than the model's context window; sending all of it put a 10 MB request in front
+of an 8k model. When the history does not fit in what the budget leaves for it,
+the oldest turns are left out of what the model is *sent* — ``sessions.db`` and
+the session file keep everything — and a short system note tells the model that
+earlier messages exist. Harvey does not summarise what it leaves out: a summary
+would cost a model call per turn and could silently misreport the conversation;
+leaving turns out is exact and says so.
+
+Turns are kept whole: a turn starts at a user message and holds the assistant's
+tool calls and their results, so a tool call is never sent without its result
+(servers reject that) nor a result without its call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens, serialize_history
+from harvey.messages import Message
+
+OMITTED_NOTE = "{n} earlier messages were left out to fit the context window."
+# Once history has to be cut, it is cut to this share of what is left for it,
+# not to the brim: a prompt packed full would leave the turn itself no room for
+# a file or a tool result, and the very next round would have to cut again.
+TRIMMED_HISTORY_SHARE = 0.5
+# The estimator counts message contents; each message also costs its role and
+# framing on the wire. Charged only when cutting, where many small messages
+# could otherwise add up past the window unnoticed.
+MESSAGE_OVERHEAD_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class FittedHistory:
+    """What of the history goes into the prompt, and what was left out."""
+
+    messages: list[Message]
+    omitted_messages: int = 0
+    omitted_turns: int = 0
+
+    @property
+    def note(self) -> Message | None:
+        """The system note that stands in for the left-out messages (None if none were)."""
+        if not self.omitted_messages:
+            return None
+        return Message("system", OMITTED_NOTE.format(n=self.omitted_messages))
+
+
+def omitted_notice(fitted: FittedHistory, model: str, window: int) -> str:
+    """The one line the person sees when history was left out of the prompt."""
+    return (
+        f"{fitted.omitted_messages} earlier messages ({fitted.omitted_turns} turns) were left "
+        f"out of the prompt: the conversation does not fit {model}'s {window:,}-token context "
+        "window (sessions.db keeps them all)"
+    )
+
+
+def split_turns(history: Sequence[Message]) -> list[list[Message]]:
+    """Group messages into turns, each starting at a user message.
+
+    Messages before the first user message (a history that starts with the
+    model) form a turn of their own.
+    """
+    turns: list[list[Message]] = []
+    for message in history:
+        if message.role == "user" or not turns:
+            turns.append([message])
+        else:
+            turns[-1].append(message)
+    return turns
+
+
+def turn_tokens(turn: Sequence[Message], bytes_per_token: float = BYTES_PER_TOKEN) -> int:
+    """A turn's estimated cost in a cut prompt: contents plus per-message framing."""
+    content = estimate_tokens(serialize_history(turn), bytes_per_token)
+    return content + MESSAGE_OVERHEAD_TOKENS * len(turn)
+
+
+def fit_history(
+    history: Sequence[Message], budget: int, bytes_per_token: float = BYTES_PER_TOKEN
+) -> FittedHistory:
+    """The newest whole turns of ``history`` that fit in ``budget`` tokens.
+
+    ``budget`` is what the prompt has left for history once the system prompt,
+    injected text, the turn in progress and the reply margin are counted (see
+    ``Agent.fitted_history``). A history that fits is returned whole; otherwise
+    the oldest turns are dropped until the rest, with the note, fits in
+    ``TRIMMED_HISTORY_SHARE`` of the budget.
+    """
+    if estimate_tokens(serialize_history(history), bytes_per_token) <= budget:
+        return FittedHistory(list(history))
+    note = estimate_tokens(OMITTED_NOTE.format(n=len(history)), bytes_per_token)
+    allowance = int(max(0, budget) * TRIMMED_HISTORY_SHARE) - note - MESSAGE_OVERHEAD_TOKENS
+    turns = split_turns(history)
+    kept = 0
+    used = 0
+    for turn in reversed(turns):
+        cost = turn_tokens(turn, bytes_per_token)
+        if used + cost > allowance:
+            break
+        used += cost
+        kept += 1
+    kept_turns = turns[len(turns) - kept :]
+    messages = [m for turn in kept_turns for m in turn]
+    return FittedHistory(messages, len(history) - len(messages), len(turns) - kept)

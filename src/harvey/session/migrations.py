@@ -1,0 +1,146 @@
+"""The schema of sessions.db as an ordered list of named migrations.
+
+Each migration is a small function applied once, in order, and recorded in the
+``_migrations`` table (sqlite-utils' ``Migrations`` is the model). ``migrate``
+applies the missing ones under an exclusive lock, so processes that open a
+fresh store at the same moment cannot both run the same migration.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    # executescript() would COMMIT the migration's transaction early; run
+    # statement by statement so a failing migration rolls back whole.
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX sessions_workspace ON sessions(workspace, updated_at);
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX messages_session ON messages(session_id, id);
+        CREATE TABLE todos (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            status TEXT NOT NULL,
+            PRIMARY KEY (session_id, position)
+        );
+        """,
+    )
+
+
+def _m002_calibration(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE calibration (
+            model TEXT PRIMARY KEY,
+            prompt_bytes INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            bytes_per_token REAL NOT NULL,
+            samples INTEGER NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        """,
+    )
+
+
+def _m003_message_name(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE messages ADD COLUMN name TEXT")
+
+
+def _m004_calibration_samples(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE calibration_samples (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            model TEXT NOT NULL,
+            prompt_bytes INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX calibration_samples_model ON calibration_samples(model, id);
+        INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, created_at)
+            SELECT model, prompt_bytes, prompt_tokens, updated_at FROM calibration;
+        DROP TABLE calibration
+        """,
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("m001_initial", _m001_initial),
+    ("m002_calibration", _m002_calibration),
+    ("m003_message_name", _m003_message_name),
+    ("m004_calibration_samples", _m004_calibration_samples),
+]
+
+
+def pending_migrations(db: sqlite3.Connection) -> list[str]:
+    """The names in ``MIGRATIONS`` not yet recorded, in order (all of them on a new file)."""
+    exists = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    done = {row[0] for row in db.execute("SELECT name FROM _migrations")} if exists else set()
+    return [name for name, _ in MIGRATIONS if name not in done]
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Apply the missing migrations, safely against other processes opening the store.
+
+    Several ``harvey`` processes started on a fresh ``HARVEY_HOME`` all see an
+    empty database; checking first and migrating later let two of them run
+    ``m001`` (``table sessions already exists``). So the check is repeated
+    inside one ``BEGIN EXCLUSIVE`` transaction: the first process migrates,
+    the others wait (the connection's busy timeout) and then find nothing to
+    do. The check outside the lock only spares taking it when all is applied.
+    ``db`` must be in autocommit mode (``isolation_level=None``).
+    """
+    if not pending_migrations(db):
+        return
+    functions = dict(MIGRATIONS)
+    db.execute("BEGIN EXCLUSIVE")
+    try:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        for name in pending_migrations(db):
+            functions[name](db)
+            db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, _now()))
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
