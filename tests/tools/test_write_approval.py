@@ -163,6 +163,16 @@ def test_all_approves_every_later_write_without_asking(ctx: ToolContext) -> None
     ]
 
 
+def test_all_never_covers_protected_files_each_asks_again(ctx: ToolContext) -> None:
+    ui = FakeUI([WriteChoice.ALL, WriteChoice.ALL, WriteChoice.NO])
+    gctx, decisions = gated(ctx, ui)
+    assert write(gctx, "harvey.yaml", "x").startswith("wrote")  # "all" here means this one
+    assert write(gctx, "plain.txt", "x").startswith("wrote")  # ... so this one asked
+    assert write(gctx, ".git/config", "x").startswith("error:")  # and this asked again
+    assert [r.path for r in ui.asked] == ["harvey.yaml", "plain.txt", ".git/config"]
+    assert decisions == [("harvey.yaml", "ok"), ("plain.txt", "ok"), (".git/config", "skipped")]
+
+
 def test_quit_ends_the_turn_and_writes_nothing(ctx: ToolContext) -> None:
     gctx, decisions = gated(ctx, FakeUI([WriteChoice.QUIT]))
     with pytest.raises(Cancelled):

@@ -10,7 +10,10 @@ the agent can record it in the turn's scene.
 
 Harvey's own state under ``.harvey/`` (plan files, offloaded tool output,
 session recordings) is written by Harvey itself, not by a model-chosen tool
-call, and does not pass through the gate.
+call, and does not pass through the gate. A *model's* write to ``harvey.yaml``,
+``HARVEY.md``, ``.harvey/`` or ``.git/`` is another matter: it would change
+what later sessions allow, tell the model, or run (a git hook), so neither
+"all" nor ``--allow-writes`` covers it; only a yes to that one write does.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ NEW_FILE_HEAD_LINES = 20
 #: Any shown line longer than this is cut (a minified file is one huge line).
 MAX_LINE_CHARS = 240
 CONTEXT_LINES = 3
+
+#: Files that steer Harvey itself or run code later: a write there is never approved by
+#: "all" or --allow-writes, only by a yes to that one write in the REPL.
+PROTECTED_NAMES = frozenset({"harvey.yaml", "HARVEY.md"})
+PROTECTED_FOLDERS = frozenset({".git", ".harvey"})
 
 #: Performs the approved write and returns the tool's result; raises ToolError on failure.
 WriteAction = Callable[[], str]
@@ -123,6 +131,13 @@ def write_preview(request: WriteRequest) -> WritePreview:
     return WritePreview(title, shown, cut)
 
 
+def is_protected(shown: str) -> bool:
+    """Whether a workspace-relative path is Harvey's configuration, instructions or state,
+    or inside ``.git`` (a hook written there runs at the next commit)."""
+    parts = Path(shown).parts
+    return bool(parts) and (parts[0] in PROTECTED_FOLDERS or shown in PROTECTED_NAMES)
+
+
 def refusal(request: WriteRequest, interactive: bool) -> str:
     """The tool result for a write that was not allowed: why, and how to allow it."""
     path = request.path
@@ -152,7 +167,19 @@ class WriteGate:
             self.record(path, status)
 
     def __call__(self, request: WriteRequest, write: WriteAction) -> str:
-        choice = WriteChoice.YES if self.approve_all else self.ui.approve_write(request)
+        protected = is_protected(request.path)
+        if protected and not self.ui.interactive:
+            self._report(request.path, "skipped")
+            return (
+                f"error: write refused: {request.path} configures or instructs Harvey (or is "
+                "inside .git), so only a person in the interactive REPL can approve it"
+            )
+        if self.approve_all and not protected:
+            choice = WriteChoice.YES
+        else:
+            choice = self.ui.approve_write(request)
+        if protected and choice is WriteChoice.ALL:
+            choice = WriteChoice.YES  # "all" never covers these files
         if choice is WriteChoice.QUIT:
             raise Cancelled(f"cancelled: {request.path} was not written")
         if choice is WriteChoice.NO:
