@@ -262,7 +262,7 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
-class DuplicateKey(yaml.YAMLError):
+class DuplicateKey(ConfigError, yaml.YAMLError):
     """A mapping in harvey.yaml names the same key twice (YAML says keys are unique)."""
 
     def __init__(self, key: object, first_line: int, second_line: int) -> None:

@@ -7,9 +7,12 @@
     │   ├── BackendUnavailable  could not connect / timed out (transient)
     │   ├── BackendHTTPError    the server answered with an HTTP error status
     │   ├── StreamError         a malformed or truncated stream
-    │   └── ModelNotFound       the server does not know the model
+    │   ├── ModelNotFound       the server does not know the model
+    │   └── SynthesisError      the reduce phase of a chunked analysis failed
     ├── WorkspaceError          a path escapes the workspace or is unusable
     ├── ToolError               a tool failed (becomes an ``error:`` tool result)
+    │   └── HookDenied          a before-hook refused the call (its message goes to the model)
+    ├── GrammarUnavailable      no tree-sitter grammar (internal: the chunker falls back)
     ├── StoreError              sessions.db cannot be opened or written
     │   └── TurnNotSaved        a finished turn could not be committed (carries its reply)
     ├── SessionFileError        a .spmd file cannot be parsed (names the line)
@@ -17,6 +20,14 @@
 
 Third-party exceptions (httpx, sqlite3, yaml, llama.cpp) never cross a module
 boundary untranslated: each module raises one of these ``from`` the original.
+
+Every exception class Harvey defines is in this tree. The few that are a
+module's private control flow and never leave it stay in their module but
+still subclass a class here, so one that escaped by a bug would still be one
+line, not a traceback: ``tools/search.py``'s ``_DeadlinePassed`` and
+``tools/shell_policy.py``'s ``_Refuse`` are ``ToolError``s, and
+``config.py``'s ``DuplicateKey`` is a ``ConfigError`` (and a ``yaml.YAMLError``,
+since it is raised from inside the YAML loader).
 """
 
 from __future__ import annotations
@@ -63,12 +74,28 @@ class ModelNotFound(BackendError):
     pass
 
 
+class SynthesisError(BackendError):
+    """The reduce phase of a chunked analysis failed; ``harvey analyze`` exits 1."""
+
+
 class WorkspaceError(HarveyError):
     exit_code = 2
 
 
 class ToolError(HarveyError):
     pass
+
+
+class HookDenied(ToolError):
+    """Raised by a tool hook's before-step to refuse a call; the message goes to the model."""
+
+
+class GrammarUnavailable(HarveyError):
+    """No usable tree-sitter grammar for a language.
+
+    Internal: ``context/source_boundaries.py`` raises it and the chunker then
+    falls back to its heuristic, so it never reaches a person.
+    """
 
 
 class StoreError(HarveyError):

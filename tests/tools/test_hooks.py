@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.errors import ToolError
+from harvey.errors import HookDenied, ToolError
 from harvey.messages import ToolCall, ToolResult
-from harvey.tools.hooks import HookDenied, HookRegistry, ToolHook
+from harvey.tools.hooks import HookRegistry, ToolHook
 from harvey.tools.registry import ToolContext, ToolExecutor, ToolRegistry
 
 

@@ -32,17 +32,13 @@ from typing import Protocol, TextIO
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
 from harvey.context.chunking import Chunk, ChunkConfig
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
-from harvey.errors import BackendError, Cancelled, HarveyError, WorkspaceError
+from harvey.errors import Cancelled, HarveyError, SynthesisError, WorkspaceError
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
 
 MAX_LEVELS = 5
 POLL_SECONDS = 0.1
 _SEPARATOR = "\n\n---\n"
-
-
-class SynthesisError(BackendError):
-    """The reduce phase failed; ``harvey analyze`` exits 1."""
 
 
 class AnalysisRecorder(Protocol):

@@ -14,9 +14,14 @@ class would split what fits together.
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import lru_cache
 from typing import Any
+
+from harvey.errors import GrammarUnavailable
+
+log = logging.getLogger(__name__)
 
 # Node types that start a definition, across the bundled grammars: Python
 # function_definition / class_definition / decorated_definition, Go
@@ -33,10 +38,6 @@ _NOT_DEFINITION = re.compile(r"call|expression|identifier|parameter|argument|bod
 _MAX_DEPTH = 4
 
 
-class GrammarUnavailable(Exception):
-    """No usable grammar for a language (internal: triggers the heuristic)."""
-
-
 @lru_cache(maxsize=32)
 def load_parser(language: str) -> Any:
     """A cached tree-sitter parser for ``language``; raises ``GrammarUnavailable``."""
@@ -44,7 +45,13 @@ def load_parser(language: str) -> Any:
         from tree_sitter_language_pack import get_parser
 
         return get_parser(language)  # type: ignore[arg-type]
-    except Exception as exc:  # a missing grammar or a broken binding: fall back
+    except (ImportError, LookupError) as exc:  # the pack is absent or lacks this language
+        raise GrammarUnavailable(f"no tree-sitter grammar for {language!r}: {exc}") from exc
+    except Exception as exc:
+        # Broad on purpose: a broken compiled binding can fail in any way (OSError
+        # loading it, ValueError for a version mismatch, ...) and the heuristic is
+        # always a correct fallback, so log it and carry on.
+        log.debug("tree-sitter grammar for %r is unusable", language, exc_info=True)
         raise GrammarUnavailable(f"no tree-sitter grammar for {language!r}: {exc}") from exc
 
 
@@ -87,8 +94,14 @@ def definition_levels(data: bytes, language: str, size: int) -> tuple[list[int],
     """
     try:
         parser = load_parser(language)
+    except GrammarUnavailable:
+        return None
+    try:
         tree = parser.parse(data)
     except Exception:
+        # Broad on purpose, as in load_parser: a binding bug must cost the
+        # grammar's boundaries only, never the read.
+        log.debug("tree-sitter could not parse %s source", language, exc_info=True)
         return None
     root = tree.root_node
     if root.has_error:

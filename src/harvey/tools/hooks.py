@@ -8,10 +8,11 @@ so the agent always executes through it and never knows whether hooks exist.
       inner.execute(call)
       after_execute   … → hook[1] → hook[0]      (may replace the result)
 
-A before-hook that raises short-circuits: the tool does not run, no after-hook
-runs, and the model gets an ``error:`` result carrying the hook's message. An
-after-hook that crashes is logged and skipped (fail-open): a bug in auditing
-or offloading must not lose the tool's real output.
+A before-hook that raises (``harvey.errors.HookDenied`` to refuse) short-circuits:
+the tool does not run, no after-hook runs, and the model gets an ``error:``
+result carrying the hook's message. An after-hook that crashes is logged and
+skipped (fail-open): a bug in auditing or offloading must not lose the tool's
+real output.
 """
 
 from __future__ import annotations
@@ -36,10 +37,6 @@ class ToolHook(Protocol):
     def after_execute(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> ToolResult:
         """Return the result to pass outwards (the same one when there is nothing to do)."""
         ...
-
-
-class HookDenied(HarveyError):
-    """Raised by a before-hook to refuse a call; the message goes to the model."""
 
 
 class HookRegistry:
@@ -69,7 +66,7 @@ class HookRegistry:
                 changed = hook.before_execute(ctx, call)
             except Cancelled:
                 raise  # Ctrl-C ends the turn, as it does inside ToolRegistry
-            except Exception as exc:
+            except Exception as exc:  # a denial (HarveyError) or a hook bug, which _denial logs
                 return ToolResult(call.id, call.name, _denial(hook, exc))
             if changed is not None:
                 ctx = changed
@@ -79,7 +76,7 @@ class HookRegistry:
                 result = hook.after_execute(ctx, call, result)
             except Cancelled:
                 raise
-            except Exception:
+            except Exception:  # fail-open: a crashed after-hook is logged, the result kept
                 log.exception("after-hook %s failed on %s; result kept", _name(hook), call.name)
         return result
 

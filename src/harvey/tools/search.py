@@ -26,7 +26,7 @@ from typing import Any
 
 import regex
 
-from harvey.errors import WorkspaceError
+from harvey.errors import ToolError, WorkspaceError
 from harvey.tools.files import (
     SKIP_DIRS,
     _require_str,
@@ -44,8 +44,11 @@ MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
 SEARCH_DEADLINE_SECONDS = 10.0
 
 
-class _DeadlinePassed(Exception):
-    """The whole search ran out of time (``regex`` raised ``TimeoutError``, or between files)."""
+class _DeadlinePassed(ToolError):
+    """The whole search ran out of time (``regex`` raised ``TimeoutError``, or between files).
+
+    Control flow inside ``SearchFilesTool.run``, which turns it into its error line.
+    """
 
 
 class SearchFilesTool:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harvey.errors import WorkspaceError
+from harvey.errors import ToolError, WorkspaceError
 from harvey.tools.files import safe_path
 from harvey.tools.shell_options import (
     FIND_FILE_ARG,
@@ -55,7 +55,7 @@ from harvey.tools.shell_options import (
 MAX_SCANNED_CLUSTER = 256
 
 
-class _Refuse(Exception):
+class _Refuse(ToolError):
     """Raised inside the checkers with the reason; needs_confirmation returns it."""
 
 
