@@ -189,7 +189,7 @@ class WriteGate:
             self.approve_all = True
         try:
             result = write()
-        except Exception as exc:
+        except Exception as exc:  # broad on purpose: any failure is reported, then re-raised
             self._report(request.path, f"error: {exc}")
             raise
         self._report(request.path, "ok")

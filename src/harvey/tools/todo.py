@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from harvey.errors import ToolError
+from harvey.errors import HarveyError, ToolError
 from harvey.tools.registry import ToolContext
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,10 @@ class TodoWriteTool:
         if self.plan_writer is not None:
             try:
                 self.plan_writer.write(todos)
-            except Exception as exc:  # the plan file is a convenience, never a blocker
+            except (HarveyError, OSError) as exc:  # the plan file is a convenience, never a blocker
                 log.warning("todo_write: failed to write the plan file: %s", exc)
+            except Exception:
+                # Broad on purpose: the todos are already saved, so a bug in a plan
+                # writer must not turn this call into an error; its traceback is logged.
+                log.exception("todo_write: the plan writer crashed")
         return f"Todo list saved ({summary(todos)}).\n{todos_json(todos)}"
