@@ -26,12 +26,12 @@ from harvey.session.escape import cue_name, decode_block, decode_inline, is_note
 from harvey.session.records import (
     ParsedChunkInfo,
     ParsedChunkResult,
-    ParsedRag,
-    ParsedRecall,
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
     ParsedWriteNote,
+    RagInfo,
+    RecallItem,
 )
 
 T = TypeVar("T")
@@ -87,12 +87,12 @@ class Scene:
         return self._read(n.read_write)
 
     @property
-    def rag(self) -> ParsedRag | None:
+    def rag(self) -> RagInfo | None:
         found = self._read(n.read_rag)
         return found[0] if found else None
 
     @property
-    def recall(self) -> list[ParsedRecall]:
+    def recall(self) -> list[RecallItem]:
         return self._read(n.read_recall)
 
     @property

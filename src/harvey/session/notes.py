@@ -23,8 +23,6 @@ from harvey.session.escape import (
 from harvey.session.records import (
     ParsedChunkInfo,
     ParsedChunkResult,
-    ParsedRag,
-    ParsedRecall,
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
@@ -147,14 +145,14 @@ def read_write(body: str) -> ParsedWriteNote | None:
     return ParsedWriteNote(decode_inline(parts[0]), status)
 
 
-def read_rag(body: str) -> ParsedRag | None:
+def read_rag(body: str) -> RagInfo | None:
     m = _RAG.match(body)
     if not m:
         return None
-    return ParsedRag(int(m.group(1)), decode_inline(m.group(2)), float(m.group(3)))
+    return RagInfo(int(m.group(1)), decode_inline(m.group(2)), float(m.group(3)))
 
 
-def read_recall(body: str) -> ParsedRecall | None:
+def read_recall(body: str) -> RecallItem | None:
     if not body.startswith("recall: "):
         return None
     parts = split_unescaped(body[len("recall: ") :], SEP)
@@ -163,7 +161,7 @@ def read_recall(body: str) -> ParsedRecall | None:
     id_source = split_unescaped(parts[0], " (", maxsplit=1)
     if len(id_source) != 2 or not id_source[1].endswith(")"):
         return None
-    return ParsedRecall(
+    return RecallItem(
         decode_inline(id_source[0]), decode_inline(id_source[1][:-1]), float(parts[1][6:])
     )
 

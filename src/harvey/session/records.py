@@ -5,6 +5,14 @@ calling the recorder with long argument lists, so the recorder stays the one
 place that knows the Fountain layout (see ``docs/FOUNTAIN_FORMAT.md``). The
 ``Parsed*`` records are the typed view of the notes the parser finds; they
 carry text exactly as it was written, so a round trip can be compared.
+
+A note that stores every field of its record has one type for both
+directions (``RagInfo``, ``RecallItem``; scores come back rounded to 0.01).
+Two pairs differ on purpose: ``ToolNote`` holds the arguments as a dict while
+``ParsedToolNote`` holds the note's JSON text, which the recorder may have
+shortened; ``WriteNote`` carries ``call``, where the recorder places the note,
+which the note itself does not store, so ``ParsedWriteNote`` has only what can
+be read back.
 """
 
 from __future__ import annotations
@@ -93,6 +101,11 @@ class WriteNote:
 
 @dataclass(frozen=True)
 class RagInfo:
+    """A ``[[rag: …]]`` note: how many chunks were retrieved, from where, best score.
+
+    The same type is written and read back (the score as the note rounds it, to 0.01).
+    """
+
     chunks: int
     store: str
     top_score: float
@@ -100,6 +113,8 @@ class RagInfo:
 
 @dataclass(frozen=True)
 class RecallItem:
+    """A ``[[recall: …]]`` note: one remembered item, its source and score (both ways)."""
+
     id: str
     source: str
     score: float
@@ -156,20 +171,6 @@ class ParsedWriteNote:
 
     path: str
     status: str
-
-
-@dataclass(frozen=True)
-class ParsedRag:
-    chunks: int
-    store: str
-    top_score: float
-
-
-@dataclass(frozen=True)
-class ParsedRecall:
-    id: str
-    source: str
-    score: float
 
 
 @dataclass(frozen=True)
