@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harvey.llm.scripted import Reply, estimate_tokens
+from harvey.context.budget import estimate_tokens
+from harvey.llm.scripted import Reply
 
 
 @dataclass(frozen=True)

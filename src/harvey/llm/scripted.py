@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harvey.context.budget import estimate_tokens
 from harvey.errors import BackendError, ConfigError
 from harvey.llm.base import (
     LLMClient,
@@ -35,18 +36,14 @@ from harvey.messages import Message, ToolCall
 CallSpec = ToolCall | tuple[str, dict[str, Any]]
 
 
-def estimate_tokens(text: str) -> int:
-    """The scripted backend's stand-in tokenizer: 4 bytes per token, at least 1."""
-    return max(1, len(text.encode("utf-8")) // 4) if text else 0
-
-
 @dataclass(frozen=True)
 class Reply:
     """One scripted model reply: text, tool calls, or both.
 
     ``tool_calls`` accepts ``ToolCall`` objects or ``(name, arguments)`` pairs;
-    pairs get ids ``call_<n>`` in script order. Token counts default to the
-    4-bytes-per-token estimate of what was sent and received.
+    pairs get ids ``call_<n>`` in script order. Token counts default to
+    ``harvey.context.budget.estimate_tokens`` of what was sent and received:
+    the one estimate Harvey has, so the budget and the backend agree on counts.
     """
 
     text: str = ""
