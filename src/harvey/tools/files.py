@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from harvey.context.budget import BYTES_PER_TOKEN, file_exceeds_budget, tokens_for_bytes
 from harvey.errors import ToolError, WorkspaceError
+from harvey.fsutil import atomic_write
 from harvey.tools.approval import describe_write
 from harvey.tools.registry import ToolContext
 
@@ -301,16 +301,11 @@ class WriteFileTool:
 def _write_atomically(workspace: Path, path: Path, content: str) -> str:
     shown = display_path(workspace, path)
     data = content.encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.harvey-tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         safe_path(workspace, path.parent)  # a parent made via a symlink must stay inside
-        tmp.write_bytes(data)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep e.g. a script's x bit
-        os.replace(tmp, path)  # readers never see a half-written file
+        atomic_write(path, data)  # keeps e.g. a script's x bit; readers never see half a file
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
     return f"wrote {len(data)} bytes to {shown}"
 

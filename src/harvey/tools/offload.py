@@ -24,7 +24,9 @@ import uuid
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
+from harvey.fsutil import atomic_write
 from harvey.messages import ToolCall, ToolResult
+from harvey.private import PRIVATE_FILE
 from harvey.tools.files import DEFAULT_READ_LIMIT, safe_path
 from harvey.tools.registry import ToolContext
 
@@ -113,19 +115,7 @@ def _make_private_dirs(workspace: Path, relative: Path) -> Path:
 def write_private_file(folder: Path, name: str, text: str) -> Path:
     """Write atomically with mode 0600; a temp name keeps concurrent writers apart."""
     target = folder / name
-    tmp = folder / f".{name}.{uuid.uuid4().hex}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(text.encode("utf-8", errors="replace"))
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(target, text.encode("utf-8", errors="replace"), mode=PRIVATE_FILE)
     return target
 
 

@@ -13,13 +13,12 @@ added is kept where it was.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
+from harvey.fsutil import atomic_write
 from harvey.private import make_private_dirs
 from harvey.tools.offload import sanitize_id
 from harvey.tools.todo import Todo
@@ -129,13 +128,7 @@ class FilePlanWriter:
 
     def write(self, todos: list[Todo]) -> None:
         text = self.render(todos, self.read())
-        tmp = self._path.with_name(f".{self._path.name}.{uuid.uuid4().hex}.tmp")
         try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, self._path)
+            atomic_write(self._path, text.encode("utf-8"))
         except OSError as exc:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
             raise WorkspaceError(f"cannot write the plan file {self._path}: {exc}") from exc
