@@ -12,6 +12,7 @@ try:
 except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
+from harvey.agent import Agent
 from harvey.context.analysis import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
 from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document, detect_doc_type
@@ -26,13 +27,16 @@ from harvey.errors import (
     ToolError,
     WorkspaceError,
 )
+from harvey.llm.factory import make_client
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.runtime import open_runtime
 from harvey.session.fountain import ParsedSession, Scene, parse_session
 from harvey.tools.files import safe_path
 
 __all__ = [
     "DYNAMIC_BUDGET",
     "HANDOVER_BUDGET",
+    "Agent",
     "AnalysisResult",
     "BackendError",
     "Cancelled",
@@ -57,6 +61,8 @@ __all__ = [
     "detect_doc_type",
     "estimate_tokens",
     "file_exceeds_budget",
+    "make_client",
+    "open_runtime",
     "parse_session",
     "reduce_plan",
     "remaining_context",
