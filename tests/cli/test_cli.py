@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -240,10 +239,6 @@ def test_debug_shows_traceback(harvey: Run) -> None:
     )
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr
-
-
-def test_json_dumps_is_importable() -> None:
-    assert json.dumps({"a": 1})
 
 
 def test_unwritable_session_dir_warns_and_keeps_the_turn(

@@ -38,13 +38,10 @@ def test_estimate_tokens_uses_the_ratio() -> None:
     assert estimate_tokens("x" * 300, bytes_per_token=3.0) == 100
 
 
-@given(st.text(), st.floats(min_value=1.0, max_value=8.0))
+@given(st.text(st.characters(exclude_categories=())), st.floats(min_value=1.0, max_value=8.0))
 def test_estimate_never_below_the_ratio(text: str, ratio: float) -> None:
     size = len(text.encode("utf-8", "surrogatepass"))
-    try:
-        tokens = estimate_tokens(text, ratio)
-    except UnicodeEncodeError:
-        return
+    tokens = estimate_tokens(text, ratio)  # never raises, lone surrogates included
     assert tokens * ratio >= size
     assert (tokens - 1) * ratio < size or tokens == 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.security.conftest import Attack, snapshot
 
 
@@ -22,8 +24,5 @@ def test_harness_would_notice_a_leak(attack: Attack, victim_workspace) -> None:
     # (a plain word: a key-shaped string would be redacted before it is sent).
     (victim_workspace / "leak.txt").write_text("marker PLAINMARKER42\n")
     result = attack([("read_file", {"path": "leak.txt"})])
-    try:
+    with pytest.raises(AssertionError):
         result.assert_secret_absent("PLAINMARKER42")
-    except AssertionError:
-        return
-    raise AssertionError("assert_secret_absent did not notice the key in a tool result")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import sys
 import tempfile
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvey.errors import HarveyError, WorkspaceError
-from harvey.tools.files import safe_path
+from harvey.messages import ToolCall
+from harvey.tools.files import ReadFileTool, safe_path
+from harvey.tools.registry import ToolContext, ToolRegistry
 
 
 def test_relative_path_resolves_inside(workspace: Path) -> None:
@@ -68,13 +71,31 @@ def test_symlink_inside_is_followed(workspace: Path) -> None:
     assert safe_path(workspace, "alias/f") == workspace / "real" / "f"
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="3.13 leaves a loop unresolved")
 def test_symlink_loop_is_a_workspace_error(workspace: Path) -> None:
+    """Before 3.13 ``Path.resolve`` raises ``RuntimeError`` on a loop; safe_path translates it."""
     (workspace / "loop").symlink_to(workspace / "loop")
-    try:
-        result = safe_path(workspace, "loop/x")
-    except WorkspaceError:
-        return
-    assert result.is_relative_to(workspace)  # some Pythons leave the loop unresolved
+    with pytest.raises(WorkspaceError, match=r"cannot resolve path 'loop/x': .*loop"):
+        safe_path(workspace, "loop/x")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="before 3.13 a loop raises")
+def test_symlink_loop_stays_unresolved_inside(workspace: Path) -> None:
+    """From 3.13 ``Path.resolve(strict=False)`` returns a loop as written: still inside."""
+    (workspace / "loop").symlink_to(workspace / "loop")
+    assert safe_path(workspace, "loop/x") == workspace / "loop" / "x"
+
+
+def test_reading_through_a_symlink_loop_is_one_error_line(workspace: Path) -> None:
+    """Whichever way safe_path goes, the tool that opens the path says one ``error:`` line."""
+    (workspace / "loop").symlink_to(workspace / "loop")
+    registry = ToolRegistry([ReadFileTool()])
+    ctx = ToolContext(workspace=workspace, session_id="s")
+    for path in ("loop", "loop/x"):
+        result = registry.execute(ctx, ToolCall("1", "read_file", {"path": path}))
+        assert result.content.startswith("error:"), result.content
+        assert "\n" not in result.content.strip()
+        assert "Traceback" not in result.content
 
 
 def test_workspace_given_through_a_symlink(tmp_path: Path, workspace: Path) -> None:
