@@ -165,7 +165,7 @@ class Redactor:
     """Replaces configured secrets and token-shaped strings with ``MARKER``.
 
     ``redact`` is idempotent, never grows a secret back, and returns text
-    without secrets unchanged (the property tests in tests/core/test_redact.py).
+    without secrets unchanged (the property tests in tests/test_redact.py).
     """
 
     def __init__(self, secrets: Iterable[str] = (), *, tokens: bool = True) -> None:

@@ -7,10 +7,10 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_chunking_properties import ALPHABET, DOC_TYPES, OVERLAPS, check_invariants
 
 from harvey.context.chunking import ChunkConfig, DocType, chunk_document
 from harvey.context.stream_chunking import count_chunks, iter_chunks, utf8_windows
+from tests.context.test_chunking_properties import ALPHABET, DOC_TYPES, OVERLAPS, check_invariants
 
 # Long texts: a drawn piece repeated (several windows and several 8 KB margins), and the
 # odd piece of arbitrary text so the repeats are not all aligned.

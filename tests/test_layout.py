@@ -1,0 +1,35 @@
+"""The test tree keeps mirroring the package (the rule is in ``tests/README.md``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import harvey
+
+TESTS = Path(__file__).parent
+PACKAGE = Path(harvey.__file__).parent
+
+#: Folders that are not named after a part of the package, and why.
+NOT_A_MODULE = {
+    "agent": "one chat turn through Agent (agent.py, oversize.py, history_fit.py, runtime.py)",
+    "security": "attacks through the real `harvey run`, grouped by threat",
+    "fakes": "the loopback model servers, not tests",
+    "repl": "the REPL front end (terminal.py and slash.py, the harvey/repl/ package)",
+}
+
+
+def _folders() -> list[Path]:
+    return sorted(p for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def test_every_test_folder_is_a_part_of_the_package_or_a_documented_exception() -> None:
+    parts = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    parts |= {p.stem for p in PACKAGE.glob("*.py")}
+    stray = [f.name for f in _folders() if f.name not in parts and f.name not in NOT_A_MODULE]
+    assert not stray, f"test folders that mirror no module (see tests/README.md): {stray}"
+
+
+def test_every_test_folder_is_a_package() -> None:
+    """Without ``__init__.py`` two ``test_x.py`` in different folders would collide."""
+    missing = [f.name for f in _folders() if not (f / "__init__.py").exists()]
+    assert not missing, f"test folders without __init__.py: {missing}"
