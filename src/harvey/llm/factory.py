@@ -118,6 +118,7 @@ def _build(
     env: Mapping[str, str],
     known_models: list[str] | None = None,
 ) -> LLMClient:
+    """The table's builder for ``backend``, given one request with the shared limits."""
     request = BuildRequest(
         base_url=base_url,
         model=model,
