@@ -22,11 +22,12 @@ from harvey.config import Paths, Settings, load_settings, resolve_paths
 from harvey.context.chunking import Overlap
 from harvey.errors import Cancelled, HarveyError, UsageError
 from harvey.inputs import check_input_file, clean_text, read_stdin
+from harvey.llm.backends import backend_names
 from harvey.redact import Redactor, install, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-BACKENDS = click.Choice(["auto", "ollama", "openai", "local", "scripted"])
+BACKENDS = click.Choice(backend_names(include_auto=True))
 
 
 def _debug() -> bool:

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from harvey.errors import ConfigError
+from harvey.llm.backends import check_name
 
 CONFIG_FILENAME = "harvey.yaml"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
@@ -51,7 +52,6 @@ DEFAULT_ALLOWED_COMMANDS = (
     "which",
 )
 
-BackendName = Literal["auto", "ollama", "openai", "local", "scripted"]
 SandboxName = Literal["auto", "landlock", "bubblewrap", "sandbox-exec", "none"]
 
 
@@ -100,7 +100,7 @@ def check_base_url(value: str | None) -> str | None:
 
 class RouteSettings(_Strict):
     name: str = Field(min_length=1)
-    backend: Literal["ollama", "openai", "local"] = "openai"
+    backend: str = "openai"  # one of harvey.llm.backends' routable names
     base_url: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None  # unwrapped only where the Authorization header is built
@@ -109,6 +109,11 @@ class RouteSettings(_Strict):
     @classmethod
     def _valid_base_url(cls, value: str | None) -> str | None:
         return check_base_url(value)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _known_backend(cls, value: object) -> str:
+        return check_name(value, route=True)
 
 
 class ChunkingSettings(_Strict):
@@ -136,7 +141,7 @@ class OffloadSettings(_Strict):
 
 
 class Settings(_Strict):
-    backend: BackendName = "auto"
+    backend: str = "auto"  # "auto" or a name in harvey.llm.backends' table
     model: str | None = None
     base_url: str | None = None
     api_key: SecretStr | None = None  # a secret type: never in a repr, an error or a dump
@@ -157,6 +162,11 @@ class Settings(_Strict):
     @classmethod
     def _valid_base_url(cls, value: str | None) -> str | None:
         return check_base_url(value)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _known_backend(cls, value: object) -> str:
+        return check_name(value)
 
     @field_validator("routes")
     @classmethod

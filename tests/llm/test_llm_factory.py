@@ -9,7 +9,8 @@ import pytest
 
 from harvey.config import RouteSettings, Settings
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
-from harvey.llm.factory import LOCAL_MODEL, make_client, make_route_client, probe_ollama
+from harvey.llm.backends import LOCAL_MODEL
+from harvey.llm.factory import make_client, make_route_client, probe_ollama
 from harvey.llm.local import LocalClient
 from harvey.llm.ollama import OllamaClient
 from harvey.llm.openai import OpenAIClient

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harvey.errors import BackendHTTPError, BackendUnavailable, ModelNotFound, StreamError
-from harvey.llm.base import TextDelta, Usage, chat
-from harvey.llm.ollama import OllamaClient, parse_arguments, to_wire
+from harvey.llm.base import TextDelta, Usage, chat, parse_arguments
+from harvey.llm.ollama import OllamaClient, to_wire
 from harvey.messages import Message, ToolCall
 from tests.fakes.servers import FakeOllama, HTTPFailure, Malformed, Reply, Slow, Truncated
 from tests.llm.conftest import SleepRecorder, free_port

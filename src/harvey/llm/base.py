@@ -2,19 +2,26 @@
 
 A backend turns ``messages + tool schemas`` into a stream of events: text
 deltas, complete tool calls, and a final usage report. Everything else
-(retries, history, tools) lives above it.
+(retries, history, tools) lives above it. The few helpers every backend's
+stream parser needs (tool-call ids, tolerant argument parsing) live here too,
+so no backend imports another.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
 from harvey.messages import Message, ToolCall
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,31 @@ class LLMClient(Protocol):
     def with_model(self, model: str) -> LLMClient: ...
 
     def close(self) -> None: ...
+
+
+def parse_arguments(raw: Any, name: str) -> dict[str, Any]:
+    """Tool arguments as a dict. Some servers send a JSON string instead of an
+    object; text that is not a JSON object becomes ``{}`` (logged) so the tool
+    answers with a missing-argument error the model can correct, rather than
+    the whole turn failing."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    log.warning("tool call %s: arguments are not a JSON object, passing {}: %r", name, raw)
+    return {}
+
+
+def new_call_id() -> str:
+    """A tool call id for servers that send none (Ollama): Harvey needs one to pair results."""
+    return f"call_{uuid.uuid4().hex[:12]}"
 
 
 def chat(

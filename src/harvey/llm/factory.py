@@ -2,8 +2,10 @@
 
 ``backend: auto`` means: Ollama if a quick ``GET /api/tags`` at ``OLLAMA_HOST``
 answers within half a second with at least one model, else the embedded model.
-Default models: Ollama's first installed model, the OpenAI-compatible server's
-first listed model, or SmolLM2-135M-Instruct for the embedded backend.
+Default models: Ollama's first installed model (taken from the probe's answer
+under ``auto``, so the server is asked once), the OpenAI-compatible server's
+first listed model, or SmolLM2-135M-Instruct for the embedded backend. Which
+class builds which backend is the table in ``harvey.llm.backends``.
 """
 
 from __future__ import annotations
@@ -15,13 +17,11 @@ import httpx
 from pydantic import SecretStr
 
 from harvey.config import RouteSettings, Settings, base_url_for
-from harvey.errors import BackendError, BackendUnavailable, ConfigError
+from harvey.errors import BackendUnavailable, ConfigError
+from harvey.llm.backends import AUTO, BuildRequest, lookup, runs_locally
 from harvey.llm.base import LLMClient
-from harvey.llm.ollama import OllamaClient
-from harvey.llm.openai import OpenAIClient
 
 PROBE_TIMEOUT = 0.5  # seconds: how long `auto` waits for Ollama before going local
-LOCAL_MODEL = "SmolLM2-135M-Instruct"
 
 
 def probe_ollama(base_url: str, timeout: float = PROBE_TIMEOUT) -> list[str] | None:
@@ -37,11 +37,17 @@ def probe_ollama(base_url: str, timeout: float = PROBE_TIMEOUT) -> list[str] | N
 
 def resolve_backend(settings: Settings, env: Mapping[str, str] | None = None) -> str:
     """The concrete backend for ``settings.backend`` (resolving ``auto``)."""
-    if settings.backend != "auto":
-        return settings.backend
-    if probe_ollama(base_url_for("ollama", settings, env)):
-        return "ollama"
-    return "local"
+    return _resolve(settings, env)[0]
+
+
+def _resolve(settings: Settings, env: Mapping[str, str] | None) -> tuple[str, list[str] | None]:
+    """The concrete backend, and the models the ``auto`` probe saw (``None`` if none ran)."""
+    if settings.backend != AUTO:
+        return settings.backend, None
+    models = probe_ollama(base_url_for("ollama", settings, env))
+    if models:
+        return "ollama", models
+    return "local", None
 
 
 def make_client(
@@ -62,8 +68,8 @@ def make_client(
             settings = Settings.model_validate({**settings.model_dump(), **updates})
         except ValueError as exc:
             raise ConfigError(f"invalid backend settings {updates}: {exc}") from exc
-    chosen = resolve_backend(settings, env)
-    if settings.backend == "auto" and chosen == "local" and not _local_model(settings.model):
+    chosen, seen = _resolve(settings, env)
+    if settings.backend == AUTO and chosen == "local" and not runs_locally(settings.model):
         raise BackendUnavailable(
             f"no Ollama answered at {base_url_for('ollama', settings, env)}, and the embedded "
             f"backend cannot run model {settings.model!r} — start `ollama serve` (or set "
@@ -78,6 +84,7 @@ def make_client(
         num_ctx=settings.num_ctx,
         context_window=settings.context_window,
         env=env,
+        known_models=seen,
     )
 
 
@@ -109,73 +116,25 @@ def _build(
     num_ctx: int | None,
     context_window: int | None,
     env: Mapping[str, str],
+    known_models: list[str] | None = None,
 ) -> LLMClient:
-    timeout, connect, retries = settings.timeout, settings.connect_timeout, settings.retries
-    if backend == "ollama":
-        client: LLMClient = OllamaClient(
-            base_url,
-            model or "",
-            num_ctx=num_ctx,
-            timeout=timeout,
-            connect_timeout=connect,
-            retries=retries,
-        )
-        if not model:
-            client = _with_first_model(client, "Ollama", "pull one with `ollama pull llama3.2`")
-        return client
-    if backend == "openai":
-        client = OpenAIClient(
-            base_url,
-            model or "",
-            api_key=api_key,
-            context_window=context_window,
-            timeout=timeout,
-            connect_timeout=connect,
-            retries=retries,
-        )
-        if not model:
-            client = _with_first_model(client, "the server", "set `model` in harvey.yaml")
-        return client
-    if backend == "local":
-        from harvey.llm.local import LocalClient
-
-        if not _local_model(model):
-            raise ConfigError(
-                f"backend 'local' runs {LOCAL_MODEL} or a .gguf file path, not {model!r}"
-            )
-        return LocalClient(model if model and model.endswith(".gguf") else None, n_ctx=num_ctx)
-    if backend == "scripted":
-        from harvey.llm.scripted import ScriptedClient
-
-        script = env.get("HARVEY_SCRIPT")
-        if not script:
-            raise ConfigError(
-                "backend 'scripted' plays back a JSON script: set HARVEY_SCRIPT to its path"
-            )
-        return ScriptedClient.from_file(script, model=model or "scripted")
-    raise ConfigError(f"unknown backend {backend!r} (allowed: auto, ollama, openai, local)")
+    """The table's builder for ``backend``, given one request with the shared limits."""
+    request = BuildRequest(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        num_ctx=num_ctx,
+        context_window=context_window,
+        timeout=settings.timeout,
+        connect_timeout=settings.connect_timeout,
+        retries=settings.retries,
+        env=env,
+        known_models=known_models,
+    )
+    return lookup(backend).build(request)
 
 
 def _env_key(env: Mapping[str, str]) -> SecretStr | None:
     """OPENAI_API_KEY as a secret, so the key stays wrapped until the header is built."""
     value = env.get("OPENAI_API_KEY")
     return SecretStr(value) if value else None
-
-
-def _local_model(model: str | None) -> bool:
-    """Whether the embedded backend can run ``model`` (None means its default)."""
-    return not model or model == LOCAL_MODEL or model.endswith(".gguf")
-
-
-def _with_first_model(client: LLMClient, label: str, hint: str) -> LLMClient:
-    try:
-        models = client.list_models()
-    except BackendError:
-        client.close()
-        raise
-    if not models:
-        client.close()
-        raise BackendError(f"{label} at {client.endpoint} has no models — {hint}")
-    chosen = client.with_model(models[0])
-    client.close()
-    return chosen

@@ -16,29 +16,23 @@ Wire-format notes that shaped this module:
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
-import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from harvey.errors import StreamError
 from harvey.llm.base import (
-    LLMClient,
     ModelCapabilities,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
     Usage,
+    new_call_id,
+    parse_arguments,
 )
-from harvey.llm.http import Endpoint, HttpTransport, Sleep, malformed, truncated
+from harvey.llm.http import Endpoint, malformed, truncated
+from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.messages import Message, ToolCall
 from harvey.redact import active
-
-log = logging.getLogger(__name__)
 
 FALLBACK_CONTEXT = 4096  # when /api/show reports no context length at all
 
@@ -61,32 +55,7 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def parse_arguments(raw: Any, name: str) -> dict[str, Any]:
-    """Tool arguments as a dict. Some servers send a JSON string instead of an
-    object; text that is not a JSON object becomes ``{}`` (logged) so the tool
-    answers with a missing-argument error the model can correct, rather than
-    the whole turn failing."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-    log.warning("tool call %s: arguments are not a JSON object, passing {}: %r", name, raw)
-    return {}
-
-
-def new_call_id() -> str:
-    """Ollama sends no tool call ids; Harvey needs one to pair results."""
-    return f"call_{uuid.uuid4().hex[:12]}"
-
-
-class OllamaClient:
+class OllamaClient(HttpClient):
     """One model on one Ollama server."""
 
     backend = "ollama"
@@ -97,41 +66,25 @@ class OllamaClient:
         model: str,
         *,
         num_ctx: int | None = None,
-        timeout: float = 120.0,
-        connect_timeout: float = 5.0,
-        retries: int = 3,
-        sleep: Sleep = time.sleep,
-        transport: httpx.BaseTransport | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
-        self.endpoint = base_url.rstrip("/")
-        self.model = model
         self.num_ctx = num_ctx
-        self._timeout, self._connect_timeout = timeout, connect_timeout
-        self._retries, self._sleep, self._transport_arg = retries, sleep, transport
-        self.http = HttpTransport(
-            Endpoint(
-                "Ollama",
-                self.endpoint,
-                "is `ollama serve` running? Set OLLAMA_HOST or --base-url",
-                f"run `harvey models` to list the models it has, or `ollama pull {model}`",
-            ),
-            transport=transport,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            retries=retries,
-            sleep=sleep,
+        super().__init__(base_url, model, **options)
+
+    def _endpoint(self) -> Endpoint:
+        return Endpoint(
+            "Ollama",
+            self.endpoint,
+            "is `ollama serve` running? Set OLLAMA_HOST or --base-url",
+            f"run `harvey models` to list the models it has, or `ollama pull {self.model}`",
         )
-        self._caps: ModelCapabilities | None = None
-        self._caps_lock = threading.Lock()
 
-    def __repr__(self) -> str:
-        return f"OllamaClient({self.endpoint!r}, {self.model!r})"
+    def _own_settings(self) -> dict[str, Any]:
+        return {"num_ctx": self.num_ctx}
 
-    def stream_chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> Iterator[StreamEvent]:
+    def _payload(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": to_wire(messages),
@@ -141,7 +94,7 @@ class OllamaClient:
             payload["tools"] = list(tools)
         if self.num_ctx is not None:
             payload["options"] = {"num_ctx": self.num_ctx}
-        return self._events(payload)
+        return payload
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         where = self.http.endpoint
@@ -185,14 +138,8 @@ class OllamaClient:
                 watch.check()  # a line with nothing new in it is not progress
         raise truncated(where, 'the final "done" line')
 
-    def capabilities(self) -> ModelCapabilities:
-        """Computed once per client from ``/api/show`` (and ``num_ctx``)."""
-        with self._caps_lock:
-            if self._caps is None:
-                self._caps = self._probe_capabilities()
-            return self._caps
-
     def _probe_capabilities(self) -> ModelCapabilities:
+        """From ``/api/show``, with a configured ``num_ctx`` taking precedence."""
         info = self.http.request_json("POST", "/api/show", {"model": self.model}, model=self.model)
         if not isinstance(info, dict):
             info = {}
@@ -216,18 +163,3 @@ class OllamaClient:
         data = self.http.request_json("GET", "/api/tags")
         models = data.get("models") if isinstance(data, dict) else None
         return [str(m.get("name") or m.get("model")) for m in models or [] if isinstance(m, dict)]
-
-    def with_model(self, model: str) -> LLMClient:
-        return OllamaClient(
-            self.endpoint,
-            model,
-            num_ctx=self.num_ctx,
-            timeout=self._timeout,
-            connect_timeout=self._connect_timeout,
-            retries=self._retries,
-            sleep=self._sleep,
-            transport=self._transport_arg,
-        )
-
-    def close(self) -> None:
-        self.http.close()

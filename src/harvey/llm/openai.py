@@ -25,26 +25,22 @@ Wire-format notes:
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
-from pydantic import SecretStr
+from typing import Any, Unpack
 
 from harvey.errors import BackendError, StreamError
 from harvey.llm.base import (
-    LLMClient,
     ModelCapabilities,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
     Usage,
+    new_call_id,
+    parse_arguments,
 )
-from harvey.llm.http import Endpoint, HttpTransport, Sleep, malformed, truncated
-from harvey.llm.ollama import new_call_id, parse_arguments
+from harvey.llm.http import Endpoint, malformed, truncated
+from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact
 
@@ -137,7 +133,7 @@ PROPS_TIMEOUT = 5.0  # seconds for llama.cpp's /props probe
 _PROGRESS_FIELDS = ("content", "reasoning_content", "reasoning")
 
 
-class OpenAIClient:
+class OpenAIClient(HttpClient):
     """One model on one OpenAI-compatible server."""
 
     backend = "openai"
@@ -147,45 +143,30 @@ class OpenAIClient:
         base_url: str,
         model: str,
         *,
-        api_key: SecretStr | str | None = None,
         context_window: int | None = None,
-        timeout: float = 120.0,
-        connect_timeout: float = 5.0,
-        retries: int = 3,
-        sleep: Sleep = time.sleep,
-        transport: httpx.BaseTransport | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
-        self.endpoint = base_url.rstrip("/")
-        self.model = model
-        self.api_key = SecretStr(api_key) if isinstance(api_key, str) else api_key
-        key = self.api_key.get_secret_value() if self.api_key else DUMMY_API_KEY
         self.context_window = context_window
-        self._timeout, self._connect_timeout = timeout, connect_timeout
-        self._retries, self._sleep, self._transport_arg = retries, sleep, transport
-        self.http = HttpTransport(
-            Endpoint(
-                "the OpenAI-compatible server",
-                self.endpoint,
-                "is the server running? Set OPENAI_BASE_URL or --base-url",
-            ),
-            headers={"Authorization": f"Bearer {key}"},
-            transport=transport,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            retries=retries,
-            sleep=sleep,
+        super().__init__(base_url, model, **options)
+
+    def _endpoint(self) -> Endpoint:
+        return Endpoint(
+            "the OpenAI-compatible server",
+            self.endpoint,
+            "is the server running? Set OPENAI_BASE_URL or --base-url",
         )
-        self._caps: ModelCapabilities | None = None
-        self._caps_lock = threading.Lock()
 
-    def __repr__(self) -> str:
-        return f"OpenAIClient({self.endpoint!r}, {self.model!r})"
+    def _headers(self) -> dict[str, str]:
+        """Always a Bearer header: local servers ignore it, but some insist it exists."""
+        key = self.api_key.get_secret_value() if self.api_key else DUMMY_API_KEY
+        return {"Authorization": f"Bearer {key}"}
 
-    def stream_chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> Iterator[StreamEvent]:
+    def _own_settings(self) -> dict[str, Any]:
+        return {"context_window": self.context_window}
+
+    def _payload(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": to_wire(messages),
@@ -194,7 +175,7 @@ class OpenAIClient:
         }
         if tools:
             payload["tools"] = list(tools)
-        return self._events(payload)
+        return payload
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         where = self.http.endpoint
@@ -251,14 +232,8 @@ class OpenAIClient:
                 watch.check()  # an empty delta, a role, usage alone: not a token
         raise truncated(where, "data: [DONE]")
 
-    def capabilities(self) -> ModelCapabilities:
-        """Computed once per client: config, else ``/props``, else the default."""
-        with self._caps_lock:
-            if self._caps is None:
-                self._caps = self._probe_capabilities()
-            return self._caps
-
     def _probe_capabilities(self) -> ModelCapabilities:
+        """Configuration, else llama.cpp's ``/props``, else ``DEFAULT_CONTEXT``."""
         if self.context_window is not None:
             return ModelCapabilities(self.context_window, True, "context_window (config)")
         n_ctx = self._props_n_ctx()
@@ -290,19 +265,3 @@ class OpenAIClient:
         data = self.http.request_json("GET", "models")
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
-
-    def with_model(self, model: str) -> LLMClient:
-        return OpenAIClient(
-            self.endpoint,
-            model,
-            api_key=self.api_key,
-            context_window=self.context_window,
-            timeout=self._timeout,
-            connect_timeout=self._connect_timeout,
-            retries=self._retries,
-            sleep=self._sleep,
-            transport=self._transport_arg,
-        )
-
-    def close(self) -> None:
-        self.http.close()
