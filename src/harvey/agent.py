@@ -88,6 +88,8 @@ class AgentStatus:
 
 
 class Agent:
+    """A conversation with a model: its history, its turns, and the collaborators they use."""
+
     def __init__(
         self,
         *,
