@@ -3,8 +3,13 @@
 ``Agent.turn`` is the one place every chat turn passes through: it builds the
 prompt (system prompt, injected plan text, history), streams the model's reply,
 runs tool calls through the executor (the hook registry), commits the turn to
-``sessions.db`` and hands a ``TurnRecord`` to the recorder. A cancelled turn
-leaves history, store and session file exactly as they were.
+``sessions.db`` and hands it to its ``TurnRecorder``. A cancelled turn leaves
+history, store and session file exactly as they were.
+
+What the agent does not do itself, it holds a collaborator for: ``Clients``
+(which client ``@name`` and ``/model`` mean, and closing them all),
+``PromptBudget`` (every token question), ``ChunkedReads`` (a file too big for
+what is left) and ``TurnRecorder`` (the session file).
 """
 
 from __future__ import annotations
@@ -18,29 +23,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvey.clients import Clients, split_mention
 from harvey.config import Settings
-from harvey.context.budget import (
-    BYTES_PER_TOKEN,
-    BudgetReport,
-    budget_report,
-    remaining_context,
-    serialize_history,
-)
+from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
+from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
-from harvey.history_fit import FittedHistory, fit_history, omitted_notice
-from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat, is_remote_endpoint
+from harvey.history_fit import FittedHistory, omitted_notice
+from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
 from harvey.messages import Message, ToolCall, ToolResult
-from harvey.prompts import build_system_prompt
+from harvey.oversize import ChunkedReads, ReadTurn
 from harvey.session.recorder import Recorder
-from harvey.session.records import ToolNote, TurnRecord, WriteNote
+from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
 from harvey.tools.approval import WriteGate
 from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.turn_recording import TurnRecorder, TurnState
 from harvey.ui import AgentUI, HeadlessUI
 
 log = logging.getLogger(__name__)
-
-MENTION_PREFIX = "@"
 
 
 def default_user_name(settings: Settings) -> str:
@@ -48,29 +48,8 @@ def default_user_name(settings: Settings) -> str:
         return settings.user
     try:
         return os.environ.get("USER") or getpass.getuser() or "user"
-    except Exception:  # getpass raises various errors without a passwd entry
+    except (KeyError, OSError, ImportError):  # no passwd entry, no pwd module
         return "user"
-
-
-def split_mention(text: str) -> tuple[str | None, str]:
-    """``"@name rest"`` → ``("name", "rest")``; anything else → ``(None, text)``."""
-    stripped = text.lstrip()
-    if not stripped.startswith(MENTION_PREFIX) or len(stripped) < 2:
-        return None, text
-    head, _, rest = stripped[1:].partition(" ")
-    if not head or not all(c.isalnum() or c in "-_.:/" for c in head):
-        return None, text
-    return head, rest.strip()
-
-
-def find_mention(text: str) -> tuple[str | None, str]:
-    """Find an ``@name`` anywhere in an instruction (chunk prompts put it last)."""
-    words = text.split()
-    for i, word in enumerate(words):
-        if word.startswith(MENTION_PREFIX) and len(word) > 1:
-            rest = " ".join(words[:i] + words[i + 1 :])
-            return word[1:].rstrip(".,;:"), rest
-    return None, text
 
 
 def _title(text: str, limit: int = 60) -> str:
@@ -88,27 +67,33 @@ class TurnOutcome:
     chunk_analysis: bool = False
 
 
-@dataclass
-class TurnState:
-    """What one turn has produced so far; discarded if the turn is cancelled."""
+@dataclass(frozen=True)
+class AgentStatus:
+    """What ``/status`` shows: the model, its window, the budget and the session."""
 
-    client: LLMClient
-    route: str | None
-    user_text: str | None
-    new_messages: list[Message] = field(default_factory=list)
-    notes: list[ToolNote] = field(default_factory=list)
-    writes: list[WriteNote] = field(default_factory=list)  # each write decision, in order
-    results: list[ToolResult] = field(default_factory=list)
-    final_reply: str | None = None  # set by a chunk analysis: ends the turn
-    recorded_prefix: bool = False  # the interrupted TALKING scene is already written
-    on_tool: Callable[[ToolCall, ToolResult], None] | None = None
+    backend: str
+    endpoint: str
+    model: str
+    context_window: int
+    context_source: str
+    used_tokens: int
+    plan_tokens: int
+    remaining_tokens: int
+    bytes_per_token: float
+    calibrated: bool
+    tools: bool
+    session_id: str
+    messages: int
+    omitted_messages: int
 
 
 class Agent:
+    """A conversation with a model: its history, its turns, and the collaborators they use."""
+
     def __init__(
         self,
         *,
-        client: LLMClient,
+        clients: Clients,
         executor: ToolExecutor,
         settings: Settings,
         workspace: Path,
@@ -117,180 +102,84 @@ class Agent:
         recorder: Recorder | None = None,
         ui: AgentUI | None = None,
         harvey_home: Path | None = None,
-        route_client: Callable[[str], LLMClient | None] | None = None,
-        plan_text: Callable[[], str | None] | None = None,
-        system_extra: tuple[str, ...] = (),
+        budget: PromptBudget | None = None,
     ) -> None:
-        self.client = client
+        """``budget`` defaults to one without plan text or extra system prompt."""
+        self.clients = clients
         self.executor = executor
         self.settings = settings
         self.workspace = workspace
         self.store = store
         self.session_id = session_id or uuid.uuid4().hex
-        self.recorder = recorder
         self.ui: AgentUI = ui or HeadlessUI()
         self.harvey_home = harvey_home
-        self.route_client = route_client
-        self.plan_text = plan_text
-        self.system_extra = system_extra
         self.user = default_user_name(settings)
         self.history: list[Message] = []
-        self.handover: str | None = None  # injected once, into the next turn's prompt
-        self.last_usage = Usage()
-        self._caps: dict[str, ModelCapabilities] = {}
-        self._system_prompts: dict[bool, str] = {}
-        self.model_clients: dict[str, LLMClient] = {}  # @model on the current backend
-        self.current_turn: TurnState | None = None
+        self.budget = budget or PromptBudget(
+            settings=settings,
+            workspace=workspace,
+            main_client=lambda: self.clients.current,
+            history=lambda: self.history,
+            store=store,
+        )
         self.cancel_event = threading.Event()
+        self.recorder = recorder
+        self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
+        self.chunks = ChunkedReads(
+            ui=self.ui,
+            workspace=workspace,
+            settings=settings.chunking,
+            budget=self.budget,
+            clients=clients,
+            cancel=self.cancel_event,
+            recorder=recorder,
+        )
+        self.current_turn: TurnState | None = None
         self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
 
-    # -- capabilities and accounting ------------------------------------------
+    @property
+    def client(self) -> LLMClient:
+        """The client later turns go to (``/model`` changes it)."""
+        return self.clients.current
 
     def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
-        client = client or self.client
-        key = f"{client.backend}:{client.endpoint}:{client.model}"
-        if key not in self._caps:
-            caps = client.capabilities()
-            if self.settings.context_window and client is self.client:
-                caps = ModelCapabilities(
-                    self.settings.context_window, caps.supports_tools, "config"
-                )
-            self._caps[key] = caps
-        return self._caps[key]
+        return self.budget.capabilities(client)
 
-    def tools_enabled(self, client: LLMClient | None = None) -> bool:
-        return self.settings.tools.enabled and self.capabilities(client).supports_tools
-
-    def system_prompt(self, client: LLMClient | None = None) -> str:
-        """Built once per turn (it reads HARVEY.md), not once per round or budget check."""
-        tools = self.tools_enabled(client)
-        if tools not in self._system_prompts:
-            self._system_prompts[tools] = build_system_prompt(
-                self.workspace, tools=tools, extra=self.system_extra
-            )
-        return self._system_prompts[tools]
-
-    def bytes_per_token(self, client: LLMClient | None = None) -> float:
-        """The calibrated ratio for this model when known, else the 4-bytes heuristic."""
-        client = client or self.client
-        ratio = self.store.calibration_ratio(client.model) if self.store else None
-        return ratio or BYTES_PER_TOKEN
-
-    def injected_texts(self) -> list[str]:
-        texts = []
-        if self.handover:
-            texts.append(self.handover)
-        plan = self.plan_text() if self.plan_text else None
-        if plan:
-            texts.append(plan)
-        return texts
-
-    def fitted_history(
-        self, client: LLMClient | None = None, pending: list[Message] | None = None
-    ) -> FittedHistory:
-        """The history the next prompt carries: all of it, or the newest turns that fit.
-
-        The history gets what the window leaves once the system prompt, the
-        injected text, the turn in progress (``pending``) and the reply margin
-        are counted, so the turn in progress always has priority over the past.
-        """
-        client = client or self.client
-        room = budget_report(
-            self.capabilities(client).context_window,
-            history=list(pending or []),
-            system_prompt=self.system_prompt(client),
-            injected=self.injected_texts(),
-            bytes_per_token=self.bytes_per_token(client),
+    def status(self) -> AgentStatus:
+        caps = self.budget.capabilities()
+        report = self.budget.report()
+        return AgentStatus(
+            backend=self.client.backend,
+            endpoint=self.client.endpoint,
+            model=self.client.model,
+            context_window=caps.context_window,
+            context_source=caps.context_source,
+            used_tokens=report.used,
+            plan_tokens=report.injected,
+            remaining_tokens=report.remaining,
+            bytes_per_token=report.bytes_per_token,
+            calibrated=report.bytes_per_token != BYTES_PER_TOKEN,
+            tools=self.budget.tools_enabled(),
+            session_id=self.session_id,
+            messages=len(self.history),
+            omitted_messages=self.budget.fitted_history().omitted_messages,
         )
-        return fit_history(self.history, room.remaining, room.bytes_per_token)
-
-    def _sent_history(self, client: LLMClient, pending: list[Message]) -> list[Message]:
-        """What of the history a prompt now costs: the kept messages and the note."""
-        fitted = self.fitted_history(client, pending)
-        note = fitted.note
-        return ([note] if note else []) + fitted.messages
-
-    def remaining_tokens(
-        self, client: LLMClient | None = None, extra: list[Message] | None = None
-    ) -> int:
-        client = client or self.client
-        history = self._sent_history(client, list(extra or [])) + list(extra or [])
-        return remaining_context(
-            self.capabilities(client).context_window,
-            history=history,
-            system_prompt=self.system_prompt(client),
-            injected=self.injected_texts(),
-            bytes_per_token=self.bytes_per_token(client),
-        )
-
-    def budget(self, client: LLMClient | None = None) -> BudgetReport:
-        """Everything already in the prompt, in tokens; ``/status`` shows it."""
-        client = client or self.client
-        return budget_report(
-            self.capabilities(client).context_window,
-            history=self._sent_history(client, []),
-            system_prompt=self.system_prompt(client),
-            injected=self.injected_texts(),
-            bytes_per_token=self.bytes_per_token(client),
-        )
-
-    def status(self) -> dict[str, object]:
-        caps = self.capabilities()
-        report = self.budget()
-        return {
-            "backend": self.client.backend,
-            "endpoint": self.client.endpoint,
-            "model": self.client.model,
-            "context_window": caps.context_window,
-            "context_source": caps.context_source,
-            "used_tokens": report.used,
-            "plan_tokens": report.injected,
-            "remaining_tokens": report.remaining,
-            "bytes_per_token": report.bytes_per_token,
-            "calibrated": report.bytes_per_token != BYTES_PER_TOKEN,
-            "tools": self.tools_enabled(),
-            "session_id": self.session_id,
-            "messages": len(self.history),
-            "omitted_messages": self.fitted_history().omitted_messages,
-        }
 
     # -- the turn -----------------------------------------------------------------
 
-    def resolve_route(self, name: str) -> LLMClient:
-        """``@name``: a configured route, else another model on the current backend.
-
-        The other-model clients are kept, so repeated ``@name`` turns reuse one
-        connection pool instead of opening (and leaking) a new one each time.
-        """
-        if self.route_client is not None:
-            client = self.route_client(name)
-            if client is not None:
-                return client
-        return self.resolve_route_model(name)
-
-    def resolve_route_model(self, name: str) -> LLMClient:
-        key = f"{self.client.backend}:{self.client.endpoint}:{name}"
-        if key not in self.model_clients:
-            self.model_clients[key] = self.client.with_model(name)
-        return self.model_clients[key]
-
     def switch_model(self, name: str) -> None:
         """``/model NAME``: later turns go to NAME on the current backend."""
-        previous = self.client
-        self.client = self.resolve_route_model(name)
-        self.model_clients.setdefault(
-            f"{previous.backend}:{previous.endpoint}:{previous.model}", previous
-        )
+        self.clients.switch(name)
         if self.store is not None:
             self.store.set_model(self.session_id, name)
 
     def build_prompt(self, client: LLMClient, pending: list[Message]) -> list[Message]:
-        messages = [Message("system", self.system_prompt(client))]
-        for text in self.injected_texts():
+        messages = [Message("system", self.budget.system_prompt(client))]
+        for text in self.budget.injected_texts():
             messages.append(Message("system", text))
-        fitted = self.fitted_history(client, pending)
+        fitted = self.budget.fitted_history(client, pending)
         self._tell_omitted(client, fitted)
         if fitted.note is not None:
             messages.append(fitted.note)
@@ -302,7 +191,7 @@ class Agent:
         if not fitted.omitted_messages or self._omitted_told:
             return
         self._omitted_told = fitted.omitted_messages
-        window = self.capabilities(client).context_window
+        window = self.budget.capabilities(client).context_window
         self.ui.warn(omitted_notice(fitted, client.model, window))
 
     def turn(
@@ -314,16 +203,17 @@ class Agent:
         on_tool: Callable[[ToolCall, ToolResult], None] | None = None,
     ) -> TurnOutcome:
         route, text = split_mention(user_text)
-        client = self.resolve_route(route) if route else self.client
+        client = self.clients.resolve(route) if route else self.client
         if cancel is None:
             cancel = self.cancel_event
             cancel.clear()
-        self._system_prompts.clear()  # pick up an edited HARVEY.md once per turn
+        self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self.current_turn = state
         try:
-            if not self.tools_enabled(client):
-                text = self._attach_files(text, client)
+            if not self.budget.tools_enabled(client):
+                attached = self.chunks.attach_mentioned(text, self._read_turn(state))
+                text, state.final_reply = attached.text, attached.answer
             state.new_messages.append(Message("user", text))
             outcome = self._run_rounds(state, on_text, cancel)
         finally:
@@ -331,7 +221,7 @@ class Agent:
         if cancel.is_set():
             raise Cancelled("cancelled")
         self.history.extend(state.new_messages)
-        self.handover = None
+        self.budget.handover = None
         self._commit(state, outcome)
         return outcome
 
@@ -339,7 +229,7 @@ class Agent:
         self, state: TurnState, on_text: Callable[[str], None] | None, cancel: threading.Event
     ) -> TurnOutcome:
         client = state.client
-        use_tools = self.tools_enabled(client)
+        use_tools = self.budget.tools_enabled(client)
         schemas = self.executor.schemas() if use_tools else None
         ctx = self.tool_context()
         usage = Usage()
@@ -351,7 +241,7 @@ class Agent:
             prompt = self.build_prompt(client, state.new_messages)
             result = chat(client, prompt, None if last_round else schemas, on_text, cancel)
             usage = result.usage
-            self._calibrate(client, prompt, usage)
+            self.budget.calibrate(client, prompt, usage)
             if not result.tool_calls or last_round:
                 reply = result.text
                 state.new_messages.append(Message("assistant", reply))
@@ -379,17 +269,6 @@ class Agent:
                 return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
         raise AssertionError("unreachable: the last round never offers tools")
 
-    def _calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
-        self.last_usage = usage
-        if self.store is None or not usage.prompt_tokens:
-            return
-        # the same bytes the estimator counts (tool-call arguments included)
-        prompt_bytes = len(serialize_history(prompt).encode("utf-8", "surrogatepass"))
-        try:
-            self.store.record_calibration(client.model, prompt_bytes, usage.prompt_tokens)
-        except StoreError as exc:  # calibration is advisory; never fail a turn on it
-            log.warning("could not record calibration: %s", exc)
-
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
         """Store the turn, then record it; a store failure loses neither reply nor recording.
 
@@ -406,44 +285,14 @@ class Agent:
                     self.store.set_title(self.session_id, _title(state.user_text))
             except StoreError as exc:
                 failure = exc
-        if self.recorder is not None:
-            if outcome.chunk_analysis and state.recorded_prefix:
-                record = self.turn_record(state, user_text=None, reply=outcome.reply, notes=[])
-            else:
-                record = self.turn_record(
-                    state, user_text=state.user_text, reply=outcome.reply, notes=state.notes
-                )
-            self.recorder.record_turn(record)
+        self.turns.finished(state, outcome.reply, chunk_analysis=outcome.chunk_analysis)
         if failure is not None:
             raise TurnNotSaved(f"the reply was not saved: {failure}", outcome) from failure
-
-    def turn_record(
-        self,
-        state: TurnState,
-        *,
-        user_text: str | None,
-        reply: str | None,
-        notes: list[ToolNote],
-        harvey_notice: str | None = None,
-    ) -> TurnRecord:
-        return TurnRecord(
-            user=self.user,
-            model=state.client.model,
-            workspace=str(self.workspace),
-            user_text=user_text,
-            reply=reply,
-            tool_notes=list(notes),
-            write_notes=[w for w in state.writes if w.call < len(notes)],  # those calls' writes
-            remote=is_remote_endpoint(state.client.endpoint),
-            route=state.route,
-            harvey_notice=harvey_notice,
-        )
 
     # -- tools ------------------------------------------------------------------------
 
     def tool_context(self) -> ToolContext:
-        chunking = self.settings.chunking
-        guarded = chunking.enabled
+        guarded = self.settings.chunking.enabled
         return ToolContext(
             workspace=self.workspace,
             session_id=self.session_id,
@@ -464,21 +313,27 @@ class Agent:
         if state is not None:
             state.writes.append(WriteNote(path, status, call=len(state.notes)))
 
-    def _read_budget(self) -> int:
-        state = self.current_turn
-        extra = state.new_messages if state else []
-        client = state.client if state else self.client
-        return int(self.remaining_tokens(client, extra) * self.settings.chunking.threshold)
+    def _read_turn(self, state: TurnState | None) -> ReadTurn:
+        """The turn in flight as ``ChunkedReads`` sees it (the session's client outside one)."""
+        if state is None:
+            return ReadTurn(self.client)
+
+        def on_analysis(alert: str | None) -> None:
+            self.turns.interrupted(state, alert)
+
+        return ReadTurn(state.client, state.new_messages, state.user_text or "", on_analysis)
+
+    def _read_budget(self) -> ReadBudget:
+        turn = self._read_turn(self.current_turn)
+        return self.budget.read_budget(turn.client, turn.pending)
 
     def _on_oversize(self, path: Path, size: int, estimated: int, budget: int) -> str:
-        from harvey.oversize import handle_oversize
-
-        return handle_oversize(self, path, size, estimated)
-
-    def _attach_files(self, text: str, client: LLMClient) -> str:
-        from harvey.oversize import attach_mentioned_files
-
-        return attach_mentioned_files(self, text, client)
+        """``read_file`` met a file too big: a chunked answer ends the turn after this round."""
+        state = self.current_turn
+        result = self.chunks.oversize(path, size, estimated, self._read_turn(state))
+        if result.answered and state is not None:
+            state.final_reply = result.text
+        return result.text
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -518,18 +373,7 @@ class Agent:
         self.add_messages(
             [Message("user", f"Analyse {label}: {instruction}"), Message("assistant", result)]
         )
-        if self.recorder is not None:
-            self.recorder.record_turn(
-                TurnRecord(
-                    user=self.user,
-                    model=self.client.model,
-                    workspace=str(self.workspace),
-                    user_text=None,
-                    reply=result,
-                    mode="analysis",
-                    remote=is_remote_endpoint(self.client.endpoint),
-                )
-            )
+        self.turns.analysis(self.client, result)
 
     def clear(self) -> None:
         self.history = []

@@ -13,13 +13,12 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import click
 
 from harvey import __version__
 from harvey.config import Paths, Settings, load_settings, resolve_paths
-from harvey.context.chunking import Overlap
 from harvey.errors import Cancelled, HarveyError, UsageError
 from harvey.inputs import check_input_file, clean_text, read_stdin
 from harvey.llm.backends import backend_names
@@ -286,13 +285,15 @@ def analyze(
     no_record: bool,
 ) -> None:
     """Analyse FILE chunk by chunk (map-reduce) and print the synthesized result."""
+    from harvey.config import ChunkingSettings
     from harvey.oneshot import analyze_once
-    from harvey.oversize import AnalysisOptions
 
     opts = _inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
     instruction = clean_text(instruction)
     paths, settings = load(opts.pop("workspace"), **opts)
-    options = AnalysisOptions(chunk_size, cast("Overlap | None", overlap), concurrency, max_chunks)
+    options = ChunkingSettings.partial(
+        chunk_size_bytes=chunk_size, overlap=overlap, concurrency=concurrency, max_chunks=max_chunks
+    )
     sys.exit(
         analyze_once(
             paths, settings, file, instruction, options, auto_yes=yes, record=not no_record

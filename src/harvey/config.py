@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from harvey.errors import ConfigError
+from harvey.errors import ConfigError, UsageError
 from harvey.llm.backends import check_name
 
 CONFIG_FILENAME = "harvey.yaml"
@@ -132,6 +132,25 @@ class ChunkingSettings(_Strict):
         if self.chunk_size_tokens is not None and "chunk_size_bytes" not in self.model_fields_set:
             object.__setattr__(self, "chunk_size_bytes", self.chunk_size_tokens * 4)
         return self
+
+    @classmethod
+    def partial(cls, **values: object) -> ChunkingSettings:
+        """Per-run overrides (``harvey analyze --chunk-size``, ``/read-chunks --overlap``):
+        a stanza with only the values given (``None`` means "not given"), validated the
+        same way as the file's; ``overridden_by`` lays it over the file's stanza."""
+        given = {key: value for key, value in values.items() if value is not None}
+        try:
+            return cls.model_validate(given)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            key = ".".join(str(part) for part in error["loc"])
+            raise UsageError(f"chunking.{key}: {_describe(dict(error))}") from None
+
+    def overridden_by(self, overrides: ChunkingSettings) -> ChunkingSettings:
+        """This stanza with every value ``overrides`` sets replacing its own."""
+        merged = self.model_dump(include=self.model_fields_set)
+        merged.update(overrides.model_dump(include=overrides.model_fields_set))
+        return ChunkingSettings.model_validate(merged)
 
 
 class OffloadSettings(_Strict):

@@ -86,7 +86,7 @@ def fit_history(
 
     ``budget`` is what the prompt has left for history once the system prompt,
     injected text, the turn in progress and the reply margin are counted (see
-    ``Agent.fitted_history``). A history that fits is returned whole; otherwise
+    ``PromptBudget.fitted_history``). A history that fits is returned whole; otherwise
     the oldest turns are dropped until the rest, with the note, fits in
     ``TRIMMED_HISTORY_SHARE`` of the budget.
     """

@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 from harvey.agent import TurnOutcome
-from harvey.config import Paths, Settings
+from harvey.config import ChunkingSettings, Paths, Settings
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
-from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
 from harvey.redact import redact
 from harvey.runtime import open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
@@ -83,7 +82,7 @@ def analyze_once(
     settings: Settings,
     file: Path,
     instruction: str,
-    options: AnalysisOptions,
+    options: ChunkingSettings,
     *,
     auto_yes: bool,
     record: bool,
@@ -96,8 +95,9 @@ def analyze_once(
     runtime = open_runtime(paths, settings, ui=ui, record=record)
     try:
         agent = runtime.agent
-        text = analyze_file(agent, path.resolve(), instruction, options=options)
-        if text == CANCELLED:
+        result = agent.chunks.analyze(path.resolve(), instruction, overrides=options)
+        text = result.text
+        if not result.answered:
             print(
                 "harvey: cancelled: the file makes more chunks than --max-chunks; "
                 "pass --yes to process them all",

@@ -1,9 +1,18 @@
-"""What happens when a file will not fit: alert, ask, chunk, map-reduce, inject.
+"""The chunked-read flow: what happens when a file will not fit — alert, ask, chunk, answer.
 
-The pre-read guard in ``read_file`` calls ``handle_oversize`` (through
-``ToolContext.on_oversize``) before any byte of the file is read. Models
-without tool support reach the same guard through ``attach_mentioned_files``.
-``analyze_file`` is the shared path used by both and by ``harvey analyze``.
+``ChunkedReads`` is a collaborator of the agent, built with only what it
+needs: the UI (to alert and ask), the session's ``PromptBudget`` (what is
+left, the one ``ReadBudget``, the map model's window and ratio), the
+``Clients`` (``@route`` in a chunk instruction), the cancel event, the
+``chunking:`` settings and the recorder the analysis engine writes its chunk
+notes to. It never sees the agent's turn: a caller describes the turn in a
+``ReadTurn`` and gets a typed ``ChunkResult`` back (answered, cancelled,
+failed, not needed); ending the turn on an answer is the caller's decision.
+
+Three ways in: the pre-read guard in ``read_file`` (``oversize``, through
+``ToolContext.on_oversize``) before any byte of the file is read; files named
+to a model without tools (``attach_mentioned``, behind the same guard); and
+a direct analysis (``analyze``: ``harvey analyze``, ``/read-chunks``).
 
 Memory for an analysis does not grow with the file: the chunk count is first
 bounded from the file's size alone (each chunk holds at most
@@ -17,48 +26,83 @@ phase lazily.
 
 from __future__ import annotations
 
-import math
+import enum
 import os
 import re
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
+from harvey.clients import Clients, find_mention
 from harvey.config import ChunkingSettings
-from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
+from harvey.context.analysis import AnalysisRecorder, ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.budget import file_exceeds_budget
 from harvey.context.chunking import (
     Chunk,
     ChunkConfig,
     DocType,
-    Overlap,
     boundary_name,
     chunk_document,
     detect_doc_type,
     language_for_path,
 )
+from harvey.context.prompt_budget import PromptBudget
 from harvey.context.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.errors import Cancelled, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
+from harvey.messages import Message
 from harvey.tools.files import file_kind, looks_binary, open_regular, safe_path
+from harvey.ui import AgentUI
 
-if TYPE_CHECKING:
-    from harvey.agent import Agent
-
-CANCELLED = "File read cancelled by user."
+CANCELLED_TEXT = "File read cancelled by user."
 CHUNK_CLOSING = "Chunk analysis complete. Synthesized result injected into conversation."
 ATTACH_LIMIT_BYTES = 1_000_000
 PATH_TOKEN = re.compile(r"[\w./\\~-]+\.[\w]+|[\w./-]*/[\w.-]+")
 
 
+class ChunkStatus(enum.Enum):
+    ANSWERED = "answered"  # the synthesis answers the request: the turn can end with it
+    CANCELLED = "cancelled"  # the person (or a missing --yes) said no; nothing was analysed
+    FAILED = "failed"  # the analysis ran and failed; ``text`` says why (an ``error:`` line)
+    NOT_NEEDED = "not needed"  # the file fits: it was read whole
+
+
 @dataclass(frozen=True)
-class AnalysisOptions:
-    chunk_size_bytes: int | None = None
-    overlap: Overlap | None = None
-    concurrency: int | None = None
-    max_chunks: int | None = None
+class ChunkResult:
+    """How a chunked read ended, and the text for the conversation (or the tool result)."""
+
+    status: ChunkStatus
+    text: str
+
+    @property
+    def answered(self) -> bool:
+        return self.status is ChunkStatus.ANSWERED
+
+
+@dataclass(frozen=True)
+class ReadTurn:
+    """The turn a read happens in, as much of it as the chunked-read flow may see.
+
+    ``pending`` is what the turn has added so far (it counts against the
+    budget); ``on_analysis`` is called with HARVEY's alert just before an
+    analysis starts, so the caller can write the interrupted scene first.
+    """
+
+    client: LLMClient
+    pending: Sequence[Message] = ()
+    user_text: str = ""
+    on_analysis: Callable[[str | None], None] | None = None
+
+
+@dataclass(frozen=True)
+class Attached:
+    """A prompt with the files it names attached; ``answer`` ends the turn when set."""
+
+    text: str
+    answer: str | None = None
 
 
 def overflow_alert(name: str, estimated: int, remaining: int) -> str:
@@ -69,52 +113,12 @@ def overflow_alert(name: str, estimated: int, remaining: int) -> str:
     )
 
 
-def _display_name(agent: Agent, path: Path) -> str:
-    try:
-        return str(path.relative_to(agent.workspace))
-    except ValueError:
-        return path.name
-
-
 def chunk_config(
-    settings: ChunkingSettings, client: LLMClient, options: AnalysisOptions
+    settings: ChunkingSettings, client: LLMClient, overrides: ChunkingSettings | None = None
 ) -> ChunkConfig:
-    """The ``chunking:`` settings for the client doing the map calls, with per-run overrides."""
-    cfg = ChunkConfig.from_settings(settings, embedded=client.backend == "local")
-    return replace(
-        cfg,
-        chunk_size_bytes=options.chunk_size_bytes or cfg.chunk_size_bytes,
-        overlap=options.overlap or cfg.overlap,
-        concurrency=options.concurrency or cfg.concurrency,
-        max_chunks=options.max_chunks or cfg.max_chunks,
-    )
-
-
-def handle_oversize(agent: Agent, path: Path, size: int, estimated: int) -> str:
-    """The alert: ask for a chunk instruction, or cancel, before reading anything."""
-    state = agent.current_turn
-    client = state.client if state else agent.client
-    remaining = agent.remaining_tokens(client, state.new_messages if state else None)
-    name = _display_name(agent, path)
-    alert = overflow_alert(name, estimated, remaining)
-    if not agent.ui.interactive and not agent.ui.auto_yes:
-        message = (
-            f"File read cancelled: {name} is approximately {estimated:,} tokens but only "
-            f"{remaining:,} remain in the context. Rerun with --yes to analyse it in chunks "
-            "with your prompt as the instruction."
-        )
-        agent.ui.warn(message)
-        return message
-    default = (state.user_text or "") if state else ""
-    instruction = agent.ui.ask_chunk_instruction(alert, default)
-    if instruction is None or instruction.strip().lower() in ("no", "n", ""):
-        return CANCELLED
-    try:
-        return analyze_file(agent, path, instruction, client=client, alert=alert)
-    except Cancelled:
-        raise
-    except HarveyError as exc:
-        return f"error: chunk analysis of {name} failed: {exc}"
+    """The run config: the ``chunking:`` stanza with this run's overrides, for ``client``."""
+    stanza = settings.overridden_by(overrides) if overrides is not None else settings
+    return ChunkConfig.from_settings(stanza, embedded=client.backend == "local")
 
 
 def _regular_size(path: Path, name: str) -> int:
@@ -164,125 +168,183 @@ def _chunks(
     return _streamed(path, name, cfg, doc_type), total
 
 
-def analyze_file(
-    agent: Agent,
-    path: Path,
-    instruction: str,
-    *,
-    client: LLMClient | None = None,
-    alert: str | None = None,
-    options: AnalysisOptions | None = None,
-) -> str:
-    """Chunk ``path`` and run the map-reduce analysis; return the synthesis.
+class ChunkedReads:
+    """Alert, ask, chunk and analyse a file too big for the context that remains."""
 
-    Inside a turn the synthesized text also becomes the turn's final reply,
-    and the interrupted TALKING scene (with HARVEY's alert) is written before
-    the CHUNK ANALYSIS scene so the session file reads in the order it happened.
-    """
-    from harvey.agent import find_mention
+    def __init__(
+        self,
+        *,
+        ui: AgentUI,
+        workspace: Path,
+        settings: ChunkingSettings,
+        budget: PromptBudget,
+        clients: Clients,
+        cancel: threading.Event,
+        recorder: AnalysisRecorder | None = None,
+    ) -> None:
+        self.ui = ui
+        self.workspace = workspace
+        self.settings = settings
+        self.budget = budget
+        self.clients = clients
+        self.cancel = cancel
+        self.recorder = recorder
 
-    options = options or AnalysisOptions()
-    state = agent.current_turn
-    client = client or (state.client if state else agent.client)
-    name = _display_name(agent, path)
-    size = _regular_size(path, name)
-    if size == 0:
-        raise UsageError(f"{name} is empty: there is nothing to analyse")
-    mention, without_route = find_mention(instruction)
-    map_client = agent.resolve_route(mention) if mention else client
-    doc_type = detect_doc_type(path)
-    cfg = chunk_config(agent.settings.chunking, map_client, options)
-    at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
-    asked = at_least > cfg.max_chunks
-    if asked and not agent.ui.confirm(
-        f"{name} is {size:,} bytes: at least {at_least:,} chunks of {cfg.chunk_size_bytes:,} "
-        f"bytes, more than max_chunks ({cfg.max_chunks}). Process them all?"
-    ):
-        return CANCELLED  # refused before one byte of the file was read
-    chunks, total = _chunks(path, name, size, cfg, doc_type)
-    if (
-        total > cfg.max_chunks
-        and not asked
-        and not agent.ui.confirm(
-            f"{name} splits into {total} chunks, more than max_chunks ({cfg.max_chunks}). "
-            f"Process all {total}?"
-        )
-    ):
-        return CANCELLED
-    recorder = agent.recorder
-    if state is not None and recorder is not None and not state.recorded_prefix:
-        recorder.record_turn(
-            agent.turn_record(
-                state, user_text=state.user_text, reply=None, notes=state.notes, harvey_notice=alert
-            )
-        )
-        state.recorded_prefix = True
-    params = ChunkAnalysisParams(
-        filename=name,
-        chunks=chunks,
-        instruction=without_route if mention else instruction,
-        model=map_client.model,
-        boundary=boundary_name(doc_type),
-        config=cfg,
-        as_typed=instruction,
-        total=total,
-    )
-    result = run_chunked_analysis(
-        map_client,
-        params,
-        recorder=recorder,
-        progress=agent.ui.progress_stream(),
-        cancel=agent.cancel_event,
-        context_window=agent.capabilities(map_client).context_window,
-        bytes_per_token=agent.bytes_per_token(map_client),
-    )
-    text = result if isinstance(result, str) else result.text
-    if state is not None:
-        state.final_reply = text
-    return text
+    def _turn(self, turn: ReadTurn | None) -> ReadTurn:
+        return turn if turn is not None else ReadTurn(self.clients.current)
 
-
-def attach_mentioned_files(agent: Agent, text: str, client: LLMClient) -> str:
-    """For models without tools: attach workspace files named in the prompt.
-
-    Each named file passes the same pre-read guard as ``read_file``: if it
-    would not fit, the alert runs and (on acceptance) the synthesized analysis
-    is the turn's reply.
-    """
-    attachments: list[str] = []
-    seen: set[Path] = set()
-    for token in PATH_TOKEN.findall(text):
-        candidate = token.strip(".,;:'\"`()")
+    def _name(self, path: Path) -> str:
         try:
-            path = safe_path(agent.workspace, candidate)
-        except HarveyError:
-            continue
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        attachments.append(read_for_context(agent, path))
-        state = agent.current_turn
-        if state is not None and state.final_reply is not None:
-            break
-    if not attachments:
-        return text
-    return text + "\n\n" + "\n\n".join(attachments)
+            return str(path.relative_to(self.workspace))
+        except ValueError:
+            return path.name
 
+    def oversize(
+        self, path: Path, size: int, estimated: int, turn: ReadTurn | None = None
+    ) -> ChunkResult:
+        """The alert: ask for a chunk instruction, or cancel, before reading anything."""
+        turn = self._turn(turn)
+        remaining = self.budget.remaining(turn.client, turn.pending)
+        name = self._name(path)
+        alert = overflow_alert(name, estimated, remaining)
+        if not self.ui.interactive and not self.ui.auto_yes:
+            message = (
+                f"File read cancelled: {name} is approximately {estimated:,} tokens but only "
+                f"{remaining:,} remain in the context. Rerun with --yes to analyse it in chunks "
+                "with your prompt as the instruction."
+            )
+            self.ui.warn(message)
+            return ChunkResult(ChunkStatus.CANCELLED, message)
+        instruction = self.ui.ask_chunk_instruction(alert, turn.user_text)
+        if instruction is None or instruction.strip().lower() in ("no", "n", ""):
+            return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
+        try:
+            return self.analyze(path, instruction, turn=turn, alert=alert)
+        except Cancelled:
+            raise
+        except HarveyError as exc:
+            message = f"error: chunk analysis of {name} failed: {exc}"
+            return ChunkResult(ChunkStatus.FAILED, message)
 
-def read_for_context(agent: Agent, path: Path) -> str:
-    """Read a whole file into the conversation, behind the pre-read guard."""
-    name = _display_name(agent, path)
-    if agent.settings.chunking.enabled:
-        state = agent.current_turn
-        client = state.client if state else agent.client
-        budget = int(
-            agent.remaining_tokens(client, state.new_messages if state else None)
-            * agent.settings.chunking.threshold
+    def analyze(
+        self,
+        path: Path,
+        instruction: str,
+        *,
+        turn: ReadTurn | None = None,
+        alert: str | None = None,
+        overrides: ChunkingSettings | None = None,
+    ) -> ChunkResult:
+        """Chunk ``path`` and run the map-reduce analysis: ANSWERED with the synthesis,
+        or CANCELLED when the person refused more than ``max_chunks``.
+
+        Raises ``UsageError`` for an empty file, ``WorkspaceError`` for one that
+        cannot be read, ``SynthesisError`` and ``Cancelled`` from the analysis.
+        """
+        turn = self._turn(turn)
+        name = self._name(path)
+        size = _regular_size(path, name)
+        if size == 0:
+            raise UsageError(f"{name} is empty: there is nothing to analyse")
+        mention, without_route = find_mention(instruction)
+        map_client = self.clients.resolve(mention) if mention else turn.client
+        doc_type = detect_doc_type(path)
+        cfg = chunk_config(self.settings, map_client, overrides)
+        at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
+        asked = at_least > cfg.max_chunks
+        if asked and not self.ui.confirm(
+            f"{name} is {size:,} bytes: at least {at_least:,} chunks of "
+            f"{cfg.chunk_size_bytes:,} bytes, more than max_chunks ({cfg.max_chunks}). "
+            "Process them all?"
+        ):
+            return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)  # before one byte is read
+        chunks, total = _chunks(path, name, size, cfg, doc_type)
+        if (
+            total > cfg.max_chunks
+            and not asked
+            and not self.ui.confirm(
+                f"{name} splits into {total} chunks, more than max_chunks ({cfg.max_chunks}). "
+                f"Process all {total}?"
+            )
+        ):
+            return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
+        if turn.on_analysis is not None:
+            turn.on_analysis(alert)
+        params = ChunkAnalysisParams(
+            filename=name,
+            chunks=chunks,
+            instruction=without_route if mention else instruction,
+            model=map_client.model,
+            boundary=boundary_name(doc_type),
+            config=cfg,
+            as_typed=instruction,
+            total=total,
         )
-        exceeds, size = file_exceeds_budget(path, budget, agent.bytes_per_token(client))
-        if exceeds:
-            estimated = math.ceil(size / agent.bytes_per_token(client))
-            return f"[{name}: {handle_oversize(agent, path, size, estimated)}]"
+        result = run_chunked_analysis(
+            map_client,
+            params,
+            recorder=self.recorder,
+            progress=self.ui.progress_stream(),
+            cancel=self.cancel,
+            context_window=self.budget.capabilities(map_client).context_window,
+            bytes_per_token=self.budget.bytes_per_token(map_client),
+        )
+        return ChunkResult(ChunkStatus.ANSWERED, result.text)
+
+    def attach_mentioned(self, text: str, turn: ReadTurn) -> Attached:
+        """For models without tools: attach workspace files named in the prompt.
+
+        Each named file passes the same pre-read guard as ``read_file``: if it
+        would not fit, the alert runs and (on acceptance) the synthesized
+        analysis is the answer that ends the turn; no later file is read.
+        """
+        attachments: list[str] = []
+        seen: set[Path] = set()
+        answer: str | None = None
+        for token in PATH_TOKEN.findall(text):
+            candidate = token.strip(".,;:'\"`()")
+            try:
+                path = safe_path(self.workspace, candidate)
+            except HarveyError:
+                continue
+            if path in seen or not path.is_file():
+                continue
+            seen.add(path)
+            read = self.read_for_context(path, turn)
+            attachments.append(read.text)
+            if read.chunked.answered:
+                answer = read.chunked.text
+                break
+        if not attachments:
+            return Attached(text)
+        return Attached(text + "\n\n" + "\n\n".join(attachments), answer)
+
+    def read_for_context(self, path: Path, turn: ReadTurn | None = None) -> ContextRead:
+        """Read a whole file into the conversation, behind the pre-read guard."""
+        turn = self._turn(turn)
+        name = self._name(path)
+        if self.settings.enabled:
+            budget = self.budget.read_budget(turn.client, turn.pending)
+            exceeds, size = file_exceeds_budget(path, budget.tokens, budget.bytes_per_token)
+            if exceeds:
+                chunked = self.oversize(path, size, budget.tokens_for(size), turn)
+                return ContextRead(f"[{name}: {chunked.text}]", chunked)
+        return ContextRead(_attachment(path, name), NOT_NEEDED)
+
+
+@dataclass(frozen=True)
+class ContextRead:
+    """A file as the conversation gets it, and whether it had to be chunked."""
+
+    text: str
+    chunked: ChunkResult
+
+
+NOT_NEEDED = ChunkResult(ChunkStatus.NOT_NEEDED, "")
+
+
+def _attachment(path: Path, name: str) -> str:
+    """A file that fits, whole (up to ``ATTACH_LIMIT_BYTES``), between markers."""
     try:
         with open_regular(path) as handle:  # never a FIFO, never more than the limit
             raw = handle.read(ATTACH_LIMIT_BYTES + 1)

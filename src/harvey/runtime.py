@@ -8,12 +8,14 @@ of the others.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harvey.agent import Agent, default_user_name
+from harvey.clients import Clients
 from harvey.config import Paths, Settings
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
+from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
@@ -38,7 +40,6 @@ class Runtime:
     agent: Agent
     recorder: Recorder | None
     plan_writer: FilePlanWriter | None
-    route_clients: dict[str, LLMClient] = field(default_factory=dict)
     resumed: bool = False
 
     @property
@@ -57,13 +58,7 @@ class Runtime:
         if self.recorder is not None:
             self.recorder.close()
         self._discard_if_empty()
-        clients = [self.agent.client, *self.route_clients.values()]
-        clients += self.agent.model_clients.values()
-        for client in {id(c): c for c in clients}.values():
-            try:
-                client.close()
-            except Exception:
-                pass
+        self.agent.clients.close()
         self.store.close()
 
     def _discard_if_empty(self) -> None:
@@ -154,16 +149,6 @@ def _assemble(
         session_id = store.reserve_session(workspace, client.model)
 
     plan_writer = _plan_writer(paths, session_id)
-    route_clients: dict[str, LLMClient] = {}
-
-    def route_client(name: str) -> LLMClient | None:
-        route = settings.route(name)
-        if route is None:
-            return None
-        if route.name not in route_clients:
-            route_clients[route.name] = make_route_client(settings, route)
-        return route_clients[route.name]
-
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
     executor = build_executor(registry, settings, workspace, session_id)
@@ -206,8 +191,20 @@ def _assemble(
             warn=ui.warn,
             continued_from=resume_file,
         )
+    clients = Clients(
+        client, settings=settings, make_route=lambda route: make_route_client(settings, route)
+    )
+    budget = PromptBudget(
+        settings=settings,
+        workspace=workspace,
+        main_client=lambda: clients.current,
+        history=lambda: agent.history,
+        store=store,
+        plan_text=plan_text,
+        system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
+    )
     agent = Agent(
-        client=client,
+        clients=clients,
         executor=executor,
         settings=settings,
         workspace=workspace,
@@ -216,9 +213,7 @@ def _assemble(
         recorder=recorder,
         ui=ui,
         harvey_home=paths.harvey_home,
-        route_client=route_client,
-        plan_text=plan_text,
-        system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
+        budget=budget,
     )
     agent.load_history(history, stored=imported is None)
     if resumed and plan_writer is not None:
@@ -229,8 +224,8 @@ def _assemble(
             except OSError as exc:
                 ui.warn(f"could not restore the plan file: {exc}")
         if plan_writer.path.exists():
-            agent.handover = handover_text(plan_writer.read(), session_id=session_id)
-    return Runtime(paths, settings, store, agent, recorder, plan_writer, route_clients, resumed)
+            budget.handover = handover_text(plan_writer.read(), session_id=session_id)
+    return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed)
 
 
 def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import cast
 
-from harvey.context.chunking import Overlap
+from harvey.config import ChunkingSettings
 from harvey.errors import UsageError
-from harvey.oversize import AnalysisOptions
 
 SLASH_HELP: list[tuple[str, str]] = [
     ("TEXT", "chat with the model"),
@@ -35,7 +33,7 @@ SLASH_HELP: list[tuple[str, str]] = [
 class ReadChunksRequest:
     file: str
     instruction: str
-    options: AnalysisOptions
+    options: ChunkingSettings  # only the values given on the line (ChunkingSettings.partial)
 
 
 def parse_read_chunks(arg: str) -> ReadChunksRequest:
@@ -75,5 +73,7 @@ def parse_read_chunks(arg: str) -> ReadChunksRequest:
             instruction.append(word)
             i += 1
     return ReadChunksRequest(
-        file, " ".join(instruction), AnalysisOptions(chunk_size, cast("Overlap | None", overlap))
+        file,
+        " ".join(instruction),
+        ChunkingSettings.partial(chunk_size_bytes=chunk_size, overlap=overlap),
     )

@@ -154,7 +154,7 @@ class Repl:
         st = self.agent.status()
         resumed = " (resumed)" if self.rt.resumed else ""
         self.console.print(
-            f"[bold]Harvey[/] — {st['backend']} · {st['model']} · context {st['context_window']:,} "
+            f"[bold]Harvey[/] — {st.backend} · {st.model} · context {st.context_window:,} "
             f"tokens · workspace {self.rt.paths.workspace}{resumed}\n"
             "Type /help for commands, Ctrl-D or /exit to quit.",
             highlight=False,
@@ -308,22 +308,22 @@ class Repl:
 
     def cmd_status(self, _: str) -> None:
         st = self.agent.status()
-        ratio_kind = "calibrated" if st["calibrated"] else "heuristic"
+        ratio_kind = "calibrated" if st.calibrated else "heuristic"
         table = Table(show_header=False, box=None)
         rows = [
-            ("backend", f"{st['backend']} ({st['endpoint']})"),
-            ("model", str(st["model"])),
-            ("context window", f"{st['context_window']:,} tokens ({st['context_source']})"),
-            ("used (estimated)", f"{st['used_tokens']:,} tokens"),
-            ("  of which plan", f"{st['plan_tokens']:,} tokens"),
-            ("remaining", f"{st['remaining_tokens']:,} tokens (after a 10% margin)"),
-            ("bytes per token", f"{st['bytes_per_token']:.2f} ({ratio_kind})"),
-            ("tools", "on" if st["tools"] else "off"),
+            ("backend", f"{st.backend} ({st.endpoint})"),
+            ("model", str(st.model)),
+            ("context window", f"{st.context_window:,} tokens ({st.context_source})"),
+            ("used (estimated)", f"{st.used_tokens:,} tokens"),
+            ("  of which plan", f"{st.plan_tokens:,} tokens"),
+            ("remaining", f"{st.remaining_tokens:,} tokens (after a 10% margin)"),
+            ("bytes per token", f"{st.bytes_per_token:.2f} ({ratio_kind})"),
+            ("tools", "on" if st.tools else "off"),
             ("confinement", detect(self.agent.settings.security.sandbox).describe()),
-            ("session", str(st["session_id"])),
+            ("session", str(st.session_id)),
         ]
-        if st["omitted_messages"]:
-            rows.insert(5, ("  left out", f"{st['omitted_messages']} oldest messages (do not fit)"))
+        if st.omitted_messages:
+            rows.insert(5, ("  left out", f"{st.omitted_messages} oldest messages (do not fit)"))
         for key, value in rows:
             table.add_row(key, value)
         self.console.print(table)
@@ -366,7 +366,6 @@ class Repl:
             )
 
     def cmd_read(self, arg: str) -> None:
-        from harvey.oversize import read_for_context
         from harvey.tools.files import safe_path
 
         if not arg:
@@ -374,14 +373,13 @@ class Repl:
         path = safe_path(self.agent.workspace, arg)
         if not path.is_file():
             raise UsageError(f"{arg}: no such file in the workspace")
-        text = read_for_context(self.agent, path)
+        text = self.agent.chunks.read_for_context(path).text
         self.agent.add_context(Message("user", text))
         self.console.print(
             f"added {arg} to the conversation ({len(text):,} characters)", highlight=False
         )
 
     def cmd_read_chunks(self, arg: str) -> None:
-        from harvey.oversize import analyze_file
         from harvey.tools.files import safe_path
 
         request = parse_read_chunks(arg)
@@ -391,9 +389,9 @@ class Repl:
         instruction = request.instruction or self.reader.read("instruction> ")
         if not instruction.strip():
             raise UsageError("an instruction is needed")
-        text = analyze_file(self.agent, path, instruction, options=request.options)
-        self.console.print(Markdown(text))
-        self.agent.record_analysis(request.file, instruction, text)
+        result = self.agent.chunks.analyze(path, instruction, overrides=request.options)
+        self.console.print(Markdown(result.text))
+        self.agent.record_analysis(request.file, instruction, result.text)
 
 
 def run_repl(

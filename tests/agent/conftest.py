@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from harvey.agent import Agent
+from harvey.clients import Clients
 from harvey.config import Settings
+from harvey.context.prompt_budget import PromptBudget
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
@@ -72,8 +74,17 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
                     return None
                 return dynamic_plan_text("", writer.read(), session_id=session_id)
 
+        clients = Clients(client)
+        budget = PromptBudget(
+            settings=settings,
+            workspace=workspace,
+            main_client=lambda: clients.current,
+            history=lambda: agent.history,
+            store=store,
+            plan_text=plan_text,
+        )
         agent = Agent(
-            client=client,
+            clients=clients,
             executor=executor,
             settings=settings,
             workspace=workspace,
@@ -82,7 +93,7 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
             recorder=recorder,
             ui=ui or HeadlessUI(),
             harvey_home=tmp_path / "home",
-            plan_text=plan_text,
+            budget=budget,
         )
         agent.plan_writer = writer  # type: ignore[attr-defined]
         return agent

@@ -116,12 +116,12 @@ def test_a_resumed_history_over_the_window_is_cut_and_told(make_agent: AgentFact
     assert len(warnings) == 1 and "left out of the prompt" in warnings[0]
     assert "8,192-token" in warnings[0]
     status = agent.status()
-    assert status["remaining_tokens"] > 0  # the turn still has room for its own work
-    assert 0 < status["omitted_messages"] < len(history)
-    assert status["used_tokens"] < 8192
+    assert status.remaining_tokens > 0  # the turn still has room for its own work
+    assert 0 < status.omitted_messages < len(history)
+    assert status.used_tokens < 8192
     agent.turn("and now?")  # the cut moves on: not told again (/status shows it)
     assert len(warnings) == 1
-    assert agent.status()["omitted_messages"] >= status["omitted_messages"]
+    assert agent.status().omitted_messages >= status.omitted_messages
     assert len(agent.history) == len(history) + 6  # nothing dropped from history itself
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from harvey.config import ChunkingSettings, Settings
 from harvey.context.chunking import ChunkConfig, DocType, chunk_document
 from harvey.llm.scripted import Reply
-from harvey.oversize import CANCELLED, CHUNK_CLOSING
+from harvey.oversize import CANCELLED_TEXT, CHUNK_CLOSING
 from harvey.session.fountain import parse_session
 from harvey.ui import HeadlessUI
 
@@ -69,7 +69,7 @@ def test_user_says_no(make_agent: AgentFactory, workspace: Path) -> None:
         ui=ui,
     )
     outcome = agent.turn("Summarise history.md")
-    assert outcome.tool_results[0].content == CANCELLED
+    assert outcome.tool_results[0].content == CANCELLED_TEXT
     alert, default = ui.alerts[0]
     assert "Context overflow: history.md is approximately" in alert
     assert 'Enter instructions to process each chunk in turn, or "no" to return.' in alert

@@ -16,11 +16,13 @@ from harvey.context.chunking import ChunkConfig, DocType, chunk_document
 from harvey.context.progress import NullProgress
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
-from harvey.oversize import CANCELLED, analyze_file
+from harvey.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
 from harvey.ui import HeadlessUI
 
 from .conftest import AgentFactory
 from .test_oversize import PARAGRAPH, big_file
+
+CANCELLED = ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
 
 
 class Confirming(HeadlessUI):
@@ -40,7 +42,7 @@ def test_empty_file_is_refused_without_a_model_call(
     (workspace / "empty.txt").write_bytes(b"")
     agent = make_agent([])
     with pytest.raises(UsageError, match=r"^empty\.txt is empty: there is nothing to analyse$"):
-        analyze_file(agent, workspace / "empty.txt", "Summarise")
+        agent.chunks.analyze(workspace / "empty.txt", "Summarise")
     assert agent.client.seen == []
 
 
@@ -61,7 +63,7 @@ def test_more_chunks_than_allowed_is_asked_from_the_size_before_reading(
     monkeypatch.setattr(os, "open", spy)
     ui = Confirming(False)
     agent = make_agent([], ui=ui)
-    assert analyze_file(agent, path, "Summarise") == CANCELLED
+    assert agent.chunks.analyze(path, "Summarise") == CANCELLED
     assert ui.questions == [
         "huge.txt is 104,857,600 bytes: at least 17,477 chunks of 6,000 bytes, more than "
         "max_chunks (20). Process them all?"
@@ -84,7 +86,7 @@ def test_a_file_over_one_window_is_streamed_to_the_same_prompts(
     monkeypatch.setattr(oversize, "chunk_document", lambda *a, **k: read_whole.append(1))
     settings = Settings(chunking=ChunkingSettings(max_chunks=n))
     agent = make_agent([f"part {i}" for i in range(n)] + ["FINAL"], settings=settings)
-    assert analyze_file(agent, path, "Sum up") == "FINAL"
+    assert agent.chunks.analyze(path, "Sum up").text == "FINAL"
     assert read_whole == []
     prompts = sorted(s.messages[-1].content for s in agent.client.seen[:n])
     assert prompts == sorted(
@@ -105,7 +107,7 @@ def test_the_exact_count_is_still_asked_when_the_size_bound_passes(
     ui = Confirming(False)
     settings = Settings(chunking=ChunkingSettings(chunk_size_bytes=1000, max_chunks=at_least))
     agent = make_agent([], ui=ui, settings=settings)
-    assert analyze_file(agent, path, "Sum up") == CANCELLED
+    assert agent.chunks.analyze(path, "Sum up") == CANCELLED
     assert ui.questions == [
         f"history.md splits into {n} chunks, more than max_chunks ({at_least}). Process all {n}?"
     ]

@@ -56,7 +56,7 @@ def test_over_budget_plan_is_reduced_with_notice_and_tail(make_agent: AgentFacto
     assert "The newest note is at the end." in body  # the tail survives
     assert "# Execution Plan" in body  # the head survives
     # the injected plan counts against the remaining context
-    assert agent.status()["plan_tokens"] > 0
+    assert agent.status().plan_tokens > 0
 
 
 def test_get_plan_returns_the_whole_plan(make_agent: AgentFactory) -> None:

@@ -108,15 +108,15 @@ def test_calibration_recorded_from_usage(make_agent: AgentFactory) -> None:
     agent.turn("hello")
     ratio = agent.store.calibration_ratio("testmodel")
     assert ratio is not None and ratio < 4.0
-    assert agent.bytes_per_token() == ratio
-    assert agent.status()["calibrated"] is True
+    assert agent.budget.bytes_per_token() == ratio
+    assert agent.status().calibrated is True
 
 
 def test_remaining_context_shrinks_with_history(make_agent: AgentFactory) -> None:
     agent = make_agent(["x" * 4000])
-    before = agent.remaining_tokens()
+    before = agent.budget.remaining()
     agent.turn("tell me a long story")
-    assert agent.remaining_tokens() < before < 8192
+    assert agent.budget.remaining() < before < 8192
 
 
 def test_route_mention_uses_other_model_and_attributes_tools(make_agent: AgentFactory) -> None:

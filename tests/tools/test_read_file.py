@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvey.context.budget import ReadBudget
 from harvey.tools import files
 from harvey.tools.files import DEFAULT_READ_LIMIT, ReadFileTool
 from harvey.tools.registry import ToolContext
@@ -154,13 +155,13 @@ def test_negative_offset_is_refused(ctx: ToolContext) -> None:
 
 
 def guarded_ctx(
-    ctx: ToolContext, budget: int, calls: list[tuple[Path, int, int, int]]
+    ctx: ToolContext, budget: int, calls: list[tuple[Path, int, int, int]], ratio: float = 4
 ) -> ToolContext:
     def on_oversize(path: Path, size: int, tokens: int, remaining: int) -> str:
         calls.append((path, size, tokens, remaining))
         return f"chunked analysis of {path.name}"
 
-    return ctx.evolve(read_budget=lambda: budget, on_oversize=on_oversize)
+    return ctx.evolve(read_budget=lambda: ReadBudget(budget, ratio), on_oversize=on_oversize)
 
 
 def test_guard_fires_for_a_whole_file_read_over_budget(ctx: ToolContext) -> None:
@@ -203,7 +204,7 @@ def test_no_budget_means_no_check(ctx: ToolContext, monkeypatch: pytest.MonkeyPa
 
 def test_exceeding_without_a_handler_reads_normally(ctx: ToolContext) -> None:
     (ctx.workspace / "big.txt").write_text("x" * 4000)
-    guarded = ctx.evolve(read_budget=lambda: 10)
+    guarded = ctx.evolve(read_budget=lambda: ReadBudget(10))
     assert ReadFileTool().run(guarded, {"path": "big.txt", "limit": 0}) == "x" * 4000
 
 
@@ -213,8 +214,7 @@ def test_calibrated_ratio_is_used(ctx: ToolContext) -> None:
     assert ReadFileTool().run(guarded_ctx(ctx, 1500, calls), {"path": "f.txt", "limit": 0}) == (
         "x" * 4000
     )
-    tool = ReadFileTool(bytes_per_token=2)
-    result = tool.run(guarded_ctx(ctx, 1500, calls), {"path": "f.txt", "limit": 0})
+    result = ReadFileTool().run(guarded_ctx(ctx, 1500, calls, 2), {"path": "f.txt", "limit": 0})
     assert result == "chunked analysis of f.txt"
     assert calls == [(ctx.workspace / "f.txt", 4000, 2000, 1500)]
 

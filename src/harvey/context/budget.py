@@ -155,6 +155,28 @@ def file_exceeds_budget(
     return tokens_for_bytes(size, bytes_per_token) > budget, size
 
 
+@dataclass(frozen=True)
+class ReadBudget:
+    """What one file read may use: a token budget and the ratio to estimate bytes with.
+
+    Built in one place (``PromptBudget.read_budget``) so every path that asks
+    "does this file fit?" — ``read_file``, ``/read``, files named to a tool-less
+    model — asks ``file_exceeds_budget`` with the same budget and the same
+    calibrated ratio (``harvey analyze`` sizes its synthesis with that ratio too).
+    """
+
+    tokens: int
+    bytes_per_token: float = BYTES_PER_TOKEN
+
+    def tokens_for(self, size: int) -> int:
+        """The estimated tokens of ``size`` bytes, at this budget's ratio."""
+        return tokens_for_bytes(size, self.bytes_per_token)
+
+    def fits(self, size: int) -> bool:
+        """Whether ``size`` bytes fit in this budget."""
+        return self.tokens_for(size) <= self.tokens
+
+
 def calibrated_ratio(samples: Sequence[tuple[int, int]]) -> float | None:
     """The safe bytes-per-token ratio implied by ``(prompt_bytes, prompt_tokens)`` samples.
 

@@ -53,7 +53,12 @@ class DocType(Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class ChunkConfig:
-    """Chunking parameters; mirrors the ``chunking:`` stanza of ``harvey.yaml``."""
+    """One run's chunking parameters, resolved from ``harvey.config.ChunkingSettings``.
+
+    The stanza (with any per-run overrides laid over it) is validated once as
+    ``ChunkingSettings``; ``from_settings`` resolves what it leaves open (the
+    concurrency for the backend). Code without a ``harvey.yaml`` builds one directly.
+    """
 
     enabled: bool = True
     threshold: float = 0.80

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from harvey.context.budget import BYTES_PER_TOKEN, file_exceeds_budget, tokens_for_bytes
+from harvey.context.budget import file_exceeds_budget
 from harvey.errors import ToolError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.tools.approval import describe_write
@@ -161,12 +161,10 @@ class ReadFileTool:
         "required": ["path"],
     }
 
-    def __init__(
-        self, default_limit: int = DEFAULT_READ_LIMIT, bytes_per_token: float = BYTES_PER_TOKEN
-    ) -> None:
-        # bytes_per_token lets the caller pass a ratio calibrated against the model's usage.
+    def __init__(self, default_limit: int = DEFAULT_READ_LIMIT) -> None:
+        # No bytes-per-token here: the ratio comes with ``ctx.read_budget()``, calibrated
+        # for the model of the turn, so this tool and ``/read`` never disagree.
         self.default_limit = default_limit
-        self.bytes_per_token = bytes_per_token
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         path = safe_path(ctx.workspace, _require_str(args, "path"))
@@ -211,14 +209,14 @@ class ReadFileTool:
             return None
         budget = ctx.read_budget()
         try:
-            exceeds, size = file_exceeds_budget(path, budget, self.bytes_per_token)
+            exceeds, size = file_exceeds_budget(path, budget.tokens, budget.bytes_per_token)
         except OSError as exc:
             raise ToolError(f"cannot stat {path.name}: {exc.strerror or exc}") from exc
         if not exceeds or ctx.on_oversize is None:
             return None
-        if tokens_for_bytes(min(wanted, size), self.bytes_per_token) <= budget:
+        if budget.fits(min(wanted, size)):
             return None
-        return ctx.on_oversize(path, size, tokens_for_bytes(size, self.bytes_per_token), budget)
+        return ctx.on_oversize(path, size, budget.tokens_for(size), budget.tokens)
 
 
 def looks_binary(head: bytes) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from harvey.context.budget import ReadBudget
 from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult, tool_schema
 from harvey.redact import Redactor, active
@@ -36,8 +37,9 @@ WriteApprover = Callable[[WriteRequest, Callable[[], str]], str]
 class ToolContext:
     """Everything a tool may need from the session, passed explicitly.
 
-    ``read_budget`` returns the token budget a single file read may use (the
-    remaining context times the chunking threshold); ``None`` means no guard,
+    ``read_budget`` returns the budget a single file read may use (the
+    remaining context times the chunking threshold, with the calibrated
+    bytes-per-token ratio to estimate with); ``None`` means no guard,
     which is exactly the behaviour with ``chunking.enabled: false``.
     ``approve_write`` is the only way a tool may change a file; ``None`` means
     no one can approve, so such tools refuse (fail closed).
@@ -47,7 +49,7 @@ class ToolContext:
     session_id: str = ""
     interactive: bool = False
     confirm: Callable[[str], bool] | None = None
-    read_budget: Callable[[], int] | None = None
+    read_budget: Callable[[], ReadBudget] | None = None
     on_oversize: OversizeHandler | None = None
     approve_write: WriteApprover | None = None
     allowed_commands: tuple[str, ...] = ()

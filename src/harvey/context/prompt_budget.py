@@ -1,0 +1,184 @@
+"""One session's token accounting: what the prompt costs, what is left, what a read may use.
+
+The agent asks this object every budget question; nothing else computes them:
+
+* the model's capabilities (context window, tool support), asked of the
+  backend once per client and cached — ``context_window:`` in harvey.yaml
+  overrides the window of the session's main client;
+* the system prompt (built once per turn: it reads HARVEY.md) and the
+  injected texts (the handover after a resume, the dynamic plan summary);
+* the bytes-per-token ratio: the one calibrated against the model's real
+  usage reports (``sessions.db``), else the 4-bytes heuristic — and the
+  calibration samples that keep it honest;
+* the history that fits (``history_fit``), what remains, the ``/status``
+  report, and the ``ReadBudget`` every file-fits check uses.
+
+It holds no conversation: the agent hands it the history to account for
+through a callable, so there is one history and one place that owns it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harvey.config import Settings
+from harvey.context.budget import (
+    BYTES_PER_TOKEN,
+    BudgetReport,
+    ReadBudget,
+    budget_report,
+    remaining_context,
+    serialize_history,
+)
+from harvey.errors import StoreError
+from harvey.history_fit import FittedHistory, fit_history
+from harvey.llm.base import LLMClient, ModelCapabilities, Usage
+from harvey.messages import Message
+from harvey.prompts import build_system_prompt
+from harvey.session.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+
+class PromptBudget:
+    """Capabilities, system prompt, injected text, ratio, fitting and remaining room."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        workspace: Path,
+        main_client: Callable[[], LLMClient],
+        history: Callable[[], Sequence[Message]],
+        store: SessionStore | None = None,
+        plan_text: Callable[[], str | None] | None = None,
+        system_extra: tuple[str, ...] = (),
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self._main = main_client
+        self._history = history
+        self.store = store
+        self.plan_text = plan_text
+        self.system_extra = system_extra
+        self.handover: str | None = None  # injected once, into the next turn's prompt
+        self.last_usage = Usage()
+        self._caps: dict[str, ModelCapabilities] = {}
+        self._system_prompts: dict[bool, str] = {}
+
+    def _client(self, client: LLMClient | None) -> LLMClient:
+        return client if client is not None else self._main()
+
+    def new_turn(self) -> None:
+        """Forget the cached system prompt, so an edited HARVEY.md is read once per turn."""
+        self._system_prompts.clear()
+
+    def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
+        main = self._main()
+        client = self._client(client)
+        key = f"{client.backend}:{client.endpoint}:{client.model}"
+        if key not in self._caps:
+            caps = client.capabilities()
+            if self.settings.context_window and client is main:
+                caps = ModelCapabilities(
+                    self.settings.context_window, caps.supports_tools, "config"
+                )
+            self._caps[key] = caps
+        return self._caps[key]
+
+    def tools_enabled(self, client: LLMClient | None = None) -> bool:
+        return self.settings.tools.enabled and self.capabilities(client).supports_tools
+
+    def system_prompt(self, client: LLMClient | None = None) -> str:
+        """Built once per turn (it reads HARVEY.md), not once per round or budget check."""
+        tools = self.tools_enabled(client)
+        if tools not in self._system_prompts:
+            self._system_prompts[tools] = build_system_prompt(
+                self.workspace, tools=tools, extra=self.system_extra
+            )
+        return self._system_prompts[tools]
+
+    def bytes_per_token(self, client: LLMClient | None = None) -> float:
+        """The calibrated ratio for this model when known, else the 4-bytes heuristic."""
+        client = self._client(client)
+        ratio = self.store.calibration_ratio(client.model) if self.store else None
+        return ratio or BYTES_PER_TOKEN
+
+    def calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
+        """Keep a real usage report as a calibration sample for ``client``'s model."""
+        self.last_usage = usage
+        if self.store is None or not usage.prompt_tokens:
+            return
+        # the same bytes the estimator counts (tool-call arguments included)
+        prompt_bytes = len(serialize_history(prompt).encode("utf-8", "surrogatepass"))
+        try:
+            self.store.record_calibration(client.model, prompt_bytes, usage.prompt_tokens)
+        except StoreError as exc:  # calibration is advisory; never fail a turn on it
+            log.warning("could not record calibration: %s", exc)
+
+    def injected_texts(self) -> list[str]:
+        texts = []
+        if self.handover:
+            texts.append(self.handover)
+        plan = self.plan_text() if self.plan_text else None
+        if plan:
+            texts.append(plan)
+        return texts
+
+    def fitted_history(
+        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
+    ) -> FittedHistory:
+        """The history the next prompt carries: all of it, or the newest turns that fit.
+
+        The history gets what the window leaves once the system prompt, the
+        injected text, the turn in progress (``pending``) and the reply margin
+        are counted, so the turn in progress always has priority over the past.
+        """
+        client = self._client(client)
+        room = budget_report(
+            self.capabilities(client).context_window,
+            history=list(pending),
+            system_prompt=self.system_prompt(client),
+            injected=self.injected_texts(),
+            bytes_per_token=self.bytes_per_token(client),
+        )
+        return fit_history(self._history(), room.remaining, room.bytes_per_token)
+
+    def _sent_history(self, client: LLMClient, pending: Sequence[Message]) -> list[Message]:
+        """What of the history a prompt now costs: the kept messages and the note."""
+        fitted = self.fitted_history(client, pending)
+        note = fitted.note
+        return ([note] if note else []) + fitted.messages
+
+    def remaining(self, client: LLMClient | None = None, pending: Sequence[Message] = ()) -> int:
+        """Tokens left for new content once the prompt so far and ``pending`` are counted."""
+        client = self._client(client)
+        history = self._sent_history(client, pending) + list(pending)
+        return remaining_context(
+            self.capabilities(client).context_window,
+            history=history,
+            system_prompt=self.system_prompt(client),
+            injected=self.injected_texts(),
+            bytes_per_token=self.bytes_per_token(client),
+        )
+
+    def read_budget(
+        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
+    ) -> ReadBudget:
+        """What one file read may use: the remaining room times ``chunking.threshold``."""
+        client = self._client(client)
+        tokens = int(self.remaining(client, pending) * self.settings.chunking.threshold)
+        return ReadBudget(tokens, self.bytes_per_token(client))
+
+    def report(self, client: LLMClient | None = None) -> BudgetReport:
+        """Everything already in the prompt, in tokens; ``/status`` shows it."""
+        client = self._client(client)
+        return budget_report(
+            self.capabilities(client).context_window,
+            history=self._sent_history(client, []),
+            system_prompt=self.system_prompt(client),
+            injected=self.injected_texts(),
+            bytes_per_token=self.bytes_per_token(client),
+        )

@@ -1,0 +1,108 @@
+"""What one chat turn has produced so far, and the one place turns reach the session file.
+
+``TurnState`` is the agent's private scratchpad for the turn in flight: the
+messages, tool notes and write decisions it has made, and — when a chunked
+read answered the turn — the reply that ends it. A cancelled turn throws it
+away, so nothing half-done reaches history, ``sessions.db`` or the file.
+
+``TurnRecorder`` is the only caller of ``Recorder.record_turn``: the finished
+turn, the TALKING scene a chunked read interrupted (written before the CHUNK
+ANALYSIS scene, so the file reads in the order things happened), and the
+reply scene of a direct analysis (``harvey analyze``, ``/read-chunks``).
+The chunk notes themselves are written by ``context/analysis.py`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvey.llm.base import LLMClient, is_remote_endpoint
+from harvey.messages import Message, ToolCall, ToolResult
+from harvey.session.recorder import Recorder
+from harvey.session.records import ToolNote, TurnRecord, WriteNote
+
+
+@dataclass
+class TurnState:
+    """What one turn has produced so far; discarded if the turn is cancelled."""
+
+    client: LLMClient
+    route: str | None
+    user_text: str | None
+    new_messages: list[Message] = field(default_factory=list)
+    notes: list[ToolNote] = field(default_factory=list)
+    writes: list[WriteNote] = field(default_factory=list)  # each write decision, in order
+    results: list[ToolResult] = field(default_factory=list)
+    final_reply: str | None = None  # a chunked read answered the turn: it ends here
+    recorded_prefix: bool = False  # the interrupted TALKING scene is already written
+    on_tool: Callable[[ToolCall, ToolResult], None] | None = None
+
+
+class TurnRecorder:
+    """Turn the agent's turns into ``TurnRecord``s for the session file (if one is kept)."""
+
+    def __init__(self, recorder: Recorder | None, *, user: str, workspace: Path) -> None:
+        self.recorder = recorder
+        self.user = user
+        self.workspace = workspace
+
+    def interrupted(self, state: TurnState, alert: str | None) -> None:
+        """A chunked read starts inside ``state``: write the turn so far, with HARVEY's alert."""
+        if self.recorder is None or state.recorded_prefix:
+            return
+        self.recorder.record_turn(
+            self._record(
+                state, user_text=state.user_text, reply=None, notes=state.notes, notice=alert
+            )
+        )
+        state.recorded_prefix = True
+
+    def finished(self, state: TurnState, reply: str, *, chunk_analysis: bool) -> None:
+        """The committed turn; after an interrupted scene only its reply is left to write."""
+        if self.recorder is None:
+            return
+        if chunk_analysis and state.recorded_prefix:
+            record = self._record(state, user_text=None, reply=reply, notes=[])
+        else:
+            record = self._record(state, user_text=state.user_text, reply=reply, notes=state.notes)
+        self.recorder.record_turn(record)
+
+    def analysis(self, client: LLMClient, reply: str) -> None:
+        """The reply scene of a direct chunk analysis, after its CHUNK ANALYSIS scene."""
+        if self.recorder is None:
+            return
+        self.recorder.record_turn(
+            TurnRecord(
+                user=self.user,
+                model=client.model,
+                workspace=str(self.workspace),
+                user_text=None,
+                reply=reply,
+                mode="analysis",
+                remote=is_remote_endpoint(client.endpoint),
+            )
+        )
+
+    def _record(
+        self,
+        state: TurnState,
+        *,
+        user_text: str | None,
+        reply: str | None,
+        notes: list[ToolNote],
+        notice: str | None = None,
+    ) -> TurnRecord:
+        return TurnRecord(
+            user=self.user,
+            model=state.client.model,
+            workspace=str(self.workspace),
+            user_text=user_text,
+            reply=reply,
+            tool_notes=list(notes),
+            write_notes=[w for w in state.writes if w.call < len(notes)],  # those calls' writes
+            remote=is_remote_endpoint(state.client.endpoint),
+            route=state.route,
+            harvey_notice=notice,
+        )
