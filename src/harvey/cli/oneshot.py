@@ -1,4 +1,4 @@
-"""Non-interactive commands: ``harvey run`` and ``harvey analyze``.
+"""What ``harvey run`` and ``harvey analyze`` do once their options are parsed.
 
 There is no terminal to ask, so a question the agent would put to a person is
 answered by ``--yes`` or refused, and a file write is refused unless the user
@@ -11,15 +11,18 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.agent import TurnOutcome
 from harvey.config import Paths, Settings
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
-from harvey.oversize import CANCELLED, AnalysisOptions, analyze_file
 from harvey.redact import redact
 from harvey.runtime import open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI
+
+if TYPE_CHECKING:
+    from harvey.oversize import AnalysisOptions
 
 
 def run_once(
@@ -88,6 +91,8 @@ def analyze_once(
     auto_yes: bool,
     record: bool,
 ) -> int:
+    from harvey.oversize import CANCELLED, analyze_file  # the chunked flow: not for `run`
+
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
     if not instruction.strip():
