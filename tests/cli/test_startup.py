@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from tests.fakes.servers import FakeOpenAI
 
 # Never needed before a command that uses them runs.
 HEAVY = ("tree_sitter", "tree_sitter_language_pack", "llama_cpp", "prompt_toolkit", "pygments")
@@ -50,17 +53,34 @@ def test_help_loads_no_settings_agent_backend_or_ui() -> None:
     assert "importlib.metadata" not in modules  # __version__ is read only for --version
 
 
-def test_one_shot_run_loads_no_repl_chunker_or_markdown() -> None:
-    modules = modules_after("import harvey.cli\nimport harvey.cli.oneshot")
-    assert "harvey.runtime" in modules and "httpx" in modules
+def test_one_shot_run_loads_no_repl_chunker_or_markdown(tmp_path: Path) -> None:
+    """A whole ``harvey run`` turn against a loopback server, then what it loaded."""
+    with FakeOpenAI(default_reply="hello") as srv:
+        modules = modules_after(
+            "import os\n"
+            f"os.environ['HARVEY_HOME'] = {str(tmp_path / 'home')!r}\n"
+            f"os.chdir({str(tmp_path)!r})\n"
+            "from harvey.cli import main\n"
+            "try:\n"
+            "    main(['run', 'hi', '--backend', 'openai', '--base-url', "
+            f"{srv.url!r}, '--model', 'fake-model'], prog_name='harvey')\n"
+            "except SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code"
+        )
+        assert len(srv.chat_requests) == 1  # the turn really ran
+    assert "harvey.runtime" in modules and "httpx._client" in modules
     assert not loaded(modules, *HEAVY, "rich", "markdown_it")
     assert not {"harvey.repl", "harvey.oversize", "harvey.context.analysis"} & modules
 
 
 def test_httpx_works_without_its_command_line_tool() -> None:
-    """The ``harvey`` process keeps httpx from importing its CLI; httpx itself is whole."""
+    """A ``harvey`` command keeps httpx from importing its CLI; httpx itself is whole."""
+    untouched = modules_after("import harvey.cli, httpx")
+    assert "httpx._main" in untouched and "rich" in untouched  # what httpx does on its own
     modules = modules_after(
-        "import harvey.cli, httpx\n"
+        "from harvey.cli import main\n"
+        "main(['doctor'], standalone_mode=False)\n"
+        "import httpx\n"
         "assert callable(httpx.main) and httpx.Client().base_url == httpx.URL('')"
     )
     assert "httpx._client" in modules and not loaded(modules, "rich", "pygments")

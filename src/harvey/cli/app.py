@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import click
 
@@ -16,6 +17,20 @@ from harvey.cli.errors import handle_errors
 from harvey.cli.options import load, model_options, no_record_option, workspace_option
 from harvey.errors import UsageError
 from harvey.inputs import check_input_file
+
+
+def skip_httpx_cli() -> None:
+    """Keep httpx from importing its own command-line tool into ours.
+
+    ``import httpx`` loads ``httpx._main`` (click, rich, pygments: about 40 ms of
+    every ``harvey run``) whenever click is installed, and falls back to a stub
+    ``main`` when that import fails. Harvey never runs httpx's tool, so the
+    ``harvey`` command takes the fallback: an empty ``httpx._main`` makes
+    ``from ._main import main`` fail. Only the running command does this, before
+    any backend is imported; ``import harvey`` leaves ``sys.modules`` alone.
+    """
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", ModuleType("httpx._main"))
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -74,6 +89,7 @@ def main(
     Exit status: 0 success, 1 model/tool/synthesis failure, 2 usage or
     configuration error, 130 interrupted.
     """
+    skip_httpx_cli()
     ctx.ensure_object(dict)
     ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
     if ctx.invoked_subcommand is not None:
