@@ -36,6 +36,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("guard", "bench.bench_guard", "Pre-read guard"),
     ("estimator", "bench.bench_estimator", "Token estimator"),
     ("plan_budget", "bench.bench_plan_budget", "Plan injection budget"),
+    ("startup", "bench.bench_startup", "Start-up"),
 ]
 
 

@@ -126,3 +126,17 @@ def test_min_ratio_never_underestimates(pairs: list[tuple[int, int]]) -> None:
     assert errors.under_share == 0
     assert errors.estimated >= errors.real
     assert evaluate(docs, ratio * 2).estimated <= errors.estimated
+
+
+def test_startup_bench_skips_the_warm_up_and_refuses_a_wrong_answer(tmp_path: Path) -> None:
+    from bench.bench_startup import Command, Timing, measure, run_once, table
+
+    env = {"PATH": "/usr/bin:/bin"}
+    say = Command("say", [sys.executable, "-c", "print('hello')"], env, tmp_path, "hello")
+    timings = measure([say], rounds=2)
+    assert [t.label for t in timings] == ["say"] and len(timings[0].samples) == 2
+    wrong = Command("wrong", [sys.executable, "-c", "print('bye')"], env, tmp_path, "hello")
+    with pytest.raises(RuntimeError, match="wrong exited 0 with 'bye'"):
+        run_once(wrong)
+    rows = table([Timing("a", [0.2, 0.4, 0.3]), Timing("b", [0.9, 0.6, 0.6])], "a").splitlines()
+    assert rows[2] == "| a | 0.300 | 0.200 | 1.00 |" and rows[3] == "| b | 0.600 | 0.600 | 2.00 |"

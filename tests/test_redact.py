@@ -429,7 +429,7 @@ def test_tracebacks_printed_by_the_cli_are_redacted(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from harvey.cli import handle_errors
+    from harvey.cli.errors import handle_errors
 
     monkeypatch.setenv("HARVEY_DEBUG", debug)
 

@@ -1,37 +1,87 @@
 """Harvey: a terminal LLM agent with context discipline and an audit trail.
 
 The public, stable surface is re-exported here; the CLI only calls into it.
+The re-exports are lazy (PEP 562): ``import harvey`` costs nothing, and each
+name imports its module on first use, so ``harvey --help`` does not load the
+chunker, the session parser or package metadata it never uses.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("harvey-agent")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0.0.0"
+if TYPE_CHECKING:
+    from harvey.agent import Agent
+    from harvey.context.analysis import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
+    from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
+    from harvey.context.chunking import (
+        Chunk,
+        ChunkConfig,
+        DocType,
+        chunk_document,
+        detect_doc_type,
+    )
+    from harvey.context.plan_budget import (
+        DYNAMIC_BUDGET,
+        HANDOVER_BUDGET,
+        contain_tags,
+        reduce_plan,
+    )
+    from harvey.errors import (
+        BackendError,
+        Cancelled,
+        ConfigError,
+        HarveyError,
+        SessionFileError,
+        StoreError,
+        ToolError,
+        WorkspaceError,
+    )
+    from harvey.llm.factory import make_client
+    from harvey.messages import Message, ToolCall, ToolResult
+    from harvey.runtime import open_runtime
+    from harvey.session.fountain import ParsedSession, Scene, parse_session
+    from harvey.tools.files import safe_path
 
-from harvey.agent import Agent
-from harvey.context.analysis import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
-from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
-from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document, detect_doc_type
-from harvey.context.plan_budget import DYNAMIC_BUDGET, HANDOVER_BUDGET, contain_tags, reduce_plan
-from harvey.errors import (
-    BackendError,
-    Cancelled,
-    ConfigError,
-    HarveyError,
-    SessionFileError,
-    StoreError,
-    ToolError,
-    WorkspaceError,
-)
-from harvey.llm.factory import make_client
-from harvey.messages import Message, ToolCall, ToolResult
-from harvey.runtime import open_runtime
-from harvey.session.fountain import ParsedSession, Scene, parse_session
-from harvey.tools.files import safe_path
+    __version__: str
+
+# Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "AnalysisResult": "harvey.context.analysis",
+    "ChunkAnalysisParams": "harvey.context.analysis",
+    "run_chunked_analysis": "harvey.context.analysis",
+    "estimate_tokens": "harvey.context.budget",
+    "file_exceeds_budget": "harvey.context.budget",
+    "remaining_context": "harvey.context.budget",
+    "Chunk": "harvey.context.chunking",
+    "ChunkConfig": "harvey.context.chunking",
+    "DocType": "harvey.context.chunking",
+    "chunk_document": "harvey.context.chunking",
+    "detect_doc_type": "harvey.context.chunking",
+    "DYNAMIC_BUDGET": "harvey.context.plan_budget",
+    "HANDOVER_BUDGET": "harvey.context.plan_budget",
+    "contain_tags": "harvey.context.plan_budget",
+    "reduce_plan": "harvey.context.plan_budget",
+    "BackendError": "harvey.errors",
+    "Cancelled": "harvey.errors",
+    "ConfigError": "harvey.errors",
+    "HarveyError": "harvey.errors",
+    "SessionFileError": "harvey.errors",
+    "StoreError": "harvey.errors",
+    "ToolError": "harvey.errors",
+    "WorkspaceError": "harvey.errors",
+    "Message": "harvey.messages",
+    "ToolCall": "harvey.messages",
+    "ToolResult": "harvey.messages",
+    "ParsedSession": "harvey.session.fountain",
+    "Scene": "harvey.session.fountain",
+    "parse_session": "harvey.session.fountain",
+    "safe_path": "harvey.tools.files",
+    "Agent": "harvey.agent",
+    "open_runtime": "harvey.runtime",
+    "make_client": "harvey.llm.factory",
+}
 
 __all__ = [
     "DYNAMIC_BUDGET",
@@ -69,3 +119,28 @@ __all__ = [
     "run_chunked_analysis",
     "safe_path",
 ]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("harvey-agent")
+    except PackageNotFoundError:  # running from a source tree without installing
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use and keep the value (PEP 562)."""
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+    else:
+        raise AttributeError(f"module 'harvey' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,6 +14,7 @@ what is left) and ``TurnRecorder`` (the session file).
 
 from __future__ import annotations
 
+import functools
 import getpass
 import logging
 import os
@@ -22,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.clients import Clients, split_mention
 from harvey.config import Settings
@@ -31,7 +33,6 @@ from harvey.errors import Cancelled, StoreError, TurnNotSaved
 from harvey.history_fit import FittedHistory, omitted_notice
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
 from harvey.messages import Message, ToolCall, ToolResult
-from harvey.oversize import ChunkedReads, ReadTurn
 from harvey.session.recorder import Recorder
 from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
@@ -39,6 +40,9 @@ from harvey.tools.approval import WriteGate
 from harvey.tools.registry import ToolContext, ToolExecutor
 from harvey.turn_recording import TurnRecorder, TurnState
 from harvey.ui import AgentUI, HeadlessUI
+
+if TYPE_CHECKING:
+    from harvey.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)
 
@@ -125,15 +129,6 @@ class Agent:
         self.cancel_event = threading.Event()
         self.recorder = recorder
         self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
-        self.chunks = ChunkedReads(
-            ui=self.ui,
-            workspace=workspace,
-            settings=settings.chunking,
-            budget=self.budget,
-            clients=clients,
-            cancel=self.cancel_event,
-            recorder=recorder,
-        )
         self.current_turn: TurnState | None = None
         self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
@@ -313,8 +308,25 @@ class Agent:
         if state is not None:
             state.writes.append(WriteNote(path, status, call=len(state.notes)))
 
+    @functools.cached_property
+    def chunks(self) -> ChunkedReads:
+        """Built on first use: ``harvey run`` on a file that fits never loads the chunked flow."""
+        from harvey.oversize import ChunkedReads
+
+        return ChunkedReads(
+            ui=self.ui,
+            workspace=self.workspace,
+            settings=self.settings.chunking,
+            budget=self.budget,
+            clients=self.clients,
+            cancel=self.cancel_event,
+            recorder=self.recorder,
+        )
+
     def _read_turn(self, state: TurnState | None) -> ReadTurn:
         """The turn in flight as ``ChunkedReads`` sees it (the session's client outside one)."""
+        from harvey.oversize import ReadTurn
+
         if state is None:
             return ReadTurn(self.client)
 

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from harvey.context.chunking import Overlap
 from harvey.errors import ConfigError, UsageError
 from harvey.llm.backends import check_name
 
@@ -122,7 +123,7 @@ class ChunkingSettings(_Strict):
     chunk_size_bytes: int = Field(6000, ge=200)
     chunk_size_tokens: int | None = Field(None, ge=50)
     max_chunks: int = Field(20, ge=1)
-    overlap: Literal["paragraph", "sentence", "none"] = "paragraph"
+    overlap: Overlap = "paragraph"
     concurrency: int | None = Field(None, ge=1, le=64)
 
     @model_validator(mode="after")

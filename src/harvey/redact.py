@@ -292,3 +292,14 @@ def redact(text: str) -> str:
 def redact_data(value: Any) -> Any:
     """``active().redact_data(value)``: every string inside JSON-like data."""
     return active().redact_data(value)
+
+
+def debug_enabled() -> bool:
+    """``HARVEY_DEBUG`` set (and not ``0``): the front ends then print tracebacks too."""
+    return os.environ.get("HARVEY_DEBUG", "") not in ("", "0")
+
+
+def redacted_traceback(exc: BaseException) -> str:
+    """The whole traceback of ``exc``, redacted (one once printed an api_key), without
+    the final newline: what both front ends print for a bug or under ``HARVEY_DEBUG``."""
+    return redact("".join(traceback.format_exception(exc))).rstrip("\n")

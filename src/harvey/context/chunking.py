@@ -39,10 +39,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 Overlap = Literal["paragraph", "sentence", "none"]
-OVERLAPS: tuple[str, ...] = ("paragraph", "sentence", "none")
+# The one spelling of the overlap choices: config, the CLI and the REPL derive theirs from it.
+OVERLAPS: tuple[Overlap, ...] = get_args(Overlap)
 MIN_CHUNK_SIZE = 16  # leaves ≥ 12 bytes after a quarter of overlap: room for any character
 
 

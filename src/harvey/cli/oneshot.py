@@ -1,4 +1,4 @@
-"""Non-interactive commands: ``harvey run`` and ``harvey analyze``.
+"""What ``harvey run`` and ``harvey analyze`` do once their options are parsed.
 
 There is no terminal to ask, so a question the agent would put to a person is
 answered by ``--yes`` or refused, and a file write is refused unless the user

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from harvey.config import resolve_paths
+from harvey.cli.errors import handle_errors
+from harvey.cli.options import workspace_option
 from harvey.errors import HarveyError, UsageError
 from harvey.inputs import check_input_file
 
+if TYPE_CHECKING:
+    from harvey.config import Paths
+    from harvey.session.store import SessionStore
 
-def _store(workspace: Path | None):  # type: ignore[no-untyped-def]
+
+def _store(workspace: Path | None) -> tuple[Paths, SessionStore | None]:
     """The paths and the open store; the store is None when sessions.db does not exist.
 
     These commands only read (or delete what exists), so they never create
     ``HARVEY_HOME`` or ``sessions.db``: with no store there is simply nothing.
     """
+    from harvey.config import resolve_paths
     from harvey.runtime import open_store
 
     paths = resolve_paths(workspace)
@@ -29,21 +36,15 @@ def _no_session(session_id: str) -> UsageError:
     return UsageError(f"no session {session_id!r} (see 'harvey sessions list')")
 
 
-def _handle(func):  # type: ignore[no-untyped-def]
-    from harvey.cli import handle_errors
-
-    return handle_errors(func)
-
-
 @click.group()
 def sessions() -> None:
     """Manage sessions stored in HARVEY_HOME/sessions.db and their .spmd files."""
 
 
 @sessions.command("list")
-@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
+@workspace_option
 @click.option("--all", "all_", is_flag=True, help="Sessions of every workspace, not just this one.")
-@_handle
+@handle_errors
 def list_(workspace: Path | None, all_: bool) -> None:
     """List sessions, newest first."""
     paths, store = _store(workspace)
@@ -67,8 +68,8 @@ def list_(workspace: Path | None, all_: bool) -> None:
 
 @sessions.command()
 @click.argument("session_id")
-@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
-@_handle
+@workspace_option
+@handle_errors
 def show(session_id: str, workspace: Path | None) -> None:
     """Print a session's messages."""
     _paths, store = _store(workspace)
@@ -99,8 +100,8 @@ def show(session_id: str, workspace: Path | None) -> None:
 
 @sessions.command()
 @click.argument("session_id")
-@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
-@_handle
+@workspace_option
+@handle_errors
 def delete(session_id: str, workspace: Path | None) -> None:
     """Delete a session: its messages, todos and offloaded tool output."""
     from harvey.runtime import delete_session
@@ -126,8 +127,8 @@ def delete(session_id: str, workspace: Path | None) -> None:
     required=True,
     help="Delete sessions not updated for this many days.",
 )
-@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None)
-@_handle
+@workspace_option
+@handle_errors
 def prune(days: float, workspace: Path | None) -> None:
     """Delete every session older than DAYS (all workspaces)."""
     from harvey.runtime import delete_session
@@ -154,7 +155,7 @@ def prune(days: float, workspace: Path | None) -> None:
     default=None,
     help="HTML file to write (default: FILE with .html).",
 )
-@_handle
+@handle_errors
 def render(file: Path, output: Path | None) -> None:
     """Render a .spmd session file as a readable HTML screenplay."""
     from harvey.session.fountain import parse_session

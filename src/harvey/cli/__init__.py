@@ -1,0 +1,20 @@
+"""The ``harvey`` command line (the console script ``harvey = "harvey.cli:main"``).
+
+One module per command or group: ``app`` (the group, ``--version``, the REPL),
+``run`` (one-shot ``run`` and ``analyze``), ``models``, ``doctor``,
+``sessions``; ``options`` and ``errors`` are what they share. The commands are
+attached here, so the command modules never import the group.
+"""
+
+from __future__ import annotations
+
+from harvey.cli.app import main
+from harvey.cli.doctor import doctor
+from harvey.cli.models import models
+from harvey.cli.run import analyze, run
+from harvey.cli.sessions import sessions
+
+for _command in (run, analyze, models, doctor, sessions):
+    main.add_command(_command)
+
+__all__ = ["main"]

@@ -1,0 +1,112 @@
+"""The ``harvey`` group: its options, ``--version``, and the REPL when no command is given.
+
+The commands themselves live one group per module beside this one and are
+attached in ``harvey/cli/__init__.py``, so no command module imports this one.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import click
+
+from harvey.cli.doctor import confinement
+from harvey.cli.errors import handle_errors
+from harvey.cli.options import load, model_options, no_record_option, workspace_option
+from harvey.errors import UsageError
+from harvey.inputs import check_input_file
+
+
+def skip_httpx_cli() -> None:
+    """Keep httpx from importing its own command-line tool into ours.
+
+    ``import httpx`` loads ``httpx._main`` (click, rich, pygments: about 40 ms of
+    every ``harvey run``) whenever click is installed, and falls back to a stub
+    ``main`` when that import fails. Harvey never runs httpx's tool, so the
+    ``harvey`` command takes the fallback: an empty ``httpx._main`` makes
+    ``from ._main import main`` fail. Only the running command does this, before
+    any backend is imported; ``import harvey`` leaves ``sys.modules`` alone.
+    """
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", ModuleType("httpx._main"))
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from harvey import __version__
+
+    click.echo(f"harvey, version {__version__}")
+    click.echo(f"confinement: {confinement(None)[1]}")
+    ctx.exit()
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the OS confinement commands run under, then exit.",
+)
+@workspace_option
+@model_options
+@click.option(
+    "--continue",
+    "-c",
+    "continue_",
+    is_flag=True,
+    help="Resume the newest session of this workspace.",
+)
+@click.option(
+    "--continue-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Resume the conversation recorded in a .spmd session file.",
+)
+@no_record_option
+@click.pass_context
+@handle_errors
+def main(
+    ctx: click.Context,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    continue_: bool,
+    continue_file: Path | None,
+    no_record: bool,
+) -> None:
+    """Harvey: a terminal LLM agent for the documents and code in a workspace.
+
+    With no command, starts the interactive REPL. Type a message to chat,
+    !CMD to run a command, @NAME PROMPT to route a turn, /help for commands.
+
+    Exit status: 0 success, 1 model/tool/synthesis failure, 2 usage or
+    configuration error, 130 interrupted.
+    """
+    skip_httpx_cli()
+    ctx.ensure_object(dict)
+    ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
+    if ctx.invoked_subcommand is not None:
+        return
+    if continue_ and continue_file:
+        raise UsageError("use either --continue or --continue-file, not both")
+    if continue_file is not None:  # before anything is created (a tty makes HARVEY_HOME)
+        check_input_file(continue_file, "session file")
+    paths, settings = load(workspace, backend=backend, base_url=base_url, model=model)
+    from harvey.repl import run_repl
+
+    sys.exit(
+        run_repl(
+            paths,
+            settings,
+            record=not no_record,
+            resume_latest=continue_,
+            resume_file=continue_file,
+        )
+    )

@@ -1,0 +1,44 @@
+"""``harvey models``: the models the backend offers, and what the chosen one can do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harvey.cli.errors import handle_errors
+from harvey.cli.options import inherit, load, model_options, workspace_option
+
+
+@click.command()
+@workspace_option
+@model_options
+@click.pass_context
+@handle_errors
+def models(
+    ctx: click.Context,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+) -> None:
+    """List the models the backend offers."""
+    from harvey.llm.factory import make_client
+
+    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    _paths, settings = load(opts.pop("workspace"), **opts)
+    client = make_client(settings)
+    try:
+        names = client.list_models()
+        caps = client.capabilities()
+    finally:
+        client.close()
+    click.echo(f"# backend: {client.backend} ({client.endpoint})", err=True)
+    for name in names:
+        marker = "*" if name == client.model else " "
+        click.echo(f"{marker} {name}")
+    click.echo(
+        f"# {client.model}: context window {caps.context_window} tokens "
+        f"({caps.context_source}), tools: {'yes' if caps.supports_tools else 'no'}",
+        err=True,
+    )

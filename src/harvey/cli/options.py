@@ -1,0 +1,75 @@
+"""The options several commands share, declared once, and the settings they resolve to.
+
+``--workspace`` and the model options (``--backend``, ``--base-url``,
+``--model``) are accepted both before the command (``harvey -w DIR run ...``)
+and after it; :func:`inherit` lets the command's own value win. Settings are
+loaded only inside :func:`load`, so ``harvey --help`` never imports pydantic
+or reads ``harvey.yaml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from harvey.llm.backends import backend_names
+
+if TYPE_CHECKING:
+    from harvey.config import Paths, Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BACKENDS = click.Choice(backend_names(include_auto=True))
+
+
+def workspace_option(func: F) -> F:
+    return click.option(
+        "--workspace",
+        "-w",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Workspace folder (default: the current directory).",
+    )(func)
+
+
+def model_options(func: F) -> F:
+    func = click.option("--model", "-m", default=None, help="Model name on the backend.")(func)
+    func = click.option("--base-url", default=None, help="Server URL for ollama/openai backends.")(
+        func
+    )
+    func = click.option(
+        "--backend",
+        type=BACKENDS,
+        default=None,
+        help="Model backend (default: ollama if it answers, else the embedded model).",
+    )(func)
+    return func
+
+
+def no_record_option(func: F) -> F:
+    return click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")(
+        func
+    )
+
+
+def inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
+    """The command's own option values, each falling back to the one given before it."""
+    parent = ctx.find_object(dict) or {}
+    return {k: v if v is not None else parent.get(k) for k, v in values.items()}
+
+
+def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
+    """Resolve the workspace, load its settings, install the redactor they configure.
+
+    The redactor is installed before anything can print or send a key.
+    """
+    from harvey.config import load_settings, resolve_paths
+    from harvey.redact import Redactor, install
+
+    paths = resolve_paths(workspace)
+    settings = load_settings(paths, overrides)
+    install(Redactor.from_settings(settings))
+    return paths, settings

@@ -1,0 +1,124 @@
+"""``harvey run`` and ``harvey analyze``: the one-shot commands' options.
+
+What they do once parsed is in ``harvey.cli.oneshot``, imported only when one
+of them runs, so ``harvey --help`` loads neither the agent nor its backends.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harvey.cli.errors import handle_errors
+from harvey.cli.options import inherit, load, model_options, no_record_option, workspace_option
+from harvey.context.chunking import OVERLAPS
+from harvey.errors import UsageError
+from harvey.inputs import clean_text, read_stdin
+
+
+@click.command()
+@click.argument("prompt")
+@workspace_option
+@model_options
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help="Answer yes to questions (chunk an oversized file with PROMPT as the instruction).",
+)
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Let the model create and overwrite workspace files (refused otherwise; --yes does not "
+    "imply it).",
+)
+@no_record_option
+@click.pass_context
+@handle_errors
+def run(
+    ctx: click.Context,
+    prompt: str,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    yes: bool,
+    allow_writes: bool,
+    no_record: bool,
+) -> None:
+    """Send one PROMPT (or - for stdin) and print only the reply."""
+    from harvey.cli.oneshot import run_once
+
+    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    prompt = read_stdin() if prompt == "-" else clean_text(prompt)
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    paths, settings = load(opts.pop("workspace"), **opts)
+    sys.exit(
+        run_once(
+            paths, settings, prompt, auto_yes=yes, record=not no_record, allow_writes=allow_writes
+        )
+    )
+
+
+@click.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--instruction", "-i", required=True, help="What to do with each chunk (may contain @ROUTE)."
+)
+@workspace_option
+@model_options
+@click.option(
+    "--chunk-size", type=click.IntRange(min=200), default=None, help="Target chunk size in bytes."
+)
+@click.option(
+    "--overlap",
+    type=click.Choice(OVERLAPS),
+    default=None,
+    help="What each chunk repeats from the one before (default: chunking.overlap).",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=None, help="Map calls in flight."
+)
+@click.option(
+    "--max-chunks",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ask (or need --yes) before processing more chunks than this.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Proceed even beyond --max-chunks.")
+@no_record_option
+@click.pass_context
+@handle_errors
+def analyze(
+    ctx: click.Context,
+    file: Path,
+    instruction: str,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    chunk_size: int | None,
+    overlap: str | None,
+    concurrency: int | None,
+    max_chunks: int | None,
+    yes: bool,
+    no_record: bool,
+) -> None:
+    """Analyse FILE chunk by chunk (map-reduce) and print the synthesized result."""
+    from harvey.cli.oneshot import analyze_once
+    from harvey.config import ChunkingSettings
+
+    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    instruction = clean_text(instruction)
+    paths, settings = load(opts.pop("workspace"), **opts)
+    options = ChunkingSettings.partial(
+        chunk_size_bytes=chunk_size, overlap=overlap, concurrency=concurrency, max_chunks=max_chunks
+    )
+    sys.exit(
+        analyze_once(
+            paths, settings, file, instruction, options, auto_yes=yes, record=not no_record
+        )
+    )

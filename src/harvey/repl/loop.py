@@ -1,0 +1,200 @@
+"""The interactive REPL's loop: read a line, dispatch it, keep the session whatever happens.
+
+Turns run on the main thread so Ctrl-C interrupts even a stalled network read;
+the agent commits nothing for an interrupted turn, so the prompt comes back
+with history, ``sessions.db`` and the session file as they were. The loop is
+the REPL's error boundary: a ``HarveyError``, an ``OSError`` or any other
+exception a line raises becomes one line, and the prompt comes back
+(``HARVEY_DEBUG=1`` adds the redacted traceback).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+
+from harvey.agent import Agent, TurnOutcome
+from harvey.config import Paths, Settings
+from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
+from harvey.inputs import shown_name
+from harvey.messages import Message, ToolCall, ToolResult
+from harvey.redact import debug_enabled, redact, redacted_traceback
+from harvey.repl.commands import find_command
+from harvey.repl.status import banner_line
+from harvey.repl.ui import LineReader, TerminalUI
+from harvey.runtime import Runtime, open_runtime
+
+
+class Repl:
+    """One REPL session: the runtime it talks to and the terminal it talks through."""
+
+    def __init__(
+        self, runtime: Runtime, console: Console, reader: LineReader, ui: TerminalUI
+    ) -> None:
+        self.rt = runtime
+        self.console = console
+        self.reader = reader
+        self.ui = ui
+
+    @property
+    def agent(self) -> Agent:
+        return self.rt.agent
+
+    def banner(self) -> None:
+        resumed = " (resumed)" if self.rt.resumed else ""
+        self.console.print(
+            f"[bold]Harvey[/] — {banner_line(self.agent)} · workspace {self.rt.paths.workspace}"
+            f"{resumed}\nType /help for commands, Ctrl-D or /exit to quit.",
+            highlight=False,
+        )
+        if self.rt.recorder is not None and self.rt.recorder.enabled:
+            self.console.print(f"[dim]recording to {self.rt.recorder.path}[/]", highlight=False)
+
+    def restart(self) -> None:
+        """Close this session and open a new one with the same settings (``/new``)."""
+        paths, settings = self.rt.paths, self.rt.settings
+        record = self.rt.recorder is not None
+        self.rt.close()
+        self.rt = open_runtime(paths, settings, ui=self.ui, record=record)
+
+    def loop(self) -> int:
+        self.banner()
+        while True:
+            try:
+                line = self.reader.read(f"{self.agent.user.lower()}> ")
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return 0
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                if not self.dispatch(text):
+                    return 0
+            except KeyboardInterrupt:
+                self.agent.cancel_event.set()
+                self.console.print("\n[yellow]cancelled[/]")
+            except Cancelled:
+                self.console.print("\n[yellow]cancelled[/]")
+            except HarveyError as exc:
+                self.error(exc, str(exc))
+            except OSError as exc:  # a file name the system refuses (too long, ...)
+                where = f"{shown_name(exc.filename)}: " if exc.filename else ""
+                self.error(exc, where + str(exc.strerror or exc))
+            except Exception as exc:  # a bug in a command must not end the session
+                self.error(exc, f"unexpected {type(exc).__name__}: {exc}")
+
+    def error(self, exc: BaseException, message: str) -> None:
+        """One redacted ``error:`` line; the traceback too under ``HARVEY_DEBUG=1``."""
+        if debug_enabled():
+            self.console.print(redacted_traceback(exc), markup=False, highlight=False)
+        line = redact(" ".join(message.split()))  # one line, even for a multi-line message
+        self.console.print(f"[red]error:[/] {escape(line)}", highlight=False)
+
+    def dispatch(self, text: str) -> bool:
+        """Run one line; False when it ends the session."""
+        if text.startswith("!"):
+            self.shell(text[1:].strip())
+        elif text.startswith("/"):
+            name, _, arg = text.partition(" ")
+            command = find_command(name)
+            if command.handler is None:
+                return False
+            command.handler(self, arg.strip())
+        else:
+            self.chat(text)
+        return True
+
+    # -- chat --------------------------------------------------------------------
+
+    def chat(self, text: str) -> None:
+        from rich.markdown import Markdown
+
+        buffer: list[str] = []
+        live = Live(console=self.console, refresh_per_second=8, vertical_overflow="visible")
+
+        def on_text(delta: str) -> None:
+            if not buffer:
+                live.start()
+            buffer.append(delta)
+            live.update(Markdown(redact("".join(buffer))))  # whole text: a key spans deltas
+
+        def stop_live() -> None:
+            if buffer:
+                live.stop()
+                buffer.clear()
+
+        def on_tool(call: ToolCall, result: ToolResult) -> None:
+            status = "error" if result.is_error else "ok"
+            stop_live()
+            args = call.arguments_json()
+            self.console.print(
+                f"[dim]→ {call.name}({args[:120]}{'…' if len(args) > 120 else ''}) — {status}[/]",
+                highlight=False,
+            )
+
+        self.ui.pause = stop_live
+        unsaved: TurnNotSaved | None = None
+        try:
+            outcome: TurnOutcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
+        except TurnNotSaved as exc:  # the reply first, then the error (the loop prints it)
+            outcome, unsaved = exc.outcome, exc
+        finally:
+            self.ui.pause = None
+            live.stop()
+        if not buffer or "".join(buffer) != outcome.reply:
+            self.console.print(Markdown(redact(outcome.reply) or "(no reply)"))
+        if unsaved is not None:
+            raise unsaved
+
+    # -- shell ---------------------------------------------------------------------
+
+    def shell(self, command: str) -> None:
+        from harvey.tools.shell import run_command
+
+        if not command:
+            raise UsageError("usage: !COMMAND")
+        ctx = self.agent.tool_context()
+        result = run_command(ctx, command)
+        if result.problem is not None:  # refused, declined, not found, timed out
+            self.console.print(f"[yellow]{result.problem}[/]", highlight=False)
+        if result.output or result.problem is None:
+            self.console.print(
+                redact(result.output).rstrip() or "(no output)", highlight=False, markup=False
+            )
+        if result.exit_code != 0:
+            self.console.print(f"[dim]exit {result.exit_code}[/]")
+        if self.rt.recorder is not None:
+            self.rt.recorder.record_shell(command, result.output, result.exit_code)
+        if result.ran:
+            self.agent.add_context(
+                Message(
+                    "user",
+                    f"I ran `{command}` (exit {result.exit_code}):\n```\n{result.output}\n```",
+                )
+            )
+
+
+def run_repl(
+    paths: Paths,
+    settings: Settings,
+    *,
+    record: bool = True,
+    resume_latest: bool = False,
+    resume_file: Path | None = None,
+) -> int:
+    console = Console(highlight=False)
+    reader = LineReader(paths.harvey_home / "history")
+    ui = TerminalUI(console, reader)
+    runtime = open_runtime(
+        paths, settings, ui=ui, record=record, resume_latest=resume_latest, resume_file=resume_file
+    )
+    repl = Repl(runtime, console, reader, ui)
+    try:
+        return repl.loop()
+    finally:
+        repl.rt.close()

@@ -1,0 +1,40 @@
+"""What the REPL shows of ``Agent.status()``: the banner line and the ``/status`` table.
+
+Every read of the status lives here, so a change to its shape touches one file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harvey.tools.sandbox import detect
+
+if TYPE_CHECKING:
+    from harvey.agent import Agent
+
+
+def banner_line(agent: Agent) -> str:
+    """``backend · model · context N tokens``: the start of the REPL's banner."""
+    st = agent.status()
+    return f"{st.backend} · {st.model} · context {st.context_window:,} tokens"
+
+
+def status_rows(agent: Agent) -> list[tuple[str, str]]:
+    """The ``/status`` table as (label, value) rows."""
+    st = agent.status()
+    ratio_kind = "calibrated" if st.calibrated else "heuristic"
+    rows = [
+        ("backend", f"{st.backend} ({st.endpoint})"),
+        ("model", str(st.model)),
+        ("context window", f"{st.context_window:,} tokens ({st.context_source})"),
+        ("used (estimated)", f"{st.used_tokens:,} tokens"),
+        ("  of which plan", f"{st.plan_tokens:,} tokens"),
+        ("remaining", f"{st.remaining_tokens:,} tokens (after a 10% margin)"),
+        ("bytes per token", f"{st.bytes_per_token:.2f} ({ratio_kind})"),
+        ("tools", "on" if st.tools else "off"),
+        ("confinement", detect(agent.settings.security.sandbox).describe()),
+        ("session", str(st.session_id)),
+    ]
+    if st.omitted_messages:
+        rows.insert(5, ("  left out", f"{st.omitted_messages} oldest messages (do not fit)"))
+    return rows
