@@ -111,12 +111,14 @@ class HttpClient(ABC):
 
     # -- shared -----------------------------------------------------------------
 
+    @abstractmethod
     def stream_chat(
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
     ) -> Iterator[StreamEvent]:
-        return self._events(self._payload(messages, tools))
+        """Each backend's own (``self._events(self._payload(...))``), so a reader following
+        a turn goes from ``chat()`` straight to the backend's wire format."""
 
     def capabilities(self) -> ModelCapabilities:
         """Computed once per client, however many threads ask at once."""

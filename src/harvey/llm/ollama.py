@@ -82,6 +82,13 @@ class OllamaClient(HttpClient):
     def _own_settings(self) -> dict[str, Any]:
         return {"num_ctx": self.num_ctx}
 
+    def stream_chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]:
+        return self._events(self._payload(messages, tools))
+
     def _payload(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None
     ) -> dict[str, Any]:

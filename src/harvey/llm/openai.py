@@ -164,6 +164,13 @@ class OpenAIClient(HttpClient):
     def _own_settings(self) -> dict[str, Any]:
         return {"context_window": self.context_window}
 
+    def stream_chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]:
+        return self._events(self._payload(messages, tools))
+
     def _payload(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None
     ) -> dict[str, Any]:
