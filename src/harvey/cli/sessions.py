@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +16,7 @@ from harvey.inputs import check_input_file
 
 if TYPE_CHECKING:
     from harvey.config import Paths
-    from harvey.session.store import SessionStore
+    from harvey.session.store import SessionInfo, SessionStore
 
 
 def _store(workspace: Path | None) -> tuple[Paths, SessionStore | None]:
@@ -30,6 +32,22 @@ def _store(workspace: Path | None) -> tuple[Paths, SessionStore | None]:
     if not paths.sessions_db.is_file():
         return paths, None
     return paths, open_store(paths)
+
+
+@contextmanager
+def _session(workspace: Path | None, session_id: str) -> Iterator[tuple[SessionStore, SessionInfo]]:
+    """The store and the session ``session_id`` names (an id or a prefix), closed after;
+    a usage error when there is no such session (or no store at all: nothing is created)."""
+    _paths, store = _store(workspace)
+    if store is None:
+        raise _no_session(session_id)
+    try:
+        info = store.get_session(session_id)
+        if info is None:
+            raise _no_session(session_id)
+        yield store, info
+    finally:
+        store.close()
 
 
 def _no_session(session_id: str) -> UsageError:
@@ -72,17 +90,9 @@ def list_(workspace: Path | None, all_: bool) -> None:
 @handle_errors
 def show(session_id: str, workspace: Path | None) -> None:
     """Print a session's messages."""
-    _paths, store = _store(workspace)
-    if store is None:
-        raise _no_session(session_id)
-    try:
-        info = store.get_session(session_id)
-        if info is None:
-            raise _no_session(session_id)
+    with _session(workspace, session_id) as (store, info):
         messages = store.messages(info.id)
         todos = store.get_todos(info.id)
-    finally:
-        store.close()
     click.echo(f"session {info.id}  model {info.model}  workspace {info.workspace}")
     for m in messages:
         if m.role == "tool":
@@ -106,16 +116,8 @@ def delete(session_id: str, workspace: Path | None) -> None:
     """Delete a session: its messages, todos and offloaded tool output."""
     from harvey.runtime import delete_session
 
-    _paths, store = _store(workspace)
-    if store is None:
-        raise _no_session(session_id)
-    try:
-        info = store.get_session(session_id)
-        if info is None:
-            raise _no_session(session_id)
+    with _session(workspace, session_id) as (store, info):
         delete_session(store, info.id)
-    finally:
-        store.close()
     click.echo(f"deleted session {info.id}")
 
 
