@@ -99,10 +99,33 @@ def check_base_url(value: str | None) -> str | None:
     return value
 
 
+class EndpointSetting(_Strict):
+    """One item of ``endpoints:``: a URL, or ``{url, max_in_flight}`` (see ``harvey.llm.pool``)."""
+
+    url: str
+    max_in_flight: int | None = Field(None, ge=1, le=256)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_url(cls, value: object) -> object:
+        return {"url": value} if isinstance(value, str) else value
+
+    @field_validator("url")
+    @classmethod
+    def _valid_url(cls, value: str) -> str:
+        return check_base_url(value) or value
+
+
+def _one_way_to_the_server(base_url: str | None, endpoints: list[EndpointSetting]) -> None:
+    if base_url and endpoints:
+        raise ValueError("give base_url or endpoints, not both (endpoints replaces base_url)")
+
+
 class RouteSettings(_Strict):
     name: str = Field(min_length=1)
     backend: str = "openai"  # one of harvey.llm.backends' routable names
     base_url: str | None = None
+    endpoints: list[EndpointSetting] = Field(default_factory=list)
     model: str | None = None
     api_key: SecretStr | None = None  # unwrapped only where the Authorization header is built
 
@@ -115,6 +138,11 @@ class RouteSettings(_Strict):
     @classmethod
     def _known_backend(cls, value: object) -> str:
         return check_name(value, route=True)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> RouteSettings:
+        _one_way_to_the_server(self.base_url, self.endpoints)
+        return self
 
 
 class ChunkingSettings(_Strict):
@@ -164,6 +192,7 @@ class Settings(_Strict):
     backend: str = "auto"  # "auto" or a name in harvey.llm.backends' table
     model: str | None = None
     base_url: str | None = None
+    endpoints: list[EndpointSetting] = Field(default_factory=list)  # a pool, in place of base_url
     api_key: SecretStr | None = None  # a secret type: never in a repr, an error or a dump
     num_ctx: int | None = Field(None, ge=256)
     context_window: int | None = Field(None, ge=256)
@@ -187,6 +216,11 @@ class Settings(_Strict):
     @classmethod
     def _known_backend(cls, value: object) -> str:
         return check_name(value)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Settings:
+        _one_way_to_the_server(self.base_url, self.endpoints)
+        return self
 
     @field_validator("routes")
     @classmethod
@@ -388,6 +422,9 @@ ENV_KEYS = {
 }
 
 
+_INSTEAD_OF = {"endpoints": "base_url", "base_url": "endpoints"}
+
+
 def load_settings(
     paths: Paths,
     overrides: Mapping[str, Any] | None = None,
@@ -404,6 +441,8 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             merged[key] = value
+            if key in _INSTEAD_OF:  # --endpoint replaces base_url, --base-url endpoints
+                merged.pop(_INSTEAD_OF[key], None)
     return validate(merged, "command line/environment")
 
 

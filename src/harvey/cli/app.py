@@ -76,6 +76,7 @@ def main(
     workspace: Path | None,
     backend: str | None,
     base_url: str | None,
+    endpoints: tuple[str, ...],
     model: str | None,
     continue_: bool,
     continue_file: Path | None,
@@ -91,14 +92,22 @@ def main(
     """
     skip_httpx_cli()
     ctx.ensure_object(dict)
-    ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
+    ctx.obj.update(
+        workspace=workspace,
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
+    )
     if ctx.invoked_subcommand is not None:
         return
     if continue_ and continue_file:
         raise UsageError("use either --continue or --continue-file, not both")
     if continue_file is not None:  # before anything is created (a tty makes HARVEY_HOME)
         check_input_file(continue_file, "session file")
-    paths, settings = load(workspace, backend=backend, base_url=base_url, model=model)
+    paths, settings = load(
+        workspace, backend=backend, base_url=base_url, model=model, endpoints=endpoints or None
+    )
     from harvey.repl import run_repl
 
     sys.exit(

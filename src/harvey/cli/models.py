@@ -20,20 +20,33 @@ def models(
     workspace: Path | None,
     backend: str | None,
     base_url: str | None,
+    endpoints: tuple[str, ...],
     model: str | None,
 ) -> None:
     """List the models the backend offers."""
     from harvey.llm.factory import make_client
 
-    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    opts = inherit(
+        ctx,
+        workspace=workspace,
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
+    )
     _paths, settings = load(opts.pop("workspace"), **opts)
+    from harvey.llm.pool import endpoint_lines
+
     client = make_client(settings)
     try:
         names = client.list_models()
         caps = client.capabilities()
+        pool = endpoint_lines(client)
     finally:
         client.close()
     click.echo(f"# backend: {client.backend} ({client.endpoint})", err=True)
+    for line in pool:
+        click.echo(f"# endpoint {line}", err=True)
     for name in names:
         marker = "*" if name == client.model else " "
         click.echo(f"{marker} {name}")

@@ -41,6 +41,12 @@ def model_options(func: F) -> F:
         func
     )
     func = click.option(
+        "--endpoint",
+        "endpoints",
+        multiple=True,
+        help="An endpoint of the model's pool (repeat for several; replaces --base-url).",
+    )(func)
+    func = click.option(
         "--backend",
         type=BACKENDS,
         default=None,

@@ -43,6 +43,7 @@ def run(
     workspace: Path | None,
     backend: str | None,
     base_url: str | None,
+    endpoints: tuple[str, ...],
     model: str | None,
     yes: bool,
     allow_writes: bool,
@@ -51,7 +52,14 @@ def run(
     """Send one PROMPT (or - for stdin) and print only the reply."""
     from harvey.cli.oneshot import run_once
 
-    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    opts = inherit(
+        ctx,
+        workspace=workspace,
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
+    )
     prompt = read_stdin() if prompt == "-" else clean_text(prompt)
     if not prompt.strip():
         raise UsageError("the prompt is empty")
@@ -99,6 +107,7 @@ def analyze(
     workspace: Path | None,
     backend: str | None,
     base_url: str | None,
+    endpoints: tuple[str, ...],
     model: str | None,
     chunk_size: int | None,
     overlap: str | None,
@@ -111,7 +120,14 @@ def analyze(
     from harvey.cli.oneshot import analyze_once
     from harvey.config import ChunkingSettings
 
-    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    opts = inherit(
+        ctx,
+        workspace=workspace,
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
+    )
     instruction = clean_text(instruction)
     paths, settings = load(opts.pop("workspace"), **opts)
     options = ChunkingSettings.partial(

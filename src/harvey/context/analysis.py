@@ -52,6 +52,7 @@ class AnalysisRecorder(Protocol):
         boundary: str,
         chunk_size_bytes: int,
         user_instruction: str,
+        endpoints: int | None = None,
     ) -> None: ...
 
     def record_chunk_result(self, i: int, n: int, status: str) -> None: ...
@@ -117,6 +118,19 @@ class AnalysisResult:
     failures: list[int]
     levels: int
     partials: list[str]
+
+
+def pool_size(client: LLMClient) -> int | None:
+    """How many endpoints serve ``client`` when it is an endpoint pool, else ``None``."""
+    stats = getattr(client, "stats", None)
+    return len(stats()) if callable(stats) else None
+
+
+def map_concurrency(client: LLMClient, configured: int) -> int:
+    """Calls to keep in flight: a pool's total capacity when larger than ``configured``,
+    so every slot of every endpoint has work (the pool queues what exceeds a slot)."""
+    capacity = getattr(client, "total_capacity", None)
+    return max(configured, capacity) if isinstance(capacity, int) else configured
 
 
 def _first_line(exc: BaseException) -> str:
@@ -241,7 +255,7 @@ class _Analysis:
         _run_bounded(
             self.client,
             self._prompts(n),
-            self.params.config.concurrency,
+            map_concurrency(self.client, self.params.config.concurrency),
             self.cancel,
             lambda i: self.progress.chunk_started(i + 1, n),
             done,
@@ -316,6 +330,7 @@ class _Analysis:
         p = self.params
         n = p.count
         if self.recorder is not None:
+            pool = pool_size(self.client)
             self.recorder.record_chunk_analysis_start(
                 p.filename,
                 n,
@@ -323,6 +338,7 @@ class _Analysis:
                 p.boundary,
                 p.config.chunk_size_bytes,
                 p.as_typed if p.as_typed is not None else p.instruction,
+                **({} if pool is None else {"endpoints": pool}),
             )
         self.progress.start(n)
         try:

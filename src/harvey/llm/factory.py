@@ -11,16 +11,17 @@ class builds which backend is the table in ``harvey.llm.backends``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import httpx
 from pydantic import SecretStr
 
-from harvey.config import RouteSettings, Settings, base_url_for
+from harvey.config import EndpointSetting, RouteSettings, Settings, base_url_for
 from harvey.errors import BackendUnavailable, ConfigError
 from harvey.llm.backends import AUTO, BuildRequest, lookup, runs_locally
 from harvey.llm.base import LLMClient
 
+POOLABLE = ("ollama", "openai")  # the backends an `endpoints:` pool can be made of
 PROBE_TIMEOUT = 0.5  # seconds: how long `auto` waits for Ollama before going local
 
 
@@ -68,6 +69,8 @@ def make_client(
             settings = Settings.model_validate({**settings.model_dump(), **updates})
         except ValueError as exc:
             raise ConfigError(f"invalid backend settings {updates}: {exc}") from exc
+    if settings.endpoints:
+        return _pool(settings, settings.endpoints, settings.model, env, settings.api_key)
     chosen, seen = _resolve(settings, env)
     if settings.backend == AUTO and chosen == "local" and not runs_locally(settings.model):
         raise BackendUnavailable(
@@ -93,6 +96,9 @@ def make_route_client(
 ) -> LLMClient:
     """A client for an ``@route``: its own endpoint, model and key, shared timeouts."""
     env = os.environ if env is None else env
+    if route.endpoints:
+        routed = settings.model_copy(update={"backend": route.backend})
+        return _pool(routed, route.endpoints, route.model, env, route.api_key)
     unrouted = settings.model_copy(update={"base_url": None})
     return _build(
         route.backend,
@@ -104,6 +110,41 @@ def make_route_client(
         context_window=None,
         env=env,
     )
+
+
+def _pool(
+    settings: Settings,
+    endpoints: Sequence[EndpointSetting],
+    model: str | None,
+    env: Mapping[str, str],
+    api_key: SecretStr | None,
+) -> LLMClient:
+    """A ``PooledClient`` over ``endpoints``; each endpoint's client comes from the table,
+    without retries of its own (the pool retries a failed call on another endpoint)."""
+    from harvey.llm.pool import EndpointSpec, build_pool
+
+    backend = settings.backend
+    if backend == AUTO:
+        backend = "ollama" if probe_ollama(endpoints[0].url) else "openai"
+    if backend not in POOLABLE:
+        raise ConfigError(f"endpoints: needs backend ollama or openai, not {backend!r}")
+    single = settings.model_copy(update={"retries": 0, "endpoints": []})
+    key = api_key or _env_key(env)
+
+    def make(url: str, name: str | None) -> LLMClient:
+        return _build(
+            backend,
+            single,
+            base_url=url,
+            model=name,
+            api_key=key,
+            num_ctx=settings.num_ctx,
+            context_window=settings.context_window,
+            env=env,
+        )
+
+    specs = [EndpointSpec(e.url, e.max_in_flight) for e in endpoints]
+    return build_pool(specs, backend, model, make)
 
 
 def _build(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harvey.llm.pool import endpoint_lines
 from harvey.tools.sandbox import detect
 
 if TYPE_CHECKING:
@@ -37,4 +38,5 @@ def status_rows(agent: Agent) -> list[tuple[str, str]]:
     ]
     if st.omitted_messages:
         rows.insert(5, ("  left out", f"{st.omitted_messages} oldest messages (do not fit)"))
+    rows[1:1] = [("  endpoint", line) for line in endpoint_lines(agent.client)]
     return rows

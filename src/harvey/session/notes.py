@@ -73,13 +73,23 @@ def recall_note(item: RecallItem) -> str:
     return format_note(f"recall: {rid} ({source}){SEP}score {item.score:.2f}")
 
 
-def chunk_note(filename: str, chunks: int, model: str, boundary: str, chunk_size: int) -> str:
+def chunk_note(
+    filename: str,
+    chunks: int,
+    model: str,
+    boundary: str,
+    chunk_size: int,
+    endpoints: int | None = None,
+) -> str:
+    """``endpoints`` (a pool's size) is written only for a pool, so old notes stay as they were."""
+
     def f(value: str) -> str:
         return encode_field(value, ",—")
 
+    pool = f", endpoints={endpoints}" if endpoints is not None else ""
     return format_note(
         f"chunk: file={f(filename)}, chunks={chunks}, model={f(model)}, "
-        f"boundary={f(boundary)}, chunk-size={chunk_size}"
+        f"boundary={f(boundary)}, chunk-size={chunk_size}{pool}"
     )
 
 

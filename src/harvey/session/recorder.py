@@ -225,12 +225,15 @@ class Recorder:
         boundary: str,
         chunk_size_bytes: int,
         user_instruction: str,
+        endpoints: int | None = None,
     ) -> None:
         """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction."""
         user_instruction = redact(user_instruction)
         shown = encode_inline(filename.replace("\n", " "))
         out = self._scene(f"INT. CHUNK ANALYSIS — {shown} {self._stamp()}")
-        header = notes.chunk_note(filename, total_chunks, model, boundary, chunk_size_bytes)
+        header = notes.chunk_note(
+            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints
+        )
         self._element(out, [header], note=True)
         self._dialogue(out, self.user_cue, user_instruction)
         self._write("".join(out))

@@ -1,0 +1,396 @@
+"""One model served by several endpoints: least-in-flight dispatch with failover.
+
+A ``PooledClient`` presents the ``LLMClient`` protocol, so the agent and the
+map phase use a pool like any client. Each call goes to the endpoint with the
+fewest calls in flight that has a free slot; ties are rotated, because always
+breaking them towards the first endpoint sends it nearly all the traffic when
+calls are short. A chat turn stays on the endpoint the same thread used last
+while that endpoint has a free slot, so its prompt cache is reused.
+
+Capacity per endpoint comes from llama.cpp's ``/slots`` when it answers (one
+call per slot, and the smallest per-slot ``n_ctx`` becomes the pool's context
+window, since llama.cpp splits ``--ctx-size`` across its slots), otherwise the
+configured ``max_in_flight`` (default 1 for Ollama, which has no in-flight
+metric, 4 for other OpenAI-compatible servers).
+
+Failures: a connection error, a 5xx or a 429 before the first streamed event
+puts the endpoint in cooldown (5 s, doubling while it keeps failing) and the
+call is retried on another endpoint, at most ``retries`` times; the call fails
+only when every endpoint it could still try has failed it. An endpoint whose
+``/health`` answers 503 is loading a model: calls wait for it instead of
+failing. The clock and the sleep are injected so tests never wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harvey.errors import BackendError, BackendUnavailable, ConfigError
+from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent
+from harvey.llm.pool_probe import ProbeResult, probe_endpoint
+from harvey.messages import Message
+
+log = logging.getLogger(__name__)
+
+COOLDOWN = 5.0  # seconds an endpoint rests after a failure, doubled per further failure
+MAX_COOLDOWN = 120.0
+RETRIES = 2  # further endpoints a failed call is tried on
+LOADING_POLL = 1.0  # seconds between /health checks of an endpoint that is loading
+BUSY_POLL = 0.05  # seconds between looks when every endpoint's slots are taken
+DEFAULT_IN_FLIGHT = {"ollama": 1}
+OTHER_IN_FLIGHT = 4
+
+Probe = Callable[[str, str], ProbeResult]
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """One item of ``endpoints:``: a URL, and the in-flight limit when ``/slots`` is silent."""
+
+    url: str
+    max_in_flight: int | None = None
+
+
+@dataclass
+class Endpoint:
+    """One endpoint's client and the pool's bookkeeping about it."""
+
+    url: str
+    client: LLMClient
+    capacity: int
+    slot_context: int | None = None
+    health: str = "ok"  # "ok" | "loading" | "down"
+    in_flight: int = 0
+    served: int = 0
+    failures: int = 0  # consecutive
+    cooldown_until: float = 0.0
+    next_health_check: float = 0.0
+
+
+@dataclass(frozen=True)
+class EndpointStats:
+    """What ``/status``, ``harvey models`` and the map phase's note show of one endpoint."""
+
+    url: str
+    health: str
+    capacity: int
+    in_flight: int
+    served: int
+    slot_context: int | None
+
+
+@dataclass
+class _Picked:
+    endpoint: Endpoint
+    events: int = 0
+
+
+@dataclass
+class _Policy:
+    """Dispatch: ``least-in-flight`` (default) or ``round-robin`` (the benchmarks' baseline)."""
+
+    name: str = "least-in-flight"
+    turn: int = 0
+    sticky: threading.local = field(default_factory=threading.local)
+
+
+class PooledClient:
+    """Several endpoints of one model behind the ``LLMClient`` protocol."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint],
+        *,
+        backend: str,
+        model: str,
+        retries: int = RETRIES,
+        cooldown: float = COOLDOWN,
+        policy: str = "least-in-flight",
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        probe: Probe | None = None,
+    ) -> None:
+        if not endpoints:
+            raise ConfigError("an endpoint pool needs at least one endpoint")
+        self.endpoints = list(endpoints)
+        self.backend = backend
+        self.model = model
+        self.endpoint = self.endpoints[0].url
+        self.retries = retries
+        self.cooldown = cooldown
+        self._policy = _Policy(policy)
+        self._clock = clock
+        self._sleep = sleep
+        self._probe = probe or probe_endpoint
+        self._cond = threading.Condition()
+
+    # --- the LLMClient protocol ------------------------------------------------
+
+    def stream_chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]:
+        tried: list[Endpoint] = []
+        errors: list[str] = []
+        for _attempt in range(1 + max(0, self.retries)):
+            picked = self._acquire(tried, errors)
+            try:
+                for event in picked.endpoint.client.stream_chat(messages, tools):
+                    picked.events += 1
+                    yield event
+            except BackendError as exc:
+                if picked.events or not exc.transient:
+                    self._release(picked.endpoint, ok=not exc.transient)
+                    raise
+                self._release(picked.endpoint, ok=False)
+                tried.append(picked.endpoint)
+                errors.append(f"{picked.endpoint.url}: {exc}")
+                log.info(
+                    "endpoint %s failed a call, retrying elsewhere: %s", picked.endpoint.url, exc
+                )
+                continue
+            except BaseException:  # cancelled or closed early: not the endpoint's fault
+                self._release(picked.endpoint, ok=True)
+                raise
+            self._release(picked.endpoint, ok=True)
+            return
+        raise BackendUnavailable(_all_failed(errors))
+
+    def capabilities(self) -> ModelCapabilities:
+        """The smallest window of the pool: a prompt must fit whichever endpoint gets it."""
+        caps = [self._caps(e) for e in self.endpoints if e.health != "refused"]
+        smallest = min(caps, key=lambda c: c.context_window)
+        return smallest
+
+    def list_models(self) -> list[str]:
+        errors: list[str] = []
+        for ep in self.endpoints:
+            try:
+                return ep.client.list_models()
+            except BackendError as exc:
+                errors.append(f"{ep.url}: {exc}")
+        raise BackendUnavailable(_all_failed(errors))
+
+    def with_model(self, model: str) -> PooledClient:
+        copies = [
+            Endpoint(e.url, e.client.with_model(model), e.capacity, e.slot_context, e.health)
+            for e in self.endpoints
+        ]
+        return PooledClient(
+            copies,
+            backend=self.backend,
+            model=model,
+            retries=self.retries,
+            cooldown=self.cooldown,
+            policy=self._policy.name,
+            clock=self._clock,
+            sleep=self._sleep,
+            probe=self._probe,
+        )
+
+    def close(self) -> None:
+        for ep in self.endpoints:
+            try:
+                ep.client.close()
+            except Exception as exc:  # one endpoint's close never keeps the others open
+                log.debug("could not close %s: %s", ep.url, exc)
+
+    # --- the hook the map phase, /status and `harvey models` read ---------------
+
+    @property
+    def total_capacity(self) -> int:
+        """Calls the pool can serve at once: the map phase keeps this many in flight."""
+        return sum(e.capacity for e in self.endpoints if e.health != "refused")
+
+    def stats(self) -> list[EndpointStats]:
+        with self._cond:
+            now = self._clock()
+            return [
+                EndpointStats(
+                    e.url,
+                    "cooling down" if e.cooldown_until > now else e.health,
+                    e.capacity,
+                    e.in_flight,
+                    e.served,
+                    e.slot_context,
+                )
+                for e in self.endpoints
+            ]
+
+    # --- dispatch ---------------------------------------------------------------
+
+    def _caps(self, ep: Endpoint) -> ModelCapabilities:
+        if ep.slot_context is not None:
+            return ModelCapabilities(ep.slot_context, True, f"server (/slots n_ctx, {ep.url})")
+        return ep.client.capabilities()
+
+    def _acquire(self, tried: Sequence[Endpoint], errors: list[str]) -> _Picked:
+        """Wait for an endpoint this call has not tried that is up, not cooling and not full."""
+        while True:
+            wait: float | None = None
+            with self._cond:
+                now = self._clock()
+                candidates = [e for e in self.endpoints if e not in tried and e.health != "refused"]
+                if not candidates:
+                    raise BackendUnavailable(_all_failed(errors))
+                chosen = self._choose(candidates, now)
+                if chosen is not None:
+                    chosen.in_flight += 1
+                    self._policy.sticky.endpoint = chosen
+                    return _Picked(chosen)
+                resting = [e for e in candidates if e.cooldown_until > now or e.health == "loading"]
+                if len(resting) < len(candidates):
+                    self._cond.wait(BUSY_POLL)  # some endpoint is only full: a release wakes us
+                    continue
+                wake = min(self._wake_time(e, now) for e in resting)
+                wait = max(0.0, wake - now)
+            self._sleep(wait)
+            self._recheck_loading()
+
+    def _wake_time(self, ep: Endpoint, now: float) -> float:
+        if ep.health == "loading":
+            return max(now, ep.next_health_check)
+        return ep.cooldown_until
+
+    def _choose(self, candidates: list[Endpoint], now: float) -> Endpoint | None:
+        ready = [
+            e
+            for e in candidates
+            if e.health == "ok" and e.cooldown_until <= now and e.in_flight < e.capacity
+        ]
+        policy = self._policy
+        if policy.name == "round-robin":
+            ordered = candidates
+            pick = ordered[policy.turn % len(ordered)]
+            if pick in ready:
+                policy.turn += 1
+                return pick
+            if pick.cooldown_until > now or pick.health != "ok":
+                policy.turn += 1  # skip a resting endpoint rather than wait for it
+            return None
+        if not ready:
+            return None
+        last = getattr(policy.sticky, "endpoint", None)
+        if last in ready:
+            return last
+        fewest = min(e.in_flight for e in ready)
+        tied = [e for e in ready if e.in_flight == fewest]
+        pick = tied[policy.turn % len(tied)]
+        policy.turn += 1
+        return pick
+
+    def _release(self, ep: Endpoint, *, ok: bool) -> None:
+        with self._cond:
+            ep.in_flight -= 1
+            if ok:
+                ep.served += 1
+                ep.failures = 0
+            else:
+                delay = min(MAX_COOLDOWN, self.cooldown * (2**ep.failures))
+                ep.failures += 1
+                ep.cooldown_until = self._clock() + delay
+                if getattr(self._policy.sticky, "endpoint", None) is ep:
+                    self._policy.sticky.endpoint = None
+            self._cond.notify_all()
+
+    def _recheck_loading(self) -> None:
+        """Ask ``/health`` again of the endpoints that were loading and are due a look."""
+        with self._cond:
+            now = self._clock()
+            due = [
+                e for e in self.endpoints if e.health == "loading" and e.next_health_check <= now
+            ]
+        for ep in due:
+            result = self._probe(ep.url, self.backend)
+            with self._cond:
+                if result.health == "loading":
+                    ep.next_health_check = self._clock() + LOADING_POLL
+                else:
+                    ep.health = "ok"  # down or not, the next call finds out and cools it
+                    if result.slots:
+                        ep.capacity, ep.slot_context = result.slots, result.slot_context
+                self._cond.notify_all()
+
+
+def endpoint_lines(client: object) -> list[str]:
+    """One line per endpoint of a pool (none for a single client), for ``/status`` and
+    ``harvey models``: URL, health, capacity, calls in flight and calls served."""
+    stats = client.stats() if isinstance(client, PooledClient) else []
+    return [
+        f"{s.url} — {s.health}, capacity {s.capacity}, {s.in_flight} in flight, "
+        f"{s.served} served" + (f", {s.slot_context} tokens per slot" if s.slot_context else "")
+        for s in stats
+    ]
+
+
+def _all_failed(errors: Sequence[str]) -> str:
+    if not errors:
+        return "no endpoint of the pool can take the call"
+    return f"every endpoint failed the call ({len(errors)} tried): " + "; ".join(errors)
+
+
+def build_pool(
+    specs: Sequence[EndpointSpec],
+    backend: str,
+    model: str | None,
+    make: Callable[[str, str | None], LLMClient],
+    *,
+    probe: Probe | None = None,
+    **options: Any,
+) -> PooledClient:
+    """Probe every endpoint, check they serve one model, and build the pool.
+
+    ``make(url, model)`` builds one endpoint's client through the backend table.
+    An endpoint that does not answer is kept, cooling down (it may come back);
+    one that serves another model than the others is refused with a
+    ``ConfigError``, since its answers would not be the pool model's; when none
+    answers the error says so in one line.
+    """
+    probe = probe or probe_endpoint
+    results = [(spec, probe(spec.url, backend)) for spec in specs]
+    answering = [(s, r) for s, r in results if r.health != "down"]
+    if not answering:
+        reasons = "; ".join(f"{s.url}: {r.error}" for s, r in results)
+        raise BackendUnavailable(f"none of the {len(specs)} endpoints answered — {reasons}")
+    chosen = model or _majority_model(answering)
+    for spec, result in answering:
+        if result.models and chosen not in result.models:
+            raise ConfigError(
+                f"endpoint {spec.url} serves {', '.join(result.models)}, not {chosen} like the "
+                "rest of the pool; remove it from endpoints: or point it at the same model"
+            )
+    endpoints: list[Endpoint] = []
+    for spec, result in results:
+        default = DEFAULT_IN_FLIGHT.get(backend, OTHER_IN_FLIGHT)
+        capacity = result.slots or spec.max_in_flight or default
+        ep = Endpoint(spec.url, make(spec.url, chosen), capacity, result.slot_context)
+        ep.health = "loading" if result.health == "loading" else "ok"
+        if result.health == "down":
+            log.warning("endpoint %s does not answer (%s); it rests first", spec.url, result.error)
+            ep.failures, ep.cooldown_until = 1, time.monotonic() + COOLDOWN
+        endpoints.append(ep)
+    pool = PooledClient(endpoints, backend=backend, model=chosen, probe=probe, **options)
+    if "clock" not in options:
+        return pool
+    for ep in pool.endpoints:  # a cooldown set above was on the real clock
+        if ep.cooldown_until:
+            ep.cooldown_until = pool._clock() + COOLDOWN
+    return pool
+
+
+def _majority_model(answering: Sequence[tuple[EndpointSpec, ProbeResult]]) -> str:
+    counts: dict[str, int] = {}
+    for _spec, result in answering:
+        if result.models:
+            counts[result.models[0]] = counts.get(result.models[0], 0) + 1
+    if not counts:
+        raise BackendError(
+            "no endpoint of the pool lists a model (still loading?) — set `model` in harvey.yaml"
+        )
+    return max(counts, key=lambda m: counts[m])

@@ -1,0 +1,75 @@
+"""What an endpoint of a pool says about itself before the pool sends it work.
+
+Three short GETs, none of them required: llama.cpp's ``/health`` (503 while
+the model loads), its ``/slots`` (one entry per parallel slot, each with the
+slot's ``n_ctx``), and the model list (``/v1/models`` or Ollama's
+``/api/tags``), which is how an endpoint serving another model is caught.
+Servers that lack an endpoint answer 404 or 501, which only means "unknown".
+The probe is separate from ``pool.py`` so tests can replace it with a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from harvey.llm.openai import server_root
+
+PROBE_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    health: str  # "ok" | "loading" | "down"
+    slots: int | None = None
+    slot_context: int | None = None
+    models: tuple[str, ...] | None = None
+    error: str = ""
+
+
+def _slots(data: object) -> tuple[int | None, int | None]:
+    """(how many slots, the smallest per-slot ``n_ctx``) from a ``/slots`` answer."""
+    if not isinstance(data, list) or not data:
+        return None, None
+    contexts = [s.get("n_ctx") for s in data if isinstance(s, dict)]
+    sizes = [c for c in contexts if isinstance(c, int) and c > 0]
+    return len(data), (min(sizes) if sizes else None)
+
+
+def _models(backend: str, url: str, http: httpx.Client) -> tuple[str, ...] | None:
+    try:
+        if backend == "ollama":
+            data = http.get(url.rstrip("/") + "/api/tags").json()
+            items = data.get("models") if isinstance(data, dict) else None
+            return tuple(str(m.get("name") or m.get("model")) for m in items or [])
+        response = http.get(url.rstrip("/") + "/models")
+        if response.status_code != 200:
+            return None
+        data = response.json()
+        items = data.get("data") if isinstance(data, dict) else None
+        return tuple(str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m)
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+
+
+def probe_endpoint(url: str, backend: str, timeout: float = PROBE_TIMEOUT) -> ProbeResult:
+    """Health, slots and models of one endpoint; ``down`` with the reason if unreachable."""
+    root = url.rstrip("/") if backend == "ollama" else server_root(url)
+    try:
+        with httpx.Client(timeout=timeout) as http:
+            health = http.get(root + "/health")
+            if health.status_code == 503:
+                return ProbeResult("loading")
+            slots, slot_context = None, None
+            if backend != "ollama":
+                answer = http.get(root + "/slots")
+                if answer.status_code == 200:
+                    try:
+                        slots, slot_context = _slots(answer.json())
+                    except ValueError:
+                        pass
+            return ProbeResult("ok", slots, slot_context, _models(backend, url, http))
+    except httpx.HTTPError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ProbeResult("down", error=reason)
