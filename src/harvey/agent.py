@@ -42,6 +42,7 @@ from harvey.turn_recording import TurnRecorder, TurnState
 from harvey.ui import AgentUI, HeadlessUI
 
 if TYPE_CHECKING:
+    from harvey.context.map_support import ResultCache
     from harvey.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)
@@ -321,7 +322,15 @@ class Agent:
             clients=self.clients,
             cancel=self.cancel_event,
             recorder=self.recorder,
+            results=self._stored_results if self.store is not None else None,
         )
+
+    def _stored_results(self, fresh: bool) -> ResultCache:
+        """This session's map results in sessions.db (resumable analyses)."""
+        from harvey.session.map_results import StoredResults
+
+        assert self.store is not None
+        return StoredResults(self.store, self.session_id, fresh=fresh)
 
     def _read_turn(self, state: TurnState | None) -> ReadTurn:
         """The turn in flight as ``ChunkedReads`` sees it (the session's client outside one)."""

@@ -38,7 +38,12 @@ from typing import IO
 
 from harvey.clients import Clients, find_mention
 from harvey.config import ChunkingSettings
-from harvey.context.analysis import AnalysisRecorder, ChunkAnalysisParams, run_chunked_analysis
+from harvey.context.analysis import (
+    AnalysisRecorder,
+    ChunkAnalysisParams,
+    ResultCache,
+    run_chunked_analysis,
+)
 from harvey.context.budget import file_exceeds_budget
 from harvey.context.chunking import (
     Chunk,
@@ -181,6 +186,7 @@ class ChunkedReads:
         clients: Clients,
         cancel: threading.Event,
         recorder: AnalysisRecorder | None = None,
+        results: Callable[[bool], ResultCache] | None = None,
     ) -> None:
         self.ui = ui
         self.workspace = workspace
@@ -189,6 +195,7 @@ class ChunkedReads:
         self.clients = clients
         self.cancel = cancel
         self.recorder = recorder
+        self.results = results  # fresh → the stored map results (sessions.db), or None
 
     def _turn(self, turn: ReadTurn | None) -> ReadTurn:
         return turn if turn is not None else ReadTurn(self.clients.current)
@@ -234,6 +241,7 @@ class ChunkedReads:
         turn: ReadTurn | None = None,
         alert: str | None = None,
         overrides: ChunkingSettings | None = None,
+        fresh: bool = False,
     ) -> ChunkResult:
         """Chunk ``path`` and run the map-reduce analysis: ANSWERED with the synthesis,
         or CANCELLED when the person refused more than ``max_chunks``.
@@ -288,8 +296,17 @@ class ChunkedReads:
             cancel=self.cancel,
             context_window=self.budget.capabilities(map_client).context_window,
             bytes_per_token=self.budget.bytes_per_token(map_client),
+            results=self.results(fresh) if self.results is not None else None,
         )
+        self._say_reused(result.reused, total)
         return ChunkResult(ChunkStatus.ANSWERED, result.text)
+
+    def _say_reused(self, reused: int, total: int) -> None:
+        if reused:
+            self.ui.warn(
+                f"reused {reused} of {total} map results stored by an earlier run "
+                "(harvey analyze --fresh makes every call again)"
+            )
 
     def attach_mentioned(self, text: str, turn: ReadTurn) -> Attached:
         """For models without tools: attach workspace files named in the prompt.

@@ -86,6 +86,7 @@ def analyze_once(
     *,
     auto_yes: bool,
     record: bool,
+    fresh: bool = False,
 ) -> int:
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
@@ -95,7 +96,7 @@ def analyze_once(
     runtime = open_runtime(paths, settings, ui=ui, record=record)
     try:
         agent = runtime.agent
-        result = agent.chunks.analyze(path.resolve(), instruction, overrides=options)
+        result = agent.chunks.analyze(path.resolve(), instruction, overrides=options, fresh=fresh)
         text = result.text
         if not result.answered:
             print(

@@ -97,6 +97,11 @@ def run(
     help="Ask (or need --yes) before processing more chunks than this.",
 )
 @click.option("--yes", "-y", is_flag=True, help="Proceed even beyond --max-chunks.")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Make every map call again, ignoring results an earlier run of the same analysis stored.",
+)
 @no_record_option
 @click.pass_context
 @handle_errors
@@ -114,6 +119,7 @@ def analyze(
     concurrency: int | None,
     max_chunks: int | None,
     yes: bool,
+    fresh: bool,
     no_record: bool,
 ) -> None:
     """Analyse FILE chunk by chunk (map-reduce) and print the synthesized result."""
@@ -135,6 +141,13 @@ def analyze(
     )
     sys.exit(
         analyze_once(
-            paths, settings, file, instruction, options, auto_yes=yes, record=not no_record
+            paths,
+            settings,
+            file,
+            instruction,
+            options,
+            auto_yes=yes,
+            record=not no_record,
+            fresh=fresh,
         )
     )

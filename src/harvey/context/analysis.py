@@ -31,6 +31,7 @@ from typing import Protocol, TextIO
 
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
 from harvey.context.chunking import Chunk, ChunkConfig
+from harvey.context.map_support import ResultCache, map_concurrency, pool_size, result_key
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
 from harvey.errors import Cancelled, HarveyError, SynthesisError, WorkspaceError
 from harvey.llm.base import LLMClient, chat
@@ -118,19 +119,7 @@ class AnalysisResult:
     failures: list[int]
     levels: int
     partials: list[str]
-
-
-def pool_size(client: LLMClient) -> int | None:
-    """How many endpoints serve ``client`` when it is an endpoint pool, else ``None``."""
-    stats = getattr(client, "stats", None)
-    return len(stats()) if callable(stats) else None
-
-
-def map_concurrency(client: LLMClient, configured: int) -> int:
-    """Calls to keep in flight: a pool's total capacity when larger than ``configured``,
-    so every slot of every endpoint has work (the pool queues what exceeds a slot)."""
-    capacity = getattr(client, "total_capacity", None)
-    return max(configured, capacity) if isinstance(capacity, int) else configured
+    reused: int = 0  # map results taken from an earlier run instead of a call
 
 
 def _first_line(exc: BaseException) -> str:
@@ -200,8 +189,12 @@ class _Analysis:
         synthesis_client: LLMClient,
         context_window: int | None,
         bytes_per_token: float,
+        results: ResultCache | None = None,
     ) -> None:
         self.client = client
+        self.results = results
+        self.reused = 0
+        self._called: list[tuple[int, str]] = []  # call j of the map phase → (chunk, key)
         self.params = params
         self.recorder = recorder
         self.progress = progress
@@ -213,13 +206,21 @@ class _Analysis:
         self.bytes_per_token = bytes_per_token
         self.levels = 0
 
-    def _prompts(self, n: int) -> Iterator[str]:
-        """The map prompts, made one by one as call slots free up."""
+    def _prompts(self, n: int, reuse: Callable[[int, str], None]) -> Iterator[str]:
+        """The map prompts, made one by one as call slots free up; a chunk whose result
+        is stored goes to ``reuse`` instead and costs no call."""
         i = -1
         for i, chunk in enumerate(self.params.chunks):
             if i >= n:
                 break
             text = chunk.text if isinstance(chunk, Chunk) else chunk
+            key = result_key(self.client.model, self.params, i + 1, n, text)
+            stored = self.results.get(key) if self.results is not None else None
+            if stored is not None:
+                self.reused += 1
+                reuse(i, stored)
+                continue
+            self._called.append((i, key))
             yield map_prompt(self.params.instruction, i + 1, n, text)
         if i + 1 != n:  # a streamed file that changed between the count and the map
             raise WorkspaceError(
@@ -252,15 +253,30 @@ class _Analysis:
                     statuses.pop(recorded)
                 recorded += 1
 
+        def called(j: int, text: str | None, err: BaseException | None) -> None:
+            i, key = self._called[j]
+            if err is None:
+                self._keep(key, text or "")
+            done(i, text, err)
+
+        def reuse(i: int, text: str) -> None:
+            self.progress.chunk_started(i + 1, n)
+            done(i, text, None)
+
         _run_bounded(
             self.client,
-            self._prompts(n),
+            self._prompts(n, reuse),
             map_concurrency(self.client, self.params.config.concurrency),
             self.cancel,
-            lambda i: self.progress.chunk_started(i + 1, n),
-            done,
+            lambda j: self.progress.chunk_started(self._called[j][0] + 1, n),
+            called,
         )
         return [p or "" for p in partials], sorted(failures)
+
+    def _keep(self, key: str, text: str) -> None:
+        """Store one map result as soon as it arrives, so a killed run loses no finished call."""
+        if self.results is not None:
+            self.results.put(key, self.client.model, text)
 
     def _fits(self, partials: Sequence[str]) -> bool:
         if self.context_window is None:
@@ -357,7 +373,13 @@ class _Analysis:
         finally:
             self.progress.close()
         self._note("ok")
-        return AnalysisResult(text=text, failures=failures, levels=self.levels, partials=partials)
+        return AnalysisResult(
+            text=text,
+            failures=failures,
+            levels=self.levels,
+            partials=partials,
+            reused=self.reused,
+        )
 
 
 def run_chunked_analysis(
@@ -370,6 +392,7 @@ def run_chunked_analysis(
     synthesis_client: LLMClient | None = None,
     context_window: int | None = None,
     bytes_per_token: float = BYTES_PER_TOKEN,
+    results: ResultCache | None = None,
 ) -> AnalysisResult:
     """Map every chunk through ``client``, then synthesize; returns an ``AnalysisResult``.
 
@@ -395,6 +418,7 @@ def run_chunked_analysis(
         synthesis_client if synthesis_client is not None else client,
         context_window,
         bytes_per_token,
+        results,
     )
     return analysis.run()
 
@@ -404,8 +428,10 @@ __all__ = [
     "AnalysisResult",
     "ChunkAnalysisParams",
     "NullProgress",
+    "ResultCache",
     "SynthesisError",
     "map_prompt",
     "reduce_prompt",
+    "result_key",
     "run_chunked_analysis",
 ]

@@ -12,6 +12,8 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from harvey.session import map_results
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -104,6 +106,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("m002_calibration", _m002_calibration),
     ("m003_message_name", _m003_message_name),
     ("m004_calibration_samples", _m004_calibration_samples),
+    ("m005_map_results", map_results.migration),  # resumable analyses (issue 14)
 ]
 
 

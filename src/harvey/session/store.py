@@ -25,6 +25,7 @@ from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
 from harvey.private import create_private_file, make_private_dirs, tighten_database
 from harvey.redact import redact, redact_data
+from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
 from harvey.tools.todo import Todo
 
@@ -78,7 +79,7 @@ class SessionInfo:
     message_count: int = 0
 
 
-class SessionStore:
+class SessionStore(MapResultsMixin):
     """All access to sessions.db. Thread-safe through one lock per store."""
 
     def __init__(self, path: Path) -> None:
@@ -205,11 +206,15 @@ class SessionStore:
         with self._lock:
             if self._reserved.pop(session_id, None) is not None:
                 return False  # never written: nothing to remove
-        empty = "id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)"
-        if not self._query(f"SELECT 1 FROM sessions WHERE {empty}", (session_id, session_id)):
+        empty = (  # stored map results are kept: they are what a rerun resumes from
+            "id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM map_results WHERE session_id = ?)"
+        )
+        ids = (session_id, session_id, session_id)
+        if not self._query(f"SELECT 1 FROM sessions WHERE {empty}", ids):
             return False
         with self._tx() as db:
-            cur = db.execute(f"DELETE FROM sessions WHERE {empty}", (session_id, session_id))
+            cur = db.execute(f"DELETE FROM sessions WHERE {empty}", ids)
         return cur.rowcount > 0
 
     def _info(self, row: sqlite3.Row) -> SessionInfo:

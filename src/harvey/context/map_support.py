@@ -1,0 +1,58 @@
+"""What the map phase asks of stored results and of an endpoint pool.
+
+Kept apart from ``analysis.py`` (the engine) so the engine reads as map, then
+reduce: the key a stored result is found by, the cache protocol sessions.db
+implements (``harvey.session.map_results.StoredResults``), and the two
+questions put to a client that may be a ``PooledClient`` — how many calls to
+keep in flight and how many endpoints serve it (for the ``[[chunk:]]`` note).
+Clients are asked by attribute, so this module never imports the pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from harvey.context.analysis import ChunkAnalysisParams
+    from harvey.llm.base import LLMClient
+
+
+class ResultCache(Protocol):
+    """Where map results are kept between runs (``harvey.session.map_results.StoredResults``)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, model: str, text: str) -> None: ...
+
+
+def result_key(model: str, params: ChunkAnalysisParams, index: int, total: int, text: str) -> str:
+    """The stored-result key of one map call: a hash of everything its prompt is made of
+    (and the chunking that produced the chunk), so a changed file, instruction, model or
+    chunk size never reuses a result made for another prompt."""
+    cfg = params.config
+    parts = [
+        model,
+        params.instruction,
+        hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+        index,
+        total,
+        params.boundary,
+        cfg.chunk_size_bytes,
+        cfg.overlap,
+    ]
+    return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def pool_size(client: LLMClient) -> int | None:
+    """How many endpoints serve ``client`` when it is an endpoint pool, else ``None``."""
+    stats = getattr(client, "stats", None)
+    return len(stats()) if callable(stats) else None
+
+
+def map_concurrency(client: LLMClient, configured: int) -> int:
+    """Calls to keep in flight: a pool's total capacity when larger than ``configured``,
+    so every slot of every endpoint has work (the pool queues what exceeds a slot)."""
+    capacity = getattr(client, "total_capacity", None)
+    return max(configured, capacity) if isinstance(capacity, int) else configured
