@@ -223,3 +223,27 @@ def test_every_chunk_completes_when_an_endpoint_dies_mid_run(
     assert victim.dead and sum(s.calls for s in servers[1:]) >= 40 - victim.calls
     assert max(s.max_seen_in_flight for s in servers) <= 2  # never more than the slots
     pool.close()
+
+
+def test_an_endpoint_down_at_start_is_checked_before_its_first_call() -> None:
+    from harvey.llm.pool_probe import ProbeResult, probe_endpoint
+
+    clock = FakeClock()
+    with FakeLlamaCpp(default_reply="good") as a, FakeLlamaCpp(models=["other"]) as b:
+        first_look: set[str] = set()
+
+        def probe(url: str, backend: str) -> ProbeResult:
+            if url == b.url and url not in first_look:
+                first_look.add(url)
+                return ProbeResult("down", error="connection refused")
+            return probe_endpoint(url, backend)
+
+        specs = [EndpointSpec(a.url), EndpointSpec(b.url)]
+        pool = build_pool(specs, "openai", None, _make, probe=probe, clock=clock, sleep=clock.sleep)
+        assert pool.model == "fake-model"
+        clock.now += 2 * COOLDOWN  # b's rest is over: the next calls may pick it
+        assert _in_threads(pool, 4) == ["good"] * 4
+        assert b.calls == 0  # it serves another model: refused, never sent a chat
+        assert pool.stats()[1].health == "refused"
+        assert pool.capabilities().context_window == 4096
+        pool.close()

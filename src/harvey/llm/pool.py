@@ -64,7 +64,8 @@ class Endpoint:
     client: LLMClient
     capacity: int
     slot_context: int | None = None
-    health: str = "ok"  # "ok" | "loading" | "down"
+    health: str = "ok"  # "ok" | "loading" | "refused" (serves another model)
+    verified: bool = True  # False: it did not answer at start, its model is still unchecked
     in_flight: int = 0
     served: int = 0
     failures: int = 0  # consecutive
@@ -140,6 +141,10 @@ class PooledClient:
         errors: list[str] = []
         for _attempt in range(1 + max(0, self.retries)):
             picked = self._acquire(tried, errors)
+            if not picked.endpoint.verified and not self._verify(picked.endpoint, errors):
+                self._release(picked.endpoint, ok=False)
+                tried.append(picked.endpoint)
+                continue
             try:
                 for event in picked.endpoint.client.stream_chat(messages, tools):
                     picked.events += 1
@@ -214,7 +219,7 @@ class PooledClient:
             return [
                 EndpointStats(
                     e.url,
-                    "cooling down" if e.cooldown_until > now else e.health,
+                    "cooling down" if e.cooldown_until > now and e.health == "ok" else e.health,
                     e.capacity,
                     e.in_flight,
                     e.served,
@@ -252,6 +257,30 @@ class PooledClient:
                 wait = max(0.0, wake - now)
             self._sleep(wait)
             self._recheck_loading()
+
+    def _verify(self, ep: Endpoint, errors: list[str]) -> bool:
+        """Check an endpoint that was down at start before its first call: it must serve
+        the pool's model (else it is refused for good, with a warning) and its slots
+        give its capacity."""
+        result = self._probe(ep.url, self.backend)
+        if result.health == "down":
+            errors.append(f"{ep.url}: {result.error}")
+            return False
+        with self._cond:
+            if result.models and self.model not in result.models:
+                ep.health = "refused"
+                log.warning(
+                    "endpoint %s serves %s, not %s like the rest of the pool: not used",
+                    ep.url,
+                    ", ".join(result.models),
+                    self.model,
+                )
+                errors.append(f"{ep.url}: serves another model")
+                return False
+            ep.verified = True
+            if result.slots:
+                ep.capacity, ep.slot_context = result.slots, result.slot_context
+        return True
 
     def _wake_time(self, ep: Endpoint, now: float) -> float:
         if ep.health == "loading":
@@ -374,6 +403,7 @@ def build_pool(
         if result.health == "down":
             log.warning("endpoint %s does not answer (%s); it rests first", spec.url, result.error)
             ep.failures, ep.cooldown_until = 1, time.monotonic() + COOLDOWN
+            ep.verified = False
         endpoints.append(ep)
     pool = PooledClient(endpoints, backend=backend, model=chosen, probe=probe, **options)
     if "clock" not in options:
