@@ -44,7 +44,8 @@ from harvey.context.chunking import ChunkConfig
 from harvey.context.progress import NullProgress
 from harvey.llm.base import LLMClient
 from harvey.llm.openai import OpenAIClient
-from harvey.llm.pool import EndpointSpec, build_pool
+from harvey.llm.pool import EndpointSpec
+from harvey.llm.pool_setup import build_pool
 
 CHUNK_TEXT = "The committee met on Tuesday to review the quarterly figures. " * 20
 

@@ -14,7 +14,8 @@ from harvey.context.progress import NullProgress
 from harvey.errors import BackendUnavailable, ConfigError
 from harvey.llm.base import LLMClient, chat
 from harvey.llm.openai import OpenAIClient
-from harvey.llm.pool import COOLDOWN, EndpointSpec, PooledClient, build_pool
+from harvey.llm.pool import COOLDOWN, EndpointSpec, PooledClient
+from harvey.llm.pool_setup import build_pool
 from harvey.messages import Message
 from tests.fakes.base import HTTPFailure
 from tests.fakes.llamacpp import FakeLlamaCpp

@@ -8,7 +8,8 @@ from harvey.config import RouteSettings, Settings
 from harvey.errors import ConfigError
 from harvey.llm.factory import make_client, make_route_client
 from harvey.llm.openai import OpenAIClient
-from harvey.llm.pool import PooledClient, endpoint_lines
+from harvey.llm.pool import PooledClient
+from harvey.llm.pool_setup import endpoint_lines
 from tests.fakes.llamacpp import FakeLlamaCpp
 
 

@@ -35,7 +35,7 @@ def models(
         endpoints=endpoints or None,
     )
     _paths, settings = load(opts.pop("workspace"), **opts)
-    from harvey.llm.pool import endpoint_lines
+    from harvey.llm.pool_setup import endpoint_lines
 
     client = make_client(settings)
     try:

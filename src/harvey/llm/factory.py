@@ -121,7 +121,8 @@ def _pool(
 ) -> LLMClient:
     """A ``PooledClient`` over ``endpoints``; each endpoint's client comes from the table,
     without retries of its own (the pool retries a failed call on another endpoint)."""
-    from harvey.llm.pool import EndpointSpec, build_pool
+    from harvey.llm.pool import EndpointSpec
+    from harvey.llm.pool_setup import build_pool
 
     backend = settings.backend
     if backend == AUTO:

@@ -42,8 +42,6 @@ MAX_COOLDOWN = 120.0
 RETRIES = 2  # further endpoints a failed call is tried on
 LOADING_POLL = 1.0  # seconds between /health checks of an endpoint that is loading
 BUSY_POLL = 0.05  # seconds between looks when every endpoint's slots are taken
-DEFAULT_IN_FLIGHT = {"ollama": 1}
-OTHER_IN_FLIGHT = 4
 
 Probe = Callable[[str, str], ProbeResult]
 
@@ -165,7 +163,7 @@ class PooledClient:
                 raise
             self._release(picked.endpoint, ok=True)
             return
-        raise BackendUnavailable(_all_failed(errors))
+        raise BackendUnavailable(all_failed(errors))
 
     def capabilities(self) -> ModelCapabilities:
         """The smallest window of the pool: a prompt must fit whichever endpoint gets it."""
@@ -180,7 +178,7 @@ class PooledClient:
                 return ep.client.list_models()
             except BackendError as exc:
                 errors.append(f"{ep.url}: {exc}")
-        raise BackendUnavailable(_all_failed(errors))
+        raise BackendUnavailable(all_failed(errors))
 
     def with_model(self, model: str) -> PooledClient:
         copies = [
@@ -243,7 +241,7 @@ class PooledClient:
                 now = self._clock()
                 candidates = [e for e in self.endpoints if e not in tried and e.health != "refused"]
                 if not candidates:
-                    raise BackendUnavailable(_all_failed(errors))
+                    raise BackendUnavailable(all_failed(errors))
                 chosen = self._choose(candidates, now)
                 if chosen is not None:
                     chosen.in_flight += 1
@@ -347,80 +345,7 @@ class PooledClient:
                 self._cond.notify_all()
 
 
-def endpoint_lines(client: object) -> list[str]:
-    """One line per endpoint of a pool (none for a single client), for ``/status`` and
-    ``harvey models``: URL, health, capacity, calls in flight and calls served."""
-    stats = client.stats() if isinstance(client, PooledClient) else []
-    return [
-        f"{s.url} — {s.health}, capacity {s.capacity}, {s.in_flight} in flight, "
-        f"{s.served} served" + (f", {s.slot_context} tokens per slot" if s.slot_context else "")
-        for s in stats
-    ]
-
-
-def _all_failed(errors: Sequence[str]) -> str:
+def all_failed(errors: Sequence[str]) -> str:
     if not errors:
         return "no endpoint of the pool can take the call"
     return f"every endpoint failed the call ({len(errors)} tried): " + "; ".join(errors)
-
-
-def build_pool(
-    specs: Sequence[EndpointSpec],
-    backend: str,
-    model: str | None,
-    make: Callable[[str, str | None], LLMClient],
-    *,
-    probe: Probe | None = None,
-    **options: Any,
-) -> PooledClient:
-    """Probe every endpoint, check they serve one model, and build the pool.
-
-    ``make(url, model)`` builds one endpoint's client through the backend table.
-    An endpoint that does not answer is kept, cooling down (it may come back);
-    one that serves another model than the others is refused with a
-    ``ConfigError``, since its answers would not be the pool model's; when none
-    answers the error says so in one line.
-    """
-    probe = probe or probe_endpoint
-    results = [(spec, probe(spec.url, backend)) for spec in specs]
-    answering = [(s, r) for s, r in results if r.health != "down"]
-    if not answering:
-        reasons = "; ".join(f"{s.url}: {r.error}" for s, r in results)
-        raise BackendUnavailable(f"none of the {len(specs)} endpoints answered — {reasons}")
-    chosen = model or _majority_model(answering)
-    for spec, result in answering:
-        if result.models and chosen not in result.models:
-            raise ConfigError(
-                f"endpoint {spec.url} serves {', '.join(result.models)}, not {chosen} like the "
-                "rest of the pool; remove it from endpoints: or point it at the same model"
-            )
-    endpoints: list[Endpoint] = []
-    for spec, result in results:
-        default = DEFAULT_IN_FLIGHT.get(backend, OTHER_IN_FLIGHT)
-        capacity = result.slots or spec.max_in_flight or default
-        ep = Endpoint(spec.url, make(spec.url, chosen), capacity, result.slot_context)
-        ep.health = "loading" if result.health == "loading" else "ok"
-        if result.health == "down":
-            log.warning("endpoint %s does not answer (%s); it rests first", spec.url, result.error)
-            ep.failures, ep.cooldown_until = 1, time.monotonic() + COOLDOWN
-            ep.verified = False
-        endpoints.append(ep)
-    pool = PooledClient(endpoints, backend=backend, model=chosen, probe=probe, **options)
-    if "clock" not in options:
-        return pool
-    for ep in pool.endpoints:  # a cooldown set above was on the real clock
-        if ep.cooldown_until:
-            ep.cooldown_until = pool._clock() + COOLDOWN
-    return pool
-
-
-def _majority_model(answering: Sequence[tuple[EndpointSpec, ProbeResult]]) -> str:
-    counts: dict[str, int] = {}
-    for _spec, result in answering:
-        if result.models:
-            counts[result.models[0]] = counts.get(result.models[0], 0) + 1
-    if not counts:
-        raise BackendError(
-            "no endpoint of the pool lists a model (still loading?) — set `model` in harvey.yaml"
-        )
-    return max(counts, key=lambda m: counts[m])

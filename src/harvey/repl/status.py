@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harvey.llm.pool import endpoint_lines
+from harvey.llm.pool_setup import endpoint_lines
 from harvey.tools.sandbox import detect
 
 if TYPE_CHECKING:
