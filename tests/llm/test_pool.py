@@ -11,7 +11,7 @@ import pytest
 from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.chunking import ChunkConfig
 from harvey.context.progress import NullProgress
-from harvey.errors import BackendUnavailable, ConfigError
+from harvey.errors import BackendUnavailable, ConfigError, SynthesisError
 from harvey.llm.base import LLMClient, chat
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.pool import COOLDOWN, EndpointSpec, PooledClient
@@ -248,3 +248,23 @@ def test_an_endpoint_down_at_start_is_checked_before_its_first_call() -> None:
         assert pool.stats()[1].health == "refused"
         assert pool.capabilities().context_window == 4096
         pool.close()
+
+
+def test_a_dead_pool_fails_its_chunks_without_waiting_out_every_cooldown() -> None:
+    clock = FakeClock()
+    a, b = FakeLlamaCpp().start(), FakeLlamaCpp().start()
+    pool = _pool([a, b], clock)
+    a.kill()
+    b.kill()
+    params = ChunkAnalysisParams(
+        filename="doc.md",
+        chunks=[f"chunk {i}" for i in range(12)],
+        instruction="summarise",
+        model=pool.model,
+        config=ChunkConfig(concurrency=1),
+    )
+    with pytest.raises(SynthesisError, match="every endpoint failed"):
+        run_chunked_analysis(pool, params, progress=NullProgress())
+    # at most one cooldown is waited out before the pool counts as down
+    assert sum(clock.slept) <= 2 * COOLDOWN
+    pool.close()

@@ -251,10 +251,23 @@ class PooledClient:
                 if len(resting) < len(candidates):
                     self._cond.wait(BUSY_POLL)  # some endpoint is only full: a release wakes us
                     continue
+                if self._looks_dead(resting):
+                    raise BackendUnavailable(all_failed(errors or self._failing(resting)))
                 wake = min(self._wake_time(e, now) for e in resting)
                 wait = max(0.0, wake - now)
             self._sleep(wait)
             self._recheck_loading()
+
+    @staticmethod
+    def _looks_dead(resting: Sequence[Endpoint]) -> bool:
+        """Whether waiting out the cooldowns is pointless: every endpoint left is resting
+        after failing at least twice in a row (none loading). Then the call fails now,
+        rather than each chunk waiting out doubled cooldowns while the whole pool is down."""
+        return all(e.health != "loading" and e.failures >= 2 for e in resting)
+
+    @staticmethod
+    def _failing(resting: Sequence[Endpoint]) -> list[str]:
+        return [f"{e.url}: failing ({e.failures} times in a row)" for e in resting]
 
     def _verify(self, ep: Endpoint, errors: list[str]) -> bool:
         """Check an endpoint that was down at start before its first call: it must serve

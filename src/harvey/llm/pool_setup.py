@@ -67,24 +67,19 @@ def build_pool(
                 f"endpoint {spec.url} serves {', '.join(result.models)}, not {chosen} like the "
                 "rest of the pool; remove it from endpoints: or point it at the same model"
             )
+    clock: Callable[[], float] = options.get("clock", time.monotonic)
     endpoints: list[Endpoint] = []
     for spec, result in results:
         default = DEFAULT_IN_FLIGHT.get(backend, OTHER_IN_FLIGHT)
         capacity = result.slots or spec.max_in_flight or default
         ep = Endpoint(spec.url, make(spec.url, chosen), capacity, result.slot_context)
         ep.health = "loading" if result.health == "loading" else "ok"
+        ep.verified = result.health == "ok"  # the others' model is checked before use
         if result.health == "down":
             log.warning("endpoint %s does not answer (%s); it rests first", spec.url, result.error)
-            ep.failures, ep.cooldown_until = 1, time.monotonic() + COOLDOWN
-            ep.verified = False
+            ep.failures, ep.cooldown_until = 1, clock() + options.get("cooldown", COOLDOWN)
         endpoints.append(ep)
-    pool = PooledClient(endpoints, backend=backend, model=chosen, probe=probe, **options)
-    if "clock" not in options:
-        return pool
-    for ep in pool.endpoints:  # a cooldown set above was on the real clock
-        if ep.cooldown_until:
-            ep.cooldown_until = pool._clock() + COOLDOWN
-    return pool
+    return PooledClient(endpoints, backend=backend, model=chosen, probe=probe, **options)
 
 
 def _majority_model(answering: Sequence[tuple[EndpointSpec, ProbeResult]]) -> str:
