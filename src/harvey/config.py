@@ -435,14 +435,13 @@ def load_settings(
     data, text = load_file(paths.config_file)
     settings = validate(data, paths.config_file, text)
     merged = settings.model_dump(exclude_unset=True)
-    for var, key in ENV_KEYS.items():
-        if env.get(var):
-            merged[key] = env[var]
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            merged[key] = value
-            if key in _INSTEAD_OF:  # --endpoint replaces base_url, --base-url endpoints
-                merged.pop(_INSTEAD_OF[key], None)
+    layers = [{key: env[var] for var, key in ENV_KEYS.items() if env.get(var)}, overrides or {}]
+    for layer in layers:
+        for key, value in layer.items():
+            if value is not None:
+                merged[key] = value
+                if key in _INSTEAD_OF:  # --endpoint replaces base_url, --base-url endpoints
+                    merged.pop(_INSTEAD_OF[key], None)
     return validate(merged, "command line/environment")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harvey.config import RouteSettings, Settings
@@ -50,3 +52,16 @@ def test_endpoints_and_base_url_are_exclusive() -> None:
         RouteSettings(name="r", base_url="http://127.0.0.1:9", endpoints=["http://127.0.0.1:8"])
     with pytest.raises(ValueError, match="http:// or https://"):
         Settings(endpoints=["ftp://x"])
+
+
+def test_a_later_layer_replaces_the_other_way_to_the_server(tmp_path: Path) -> None:
+    from harvey.config import load_settings, resolve_paths
+
+    (tmp_path / "harvey.yaml").write_text("endpoints: [http://127.0.0.1:8/v1]\n")
+    paths = resolve_paths(tmp_path)
+    by_env = load_settings(paths, env={"HARVEY_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert (by_env.base_url, by_env.endpoints) == ("http://127.0.0.1:9/v1", [])
+    (tmp_path / "harvey.yaml").write_text("base_url: http://127.0.0.1:9/v1\n")
+    by_flag = load_settings(paths, {"endpoints": ["http://127.0.0.1:7/v1"]}, env={})
+    assert by_flag.base_url is None
+    assert [e.url for e in by_flag.endpoints] == ["http://127.0.0.1:7/v1"]
