@@ -59,6 +59,8 @@ class Runtime:
             self.recorder.close()
         self._discard_if_empty()
         self.agent.clients.close()
+        for provider in self.agent.turn_context:
+            provider.close()
         self.store.close()
 
     def _discard_if_empty(self) -> None:
@@ -216,6 +218,10 @@ def _assemble(
         budget=budget,
     )
     agent.load_history(history, stored=imported is None)
+    if settings.rag.active:  # a missing or broken store is an error before the first turn
+        from harvey.knowledge.retrieval import Retrieval
+
+        agent.turn_context.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
     if resumed and plan_writer is not None:
         todos = store.get_todos(session_id)
         if todos:

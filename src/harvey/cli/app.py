@@ -14,7 +14,14 @@ import click
 
 from harvey.cli.doctor import confinement
 from harvey.cli.errors import handle_errors
-from harvey.cli.options import load, model_options, no_record_option, workspace_option
+from harvey.cli.options import (
+    load,
+    model_options,
+    no_record_option,
+    rag_option,
+    with_rag,
+    workspace_option,
+)
 from harvey.errors import UsageError
 from harvey.inputs import check_input_file
 
@@ -69,6 +76,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     help="Resume the conversation recorded in a .spmd session file.",
 )
 @no_record_option
+@rag_option
 @click.pass_context
 @handle_errors
 def main(
@@ -80,6 +88,7 @@ def main(
     continue_: bool,
     continue_file: Path | None,
     no_record: bool,
+    rag_store: str | None,
 ) -> None:
     """Harvey: a terminal LLM agent for the documents and code in a workspace.
 
@@ -91,7 +100,9 @@ def main(
     """
     skip_httpx_cli()
     ctx.ensure_object(dict)
-    ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
+    ctx.obj.update(
+        workspace=workspace, backend=backend, base_url=base_url, model=model, rag_store=rag_store
+    )
     if ctx.invoked_subcommand is not None:
         return
     if continue_ and continue_file:
@@ -99,6 +110,7 @@ def main(
     if continue_file is not None:  # before anything is created (a tty makes HARVEY_HOME)
         check_input_file(continue_file, "session file")
     paths, settings = load(workspace, backend=backend, base_url=base_url, model=model)
+    settings = with_rag(settings, rag_store)
     from harvey.repl import run_repl
 
     sys.exit(

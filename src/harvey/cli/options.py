@@ -55,6 +55,26 @@ def no_record_option(func: F) -> F:
     )
 
 
+def rag_option(func: F) -> F:
+    return click.option(
+        "--rag",
+        "rag_store",
+        default=None,
+        metavar="NAME",
+        help="Retrieve passages from knowledge store NAME into every turn (rag.active).",
+    )(func)
+
+
+def with_rag(settings: Settings, name: str | None) -> Settings:
+    """``settings`` with ``rag.active`` set to ``name`` (a checked store name), if given."""
+    if not name:
+        return settings
+    from harvey.knowledge.store import check_name
+
+    rag = settings.rag.model_copy(update={"active": check_name(name)})
+    return settings.model_copy(update={"rag": rag})
+
+
 def inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
     """The command's own option values, each falling back to the one given before it."""
     parent = ctx.find_object(dict) or {}
