@@ -55,6 +55,13 @@ def no_record_option(func: F) -> F:
     )
 
 
+def with_rag(settings: Settings, name: str | None) -> Settings:
+    """``settings`` with ``rag.active`` set to ``name`` (checked), if given."""
+    from harvey.knowledge.store import with_active
+
+    return with_active(settings, name)
+
+
 def rag_option(func: F) -> F:
     return click.option(
         "--rag",
@@ -63,16 +70,6 @@ def rag_option(func: F) -> F:
         metavar="NAME",
         help="Retrieve passages from knowledge store NAME into every turn (rag.active).",
     )(func)
-
-
-def with_rag(settings: Settings, name: str | None) -> Settings:
-    """``settings`` with ``rag.active`` set to ``name`` (a checked store name), if given."""
-    if not name:
-        return settings
-    from harvey.knowledge.store import check_name
-
-    rag = settings.rag.model_copy(update={"active": check_name(name)})
-    return settings.model_copy(update={"rag": rag})
 
 
 def inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:

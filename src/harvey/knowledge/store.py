@@ -24,8 +24,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.errors import KnowledgeError, UsageError
+
+if TYPE_CHECKING:
+    from harvey.config import Settings
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SCHEMA_VERSION = 1
@@ -58,6 +62,14 @@ def check_name(name: str) -> str:
             f"bad store name {name!r}: use 1-64 letters, digits, '_' or '-' (e.g. notes)"
         )
     return name
+
+
+def with_active(settings: Settings, name: str | None) -> Settings:
+    """``settings`` with ``rag.active`` set to ``name`` (``--rag``, ``/rag use``), if given."""
+    if not name:
+        return settings
+    rag = settings.rag.model_copy(update={"active": check_name(name)})
+    return settings.model_copy(update={"rag": rag})
 
 
 def rag_dir(workspace: Path) -> Path:
