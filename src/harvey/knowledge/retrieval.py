@@ -18,7 +18,7 @@ and a turn without context, never a lost turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,3 +131,8 @@ class Retrieval:
 
     def close(self) -> None:
         self.knowledge.close()
+
+
+def active_retrieval(providers: Sequence[object]) -> Retrieval | None:
+    """The knowledge-store provider among a turn's context providers, if any."""
+    return next((p for p in providers if isinstance(p, Retrieval)), None)

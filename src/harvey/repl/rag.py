@@ -22,9 +22,9 @@ RAG_USAGE = "/rag list|use NAME|off|on|query TEXT|ingest PATH...|status"
 
 
 def _active(repl: Repl) -> Retrieval | None:
-    from harvey.knowledge.retrieval import Retrieval
+    from harvey.knowledge.retrieval import active_retrieval
 
-    return next((p for p in repl.agent.turn_context if isinstance(p, Retrieval)), None)
+    return active_retrieval(repl.agent.turn_context)
 
 
 def _need_active(repl: Repl) -> Retrieval:
