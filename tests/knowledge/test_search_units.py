@@ -12,7 +12,8 @@ from harvey.knowledge.store import ChunkRow, create_store
 
 
 def test_fts_query_quotes_every_word() -> None:
-    assert fts_query('boiler-pressure AND "x: *') == '"boiler" OR "pressure" OR "AND" OR "x"'
+    assert fts_query('Boiler-pressure AND "x: *') == '"boiler" OR "pressure" OR "x"'
+    assert fts_query("how do I") == '"how" OR "do" OR "i"'  # only stopwords: keep them
     assert fts_query("* - : \"'") == ""
     assert fts_query("a a a") == '"a"'
 

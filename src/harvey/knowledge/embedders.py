@@ -55,7 +55,7 @@ class LocalEmbedder:
 
     spec = "local"
     dims = _LOCAL_DIMS
-    max_chars = 32_000  # static embeddings have no context limit; this caps the work
+    max_chars = 1_000_000  # static embeddings have no context: nothing is ever cut
 
     def __init__(self) -> None:
         found = importlib.util.find_spec("wordllama")
@@ -79,8 +79,7 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        capped = [t[: self.max_chars] or " " for t in texts]
-        return _normalised(self._model.embed(capped, norm=True))
+        return _normalised(self._model.embed([t or " " for t in texts], norm=True))
 
 
 class _RemoteEmbedder:

@@ -86,6 +86,7 @@ def collect(
     root = workspace.resolve()
     ignore = GitIgnore.of_workspace(root)
     files: list[Path] = []
+    seen: set[Path] = set()
     folders: list[str] = []
     for raw in paths:
         try:
@@ -105,7 +106,8 @@ def collect(
                 continue
             if exclude and _matches(rel, exclude):
                 continue
-            if f not in files:
+            if f not in seen:
+                seen.add(f)
                 files.append(f)
     return files, folders
 
@@ -135,17 +137,19 @@ class Ingester:
     ) -> IngestReport:
         files, folders = collect(self.workspace, paths, include, exclude)
         report = IngestReport()
-        sizes = []
+        stats: list[os.stat_result | OSError] = []
         for f in files:
             try:
-                sizes.append(os.stat(f).st_size)
-            except OSError:
-                sizes.append(0)
+                stats.append(os.stat(f))
+            except OSError as exc:
+                stats.append(exc)
+        sizes = [st.st_size if isinstance(st, os.stat_result) else 0 for st in stats]
         total = sum(sizes)
+        known = {row.path: row for row in self.store.files()}  # one query, not one a file
         done_bytes = 0
-        for i, (path, size) in enumerate(zip(files, sizes, strict=True)):
-            self._one(path, report)
-            done_bytes += size
+        for i, (path, st) in enumerate(zip(files, stats, strict=True)):
+            self._one(path, st, known, report)
+            done_bytes += sizes[i]
             if progress is not None:
                 progress(i + 1, len(files), done_bytes, total)
         self._prune(files, folders, include, exclude, report)
@@ -153,17 +157,21 @@ class Ingester:
         self.store.set_meta("last_ingest", str(time.time()))
         return report
 
-    def _one(self, path: Path, report: IngestReport) -> None:
+    def _one(
+        self,
+        path: Path,
+        before: os.stat_result | OSError,
+        known: dict[str, FileRow],
+        report: IngestReport,
+    ) -> None:
         rel = _relative(self.workspace, path)
-        try:
-            before = os.stat(path)
-        except OSError as exc:
-            report.skipped.append((rel, f"unreadable: {exc.strerror or exc}"))
+        if isinstance(before, OSError):
+            report.skipped.append((rel, f"unreadable: {before.strerror or before}"))
             return
         if before.st_size > MAX_FILE_BYTES:
             report.skipped.append((rel, f"over {MAX_FILE_BYTES // (1024 * 1024)} MB"))
             return
-        old = self.store.file_row(rel)
+        old = known.get(rel)
         if old is not None and (old.size, old.mtime_ns) == (before.st_size, before.st_mtime_ns):
             report.unchanged += 1
             return

@@ -13,8 +13,9 @@ Scores are on one 0–1 scale so ``rag.min_score`` means the same for every stor
 * Embedding-only (the benchmark's row): the cosine itself, floored at 0.
 
 The query text goes into ``MATCH`` only as double-quoted words joined by
-``OR``, so no user text (hyphens, quotes, colons, ``AND``, a lone ``*``) can
-be an FTS syntax error or change the query's meaning.
+``OR`` ("how", "the" and other stopwords left out), so no user text (hyphens,
+quotes, colons, ``AND``, a lone ``*``) can be an FTS syntax error or change
+the query's meaning.
 """
 
 from __future__ import annotations
@@ -30,7 +31,17 @@ from harvey.knowledge.store import ChunkRow, KnowledgeStore
 RRF_K = 60
 BM25_HALF = 5.0  # the BM25 at which a BM25-only score is 0.5
 _WORD = re.compile(r"\w+", re.UNICODE)
-_MAX_TERMS = 64
+_MAX_TERMS = 32
+# Words that carry no topic: dropped from the FTS query (unless nothing else is left), since
+# OR-ing "how do I" into it scans nearly every posting list for no ranking gain.
+STOPWORDS = frozenset(
+    _WORD.findall(
+        """a an and are as at be but by can could do does doing did for from how i if in into is
+        it its me my of on or so than that the their them then there these this those to was we
+        were what when where which who why will with would you your should shall may might must
+        get got make want need use using"""
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -42,10 +53,11 @@ class Hit:
 def fts_query(text: str) -> str:
     """``text`` as a safe FTS5 query: each word quoted, joined by OR ("" when none)."""
     words: list[str] = []
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(text.lower()):
         if word not in words:
             words.append(word)
-    return " OR ".join(f'"{w}"' for w in words[:_MAX_TERMS])
+    topical = [w for w in words if w not in STOPWORDS]
+    return " OR ".join(f'"{w}"' for w in (topical or words)[:_MAX_TERMS])
 
 
 def bm25_score(bm25: float) -> float:
@@ -101,7 +113,9 @@ class Searcher:
             ranked = [(cid, bm25_score(b)) for cid, b in bm25[:k]]
         else:
             assert self.embedder is not None
-            query = self.embedder.embed([text])[0]
+            # a prompt longer than the embedder takes is searched by its opening (stored
+            # chunks are never cut: an over-long one is an error at ingest)
+            query = self.embedder.embed([text[: self.embedder.max_chars]])[0]
             dense = self._vectors().nearest(query, pool)
             if mode == "vector":
                 ranked = [(cid, max(0.0, s)) for cid, s in dense[:k]]

@@ -135,6 +135,9 @@ class KnowledgeStore:
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a crash never corrupts or half-applies a file's transaction;
+            # a power cut may lose the last few, which the next ingest simply redoes
+            db.execute("PRAGMA synchronous=NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 db.close()
