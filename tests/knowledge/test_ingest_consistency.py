@@ -152,3 +152,11 @@ def test_local_embedder_never_touches_the_network(
     Ingester(store, ws, model).ingest(["docs"])
     hits = Searcher(store, model).search("where does word3 appear", 3)
     assert hits[0].chunk.path == "docs/n3.md" and 0 < hits[0].score <= 1
+
+
+def test_store_files_are_private(ws: Path) -> None:
+    store = create_store(ws, "p", "none", 0)
+    Ingester(store, ws, None).ingest(["docs"])
+    assert (ws / ".harvey" / "rag").stat().st_mode & 0o077 == 0
+    for f in (ws / ".harvey" / "rag").iterdir():
+        assert f.stat().st_mode & 0o077 == 0, f

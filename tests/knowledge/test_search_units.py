@@ -51,4 +51,5 @@ def test_merge_adjacent_and_overlapping_of_one_file() -> None:
     assert passages[0].text == "aaaa\nbbbb\ncccc\ndddd\neeee\n"
     assert passages[0].score == 0.9 and passages[0].chunks == 3
     text = render(passages)
-    assert text.startswith("### Context (from knowledge base)\n\n#### n.md:L1-L5\n")
+    assert text.startswith("### Context (from knowledge base)\n\nCite a passage by its path")
+    assert "\n#### n.md:L1-L5\naaaa\n" in text and text.endswith("### Question")

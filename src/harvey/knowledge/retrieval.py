@@ -72,7 +72,7 @@ def merge(hits: list[Hit]) -> list[Passage]:
 
 
 def render(passages: list[Passage]) -> str:
-    blocks = [HEADING, ""]
+    blocks = [HEADING, "", "Cite a passage by its path:Lstart-Lend when you use it.", ""]
     for p in passages:
         blocks += [f"#### {p.label}", p.text.strip("\n"), ""]
     return "\n".join([*blocks, _END])

@@ -331,11 +331,15 @@ def create_store(workspace: Path, name: str, embedder: str, dims: int) -> Knowle
     path = store_path(workspace, name)
     if path.exists():
         raise UsageError(f"knowledge store {name!r} already exists ({path})")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    from harvey.private import create_private_file, make_private_dirs, tighten_database
+
+    try:  # a store holds the text of the workspace's files: 0700 folder, 0600 files
+        make_private_dirs(path.parent)
+        create_private_file(path)
     except OSError as exc:
-        raise KnowledgeError(f"cannot create {path.parent}: {exc}") from exc
+        raise KnowledgeError(f"cannot create {path}: {exc}") from exc
     store = KnowledgeStore._connect(name, path)
+    tighten_database(path)
     store.set_meta("embedder", embedder)
     store.set_meta("dims", str(dims))
     store.set_meta("created", str(time.time()))
