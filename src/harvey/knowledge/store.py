@@ -3,9 +3,8 @@
 Tables: ``meta`` (the embedder bound at creation, the last ingest),
 ``files`` (one row per ingested file: size, mtime, content hash — what makes
 re-ingest incremental), ``chunks`` (text and provenance: path, character and
-line span, text hash), ``chunks_fts`` (an FTS5 index over the chunk text and
-its file's path — a file called ``json.rst`` is about JSON — ``porter
-unicode61``, external content so the text is stored once) and
+line span, text hash), ``chunks_fts`` (an FTS5 index over the chunk text,
+``porter unicode61``, external content so the text is stored once) and
 ``vectors`` (one float32 blob per distinct chunk hash, so a chunk that did
 not change is never embedded twice).
 
@@ -50,7 +49,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, path, content='chunks', content_rowid='id', tokenize='porter unicode61'
+    text, content='chunks', content_rowid='id', tokenize='porter unicode61'
 );
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
 """
@@ -220,8 +219,8 @@ class KnowledgeStore:
 
     def _delete_chunks(self, path: str) -> None:
         self._db.execute(
-            "INSERT INTO chunks_fts(chunks_fts, rowid, text, path) "
-            "SELECT 'delete', id, text, path FROM chunks WHERE path=?",
+            "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
+            "SELECT 'delete', id, text FROM chunks WHERE path=?",
             (path,),
         )
         self._db.execute("DELETE FROM chunks WHERE path=?", (path,))
@@ -237,8 +236,7 @@ class KnowledgeStore:
                     (row.path, c.start, c.end, c.start_line, c.end_line, c.hash, c.text),
                 )
                 self._db.execute(
-                    "INSERT INTO chunks_fts(rowid, text, path) VALUES (?, ?, ?)",
-                    (cur.lastrowid, c.text, row.path),
+                    "INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, c.text)
                 )
             self._db.execute(
                 "INSERT OR REPLACE INTO files(path, size, mtime_ns, hash, ingested_at) "
