@@ -38,6 +38,7 @@ from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
 from harvey.tools.approval import WriteGate
 from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.turn_context import TurnContextProvider
 from harvey.turn_recording import TurnRecorder, TurnState
 from harvey.ui import AgentUI, HeadlessUI
 
@@ -134,6 +135,8 @@ class Agent:
         self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
+        # asked once per turn for text sent with it alone (knowledge retrieval, memory recall)
+        self.turn_context: list[TurnContextProvider] = []
 
     @property
     def client(self) -> LLMClient:
@@ -179,7 +182,30 @@ class Agent:
         self._tell_omitted(client, fitted)
         if fitted.note is not None:
             messages.append(fitted.note)
-        return messages + fitted.messages + pending
+        return messages + fitted.messages + self._with_turn_context(pending)
+
+    def _with_turn_context(self, pending: list[Message]) -> list[Message]:
+        """The turn's retrieved text goes ahead of its prompt, in this prompt only."""
+        if not self.budget.turn_texts or not pending or pending[0].role != "user":
+            return pending
+        head = "\n\n".join(self.budget.turn_texts)
+        first = Message("user", f"{head}\n\n{pending[0].content}")
+        return [first, *pending[1:]]
+
+    def _gather_context(self, state: TurnState, client: LLMClient, text: str) -> None:
+        """Ask each turn context provider once, for this turn's prompt."""
+        if not self.turn_context or not text.strip():
+            return
+        window = self.budget.capabilities(client).context_window
+        ratio = self.budget.bytes_per_token(client)
+        for provider in self.turn_context:
+            found = provider.for_turn(text, window, ratio)
+            if found is None:
+                continue
+            self.budget.turn_texts.append(found.text)
+            if found.rag is not None:
+                state.rag = found.rag
+                state.rag_sources.extend(found.rag_sources)
 
     def _tell_omitted(self, client: LLMClient, fitted: FittedHistory) -> None:
         """Say that history was left out, once per session: as the conversation goes on
@@ -207,6 +233,7 @@ class Agent:
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self.current_turn = state
         try:
+            self._gather_context(state, client, text)
             if not self.budget.tools_enabled(client):
                 attached = self.chunks.attach_mentioned(text, self._read_turn(state))
                 text, state.final_reply = attached.text, attached.answer
@@ -214,6 +241,7 @@ class Agent:
             outcome = self._run_rounds(state, on_text, cancel)
         finally:
             self.current_turn = None
+            self.budget.turn_texts = []
         if cancel.is_set():
             raise Cancelled("cancelled")
         self.history.extend(state.new_messages)

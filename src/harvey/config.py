@@ -188,6 +188,16 @@ class OffloadSettings(_Strict):
     preview_lines: int = Field(20, ge=0)
 
 
+class RagSettings(_Strict):
+    """Knowledge-store retrieval (``harvey rag``): the store each turn searches, and how much."""
+
+    active: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    top_k: int = Field(5, ge=1, le=50)
+    min_score: float = Field(0.1, ge=0, le=1)
+    budget_pct: float = Field(15, gt=0, le=90)
+    chunk_size_bytes: int = Field(1500, ge=200, le=8000)
+
+
 class Settings(_Strict):
     backend: str = "auto"  # "auto" or a name in harvey.llm.backends' table
     model: str | None = None
@@ -206,6 +216,7 @@ class Settings(_Strict):
     routes: list[RouteSettings] = Field(default_factory=list)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     offload: OffloadSettings = Field(default_factory=OffloadSettings)
+    rag: RagSettings = Field(default_factory=RagSettings)
 
     @field_validator("base_url")
     @classmethod

@@ -15,6 +15,7 @@
     ├── GrammarUnavailable      no tree-sitter grammar (internal: the chunker falls back)
     ├── StoreError              sessions.db cannot be opened or written
     │   └── TurnNotSaved        a finished turn could not be committed (carries its reply)
+    ├── KnowledgeError          a knowledge store (.harvey/rag/NAME.db) or its embedder failed
     ├── SessionFileError        a .spmd file cannot be parsed (names the line)
     └── Cancelled               the user pressed Ctrl-C or answered "no"
 
@@ -100,6 +101,10 @@ class GrammarUnavailable(HarveyError):
 
 class StoreError(HarveyError):
     pass
+
+
+class KnowledgeError(HarveyError):
+    """A knowledge store cannot be opened, is corrupted, or its embedder failed (exit 1)."""
 
 
 class TurnNotSaved(StoreError):

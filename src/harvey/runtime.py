@@ -8,8 +8,10 @@ of the others.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.agent import Agent, default_user_name
 from harvey.clients import Clients
@@ -27,7 +29,11 @@ from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
+from harvey.tools.registry import ToolRegistry
 from harvey.ui import AgentUI
+
+if TYPE_CHECKING:
+    from harvey.knowledge.retrieval import Retrieval
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +65,8 @@ class Runtime:
             self.recorder.close()
         self._discard_if_empty()
         self.agent.clients.close()
+        for provider in self.agent.turn_context:
+            provider.close()
         self.store.close()
 
     def _discard_if_empty(self) -> None:
@@ -151,6 +159,7 @@ def _assemble(
     plan_writer = _plan_writer(paths, session_id)
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    _register_search_knowledge(registry, settings, workspace, lambda: agent)
     executor = build_executor(registry, settings, workspace, session_id)
 
     plan_cache: dict[str, object] = {}
@@ -216,6 +225,10 @@ def _assemble(
         budget=budget,
     )
     agent.load_history(history, stored=imported is None)
+    if settings.rag.active:  # a missing or broken store is an error before the first turn
+        from harvey.knowledge.retrieval import Retrieval
+
+        agent.turn_context.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
     if resumed and plan_writer is not None:
         todos = store.get_todos(session_id)
         if todos:
@@ -226,6 +239,24 @@ def _assemble(
         if plan_writer.path.exists():
             budget.handover = handover_text(plan_writer.read(), session_id=session_id)
     return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed)
+
+
+def _register_search_knowledge(
+    registry: ToolRegistry, settings: Settings, workspace: Path, agent: Callable[[], Agent]
+) -> None:
+    """``search_knowledge`` when a store is active or this workspace has one (``/rag use``)."""
+    from harvey.knowledge.store import store_names
+
+    if not settings.rag.active and not store_names(workspace):
+        return
+    from harvey.tools.knowledge import SearchKnowledgeTool
+
+    def active() -> Retrieval | None:
+        from harvey.knowledge.retrieval import active_retrieval
+
+        return active_retrieval(agent().turn_context)
+
+    registry.register(SearchKnowledgeTool(active))
 
 
 def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from harvey.llm.base import LLMClient, is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.recorder import Recorder
-from harvey.session.records import ToolNote, TurnRecord, WriteNote
+from harvey.session.records import RagInfo, RagSource, ToolNote, TurnRecord, WriteNote
 
 
 @dataclass
@@ -38,6 +38,8 @@ class TurnState:
     final_reply: str | None = None  # a chunked read answered the turn: it ends here
     recorded_prefix: bool = False  # the interrupted TALKING scene is already written
     on_tool: Callable[[ToolCall, ToolResult], None] | None = None
+    rag: RagInfo | None = None  # retrieval added passages to this turn's prompt
+    rag_sources: list[RagSource] = field(default_factory=list)
 
 
 class TurnRecorder:
@@ -105,4 +107,6 @@ class TurnRecorder:
             remote=is_remote_endpoint(state.client.endpoint),
             route=state.route,
             harvey_notice=notice,
+            rag=state.rag if user_text is not None else None,  # with the words it was sent with
+            rag_sources=list(state.rag_sources) if user_text is not None else [],
         )

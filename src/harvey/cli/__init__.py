@@ -11,10 +11,11 @@ from __future__ import annotations
 from harvey.cli.app import main
 from harvey.cli.doctor import doctor
 from harvey.cli.models import models
+from harvey.cli.rag import rag
 from harvey.cli.run import analyze, run
 from harvey.cli.sessions import sessions
 
-for _command in (run, analyze, models, doctor, sessions):
+for _command in (run, analyze, models, doctor, sessions, rag):
     main.add_command(_command)
 
 __all__ = ["main"]

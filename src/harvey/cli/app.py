@@ -14,7 +14,14 @@ import click
 
 from harvey.cli.doctor import confinement
 from harvey.cli.errors import handle_errors
-from harvey.cli.options import load, model_options, no_record_option, workspace_option
+from harvey.cli.options import (
+    load,
+    model_options,
+    no_record_option,
+    rag_option,
+    with_rag,
+    workspace_option,
+)
 from harvey.errors import UsageError
 from harvey.inputs import check_input_file
 
@@ -69,6 +76,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     help="Resume the conversation recorded in a .spmd session file.",
 )
 @no_record_option
+@rag_option
 @click.pass_context
 @handle_errors
 def main(
@@ -81,6 +89,7 @@ def main(
     continue_: bool,
     continue_file: Path | None,
     no_record: bool,
+    rag_store: str | None,
 ) -> None:
     """Harvey: a terminal LLM agent for the documents and code in a workspace.
 
@@ -98,6 +107,7 @@ def main(
         base_url=base_url,
         model=model,
         endpoints=endpoints or None,
+        rag_store=rag_store,
     )
     if ctx.invoked_subcommand is not None:
         return
@@ -108,6 +118,7 @@ def main(
     paths, settings = load(
         workspace, backend=backend, base_url=base_url, model=model, endpoints=endpoints or None
     )
+    settings = with_rag(settings, rag_store)
     from harvey.repl import run_repl
 
     sys.exit(

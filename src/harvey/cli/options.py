@@ -61,6 +61,23 @@ def no_record_option(func: F) -> F:
     )
 
 
+def with_rag(settings: Settings, name: str | None) -> Settings:
+    """``settings`` with ``rag.active`` set to ``name`` (checked), if given."""
+    from harvey.knowledge.store import with_active
+
+    return with_active(settings, name)
+
+
+def rag_option(func: F) -> F:
+    return click.option(
+        "--rag",
+        "rag_store",
+        default=None,
+        metavar="NAME",
+        help="Retrieve passages from knowledge store NAME into every turn (rag.active).",
+    )(func)
+
+
 def inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
     """The command's own option values, each falling back to the one given before it."""
     parent = ctx.find_object(dict) or {}

@@ -12,7 +12,15 @@ from pathlib import Path
 import click
 
 from harvey.cli.errors import handle_errors
-from harvey.cli.options import inherit, load, model_options, no_record_option, workspace_option
+from harvey.cli.options import (
+    inherit,
+    load,
+    model_options,
+    no_record_option,
+    rag_option,
+    with_rag,
+    workspace_option,
+)
 from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
 from harvey.inputs import clean_text, read_stdin
@@ -35,6 +43,7 @@ from harvey.inputs import clean_text, read_stdin
     "imply it).",
 )
 @no_record_option
+@rag_option
 @click.pass_context
 @handle_errors
 def run(
@@ -48,6 +57,7 @@ def run(
     yes: bool,
     allow_writes: bool,
     no_record: bool,
+    rag_store: str | None,
 ) -> None:
     """Send one PROMPT (or - for stdin) and print only the reply."""
     from harvey.cli.oneshot import run_once
@@ -63,7 +73,9 @@ def run(
     prompt = read_stdin() if prompt == "-" else clean_text(prompt)
     if not prompt.strip():
         raise UsageError("the prompt is empty")
+    rag_store = inherit(ctx, rag_store=rag_store)["rag_store"]
     paths, settings = load(opts.pop("workspace"), **opts)
+    settings = with_rag(settings, rag_store)
     sys.exit(
         run_once(
             paths, settings, prompt, auto_yes=yes, record=not no_record, allow_writes=allow_writes

@@ -64,6 +64,8 @@ class PromptBudget:
         self.plan_text = plan_text
         self.system_extra = system_extra
         self.handover: str | None = None  # injected once, into the next turn's prompt
+        # sent with the turn in flight only, ahead of its prompt (turn context providers)
+        self.turn_texts: list[str] = []
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
         self._system_prompts: dict[bool, str] = {}
@@ -127,6 +129,10 @@ class PromptBudget:
             texts.append(plan)
         return texts
 
+    def _all_injected(self) -> list[str]:
+        """Injected text plus the turn in flight's retrieved text: all of it is sent."""
+        return self.injected_texts() + self.turn_texts
+
     def fitted_history(
         self, client: LLMClient | None = None, pending: Sequence[Message] = ()
     ) -> FittedHistory:
@@ -141,7 +147,7 @@ class PromptBudget:
             self.capabilities(client).context_window,
             history=list(pending),
             system_prompt=self.system_prompt(client),
-            injected=self.injected_texts(),
+            injected=self._all_injected(),
             bytes_per_token=self.bytes_per_token(client),
         )
         return fit_history(self._history(), room.remaining, room.bytes_per_token)
@@ -160,7 +166,7 @@ class PromptBudget:
             self.capabilities(client).context_window,
             history=history,
             system_prompt=self.system_prompt(client),
-            injected=self.injected_texts(),
+            injected=self._all_injected(),
             bytes_per_token=self.bytes_per_token(client),
         )
 
@@ -179,6 +185,6 @@ class PromptBudget:
             self.capabilities(client).context_window,
             history=self._sent_history(client, []),
             system_prompt=self.system_prompt(client),
-            injected=self.injected_texts(),
+            injected=self._all_injected(),
             bytes_per_token=self.bytes_per_token(client),
         )

@@ -21,6 +21,7 @@ from harvey.config import ChunkingSettings
 from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
 from harvey.messages import Message
+from harvey.repl.rag import RAG_USAGE, rag_command
 from harvey.repl.status import status_rows
 
 if TYPE_CHECKING:
@@ -202,6 +203,9 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
         "/clear", "/clear", "forget the conversation so far (the session keeps its record)", clear
     ),
     SlashCommand("/new", "/new", "start a new session (nothing is deleted)", new_session),
+    SlashCommand(
+        "/rag", RAG_USAGE, "knowledge stores: pick one, pause, query, ingest", rag_command
+    ),
     SlashCommand("/exit", "/exit", "quit (also /quit and Ctrl-D)", None, aliases=("/quit",)),
 )
 

@@ -31,6 +31,7 @@ from harvey.session.records import (
     ParsedToolNote,
     ParsedWriteNote,
     RagInfo,
+    RagSource,
     RecallItem,
 )
 
@@ -90,6 +91,10 @@ class Scene:
     def rag(self) -> RagInfo | None:
         found = self._read(n.read_rag)
         return found[0] if found else None
+
+    @property
+    def rag_sources(self) -> list[RagSource]:
+        return self._read(n.read_rag_source)
 
     @property
     def recall(self) -> list[RecallItem]:

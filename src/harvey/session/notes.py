@@ -28,6 +28,7 @@ from harvey.session.records import (
     ParsedToolNote,
     ParsedWriteNote,
     RagInfo,
+    RagSource,
     RecallItem,
     ToolNote,
     WriteNote,
@@ -65,6 +66,12 @@ def write_note(note: WriteNote) -> str:
 def rag_note(rag: RagInfo) -> str:
     store = encode_field(rag.store, ",—")
     return format_note(f"rag: {rag.chunks} chunks from {store}, top score {rag.top_score:.2f}")
+
+
+def rag_source_note(source: RagSource) -> str:
+    path = encode_field(source.path, "—")
+    span = f"L{source.start_line}-L{source.end_line}"
+    return format_note(f"rag-source: {path}:{span}{SEP}score {source.score:.2f}")
 
 
 def recall_note(item: RecallItem) -> str:
@@ -114,6 +121,7 @@ def omitted_note(count: int) -> str:
 
 _TOOL_HEAD = re.compile(r"^(?:([^a-z]*?)\.)?tool: ")
 _RAG = re.compile(rf"^rag: (\d+) chunks from (.*), top score {_SCORE}$", re.S)
+_RAG_SOURCE = re.compile(rf"^rag-source: (.*):L(\d+)-L(\d+){SEP}score {_SCORE}$", re.S)
 _CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
 _SHELL = re.compile(rf"^shell: (.*){SEP}exit {_INT}$", re.S)
 _OMITTED = re.compile(r"^output: (\d+) lines omitted$")
@@ -160,6 +168,13 @@ def read_rag(body: str) -> RagInfo | None:
     if not m:
         return None
     return RagInfo(int(m.group(1)), decode_inline(m.group(2)), float(m.group(3)))
+
+
+def read_rag_source(body: str) -> RagSource | None:
+    m = _RAG_SOURCE.match(body)
+    if not m:
+        return None
+    return RagSource(decode_inline(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4)))
 
 
 def read_recall(body: str) -> RecallItem | None:

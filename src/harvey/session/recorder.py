@@ -35,7 +35,7 @@ from harvey.session.records import RecallItem, TurnRecord
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.4"
+FORMAT_VERSION = "1.5"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -173,6 +173,8 @@ class Recorder:
             )
         if turn.rag is not None:
             self._element(out, [notes.rag_note(turn.rag)], note=True)
+            for source in turn.rag_sources:
+                self._element(out, [notes.rag_source_note(source)], note=True)
         if turn.user_text is not None:
             self._dialogue(out, user, turn.user_text)
             self._dialogue(out, HARVEY, f"Forwarding to {name}.")

@@ -112,6 +112,16 @@ class RagInfo:
 
 
 @dataclass(frozen=True)
+class RagSource:
+    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+
+
+@dataclass(frozen=True)
 class RecallItem:
     """A ``[[recall: …]]`` note: one remembered item, its source and score (both ways)."""
 
@@ -134,6 +144,7 @@ class TurnRecord:
     route: str | None = None
     mode: str = "chat"
     rag: RagInfo | None = None
+    rag_sources: list[RagSource] = field(default_factory=list)
     harvey_notice: str | None = None
     timestamp: datetime | None = None
     write_notes: list[WriteNote] = field(default_factory=list)

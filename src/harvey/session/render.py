@@ -17,6 +17,7 @@ from harvey.session.notes import (
     read_chunk,
     read_chunk_result,
     read_rag,
+    read_rag_source,
     read_recall,
     read_shell,
     read_synthesis,
@@ -79,7 +80,13 @@ def _note_class(raw: str) -> str:
         parsed = reader(raw)
         if parsed is not None:
             return f"note note-{kind}" + ("" if parsed.status == "ok" else " error")
-    for kind, other in (("chunk", read_chunk), ("rag", read_rag), ("recall", read_recall)):
+    readers = (
+        ("chunk", read_chunk),
+        ("rag", read_rag),
+        ("rag-source", read_rag_source),
+        ("recall", read_recall),
+    )
+    for kind, other in readers:
         if other(raw) is not None:
             return f"note note-{kind}"
     return "note"

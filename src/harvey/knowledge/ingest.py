@@ -1,0 +1,260 @@
+"""Ingest files and folders into a store, incrementally and safely.
+
+Safety: every path goes through ``safe_path`` (it must stay inside the
+workspace, symlinks resolved), only regular files are opened
+(``open_regular``, which never blocks on a FIFO), binary files are recognised
+by the project's one test (``looks_binary``) and skipped, as are files over
+``MAX_FILE_BYTES``. None of these is fatal: each is counted and named.
+
+Incremental: a file whose size and mtime match its row is skipped unread; one
+whose bytes hash the same only has its mtime refreshed; a changed file's
+chunks are replaced in one transaction; files gone from an ingested folder
+are pruned; and only chunk texts without a vector are embedded. Because each
+file is its own transaction and vectors are added after the files, a Ctrl-C
+leaves the store consistent and the next ingest continues where it stopped.
+
+Chunking is Harvey's own chunker (``chunk_document``) at
+``rag.chunk_size_bytes`` without overlap; its heuristic source splitter is
+used for every language (tree-sitter parses Python at about 7 MB/s here, the
+heuristic at over 200 MB/s with the same share of definition-led chunks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+from harvey.context.chunking import ChunkConfig, chunk_document, detect_doc_type
+from harvey.errors import KnowledgeError, UsageError, WorkspaceError
+from harvey.knowledge.embedders import Embedder
+from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
+from harvey.tools.files import looks_binary, open_regular, safe_path
+from harvey.workspace_files import GitIgnore, walk_files
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+EMBED_BATCH = 64
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    bytes_read: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+    def summary(self) -> str:
+        skipped = f", {len(self.skipped)} skipped" if self.skipped else ""
+        return (
+            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.removed} removed{skipped}; {self.chunks} chunks written, "
+            f"{self.embedded} embedded"
+        )
+
+
+Progress = Callable[[int, int, int, int], None]  # files done/total, bytes done/total
+
+
+def text_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _relative(workspace: Path, path: Path) -> str:
+    return path.relative_to(workspace).as_posix()
+
+
+def _matches(relative: str, patterns: Sequence[str]) -> bool:
+    name = relative.rsplit("/", 1)[-1]
+    return any(fnmatch(relative, p) or fnmatch(name, p) for p in patterns)
+
+
+def collect(
+    workspace: Path,
+    paths: Sequence[str | Path],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> tuple[list[Path], list[str]]:
+    """The files to ingest, and the folders walked (workspace-relative, for pruning)."""
+    root = workspace.resolve()
+    ignore = GitIgnore.of_workspace(root)
+    files: list[Path] = []
+    seen: set[Path] = set()
+    folders: list[str] = []
+    for raw in paths:
+        try:
+            path = safe_path(root, raw)
+        except WorkspaceError as exc:
+            raise UsageError(str(exc)) from exc
+        if path.is_dir():
+            folders.append(_relative(root, path) if path != root else "")
+            found = list(walk_files(root, path, ignore))
+        elif path.exists():
+            found = [path]
+        else:
+            raise UsageError(f"no such file or folder: {raw}")
+        for f in found:
+            rel = _relative(root, f)
+            if include and not _matches(rel, include):
+                continue
+            if exclude and _matches(rel, exclude):
+                continue
+            if f not in seen:
+                seen.add(f)
+                files.append(f)
+    return files, folders
+
+
+class Ingester:
+    """Ingest into one open store with its bound embedder (``None``: FTS only)."""
+
+    def __init__(
+        self,
+        store: KnowledgeStore,
+        workspace: Path,
+        embedder: Embedder | None,
+        chunk_size_bytes: int = 1500,
+    ) -> None:
+        self.store = store
+        self.workspace = workspace.resolve()
+        self.embedder = embedder
+        self.cfg = ChunkConfig(chunk_size_bytes=chunk_size_bytes, overlap="none")
+
+    def ingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        files, folders = collect(self.workspace, paths, include, exclude)
+        report = IngestReport()
+        stats: list[os.stat_result | OSError] = []
+        for f in files:
+            try:
+                stats.append(os.stat(f))
+            except OSError as exc:
+                stats.append(exc)
+        sizes = [st.st_size if isinstance(st, os.stat_result) else 0 for st in stats]
+        total = sum(sizes)
+        known = {row.path: row for row in self.store.files()}  # one query, not one a file
+        done_bytes = 0
+        for i, (path, st) in enumerate(zip(files, stats, strict=True)):
+            self._one(path, st, known, report)
+            done_bytes += sizes[i]
+            if progress is not None:
+                progress(i + 1, len(files), done_bytes, total)
+        self._prune(files, folders, include, exclude, report)
+        self.embed_pending(report)
+        self.store.set_meta("last_ingest", str(time.time()))
+        return report
+
+    def _one(
+        self,
+        path: Path,
+        before: os.stat_result | OSError,
+        known: dict[str, FileRow],
+        report: IngestReport,
+    ) -> None:
+        rel = _relative(self.workspace, path)
+        if isinstance(before, OSError):
+            report.skipped.append((rel, f"unreadable: {before.strerror or before}"))
+            return
+        if before.st_size > MAX_FILE_BYTES:
+            report.skipped.append((rel, f"over {MAX_FILE_BYTES // (1024 * 1024)} MB"))
+            return
+        old = known.get(rel)
+        if old is not None and (old.size, old.mtime_ns) == (before.st_size, before.st_mtime_ns):
+            report.unchanged += 1
+            return
+        try:
+            with open_regular(path) as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+            after = os.stat(path)
+        except (OSError, WorkspaceError) as exc:
+            report.skipped.append((rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}"))
+            return
+        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
+            data
+        ) != after.st_size:
+            report.skipped.append((rel, "changed while it was read (ingest again)"))
+            return
+        report.bytes_read += len(data)
+        if looks_binary(data):
+            report.skipped.append((rel, "binary"))
+            return
+        row = FileRow(rel, after.st_size, after.st_mtime_ns, text_hash(data))
+        if old is not None and old.hash == row.hash:
+            self.store.touch_file(row)
+            report.unchanged += 1
+            return
+        content = data.decode("utf-8", errors="replace")
+        chunks = [
+            NewChunk(c.start, c.end, c.start_line, c.end_line, text_hash(c.text.encode()), c.text)
+            for c in chunk_document(content, self.cfg, detect_doc_type(path))
+            if c.text.strip()
+        ]
+        self.store.replace_file(row, chunks)
+        report.chunks += len(chunks)
+        if old is None:
+            report.added += 1
+        else:
+            report.updated += 1
+
+    def _prune(
+        self,
+        files: list[Path],
+        folders: list[str],
+        include: Sequence[str],
+        exclude: Sequence[str],
+        report: IngestReport,
+    ) -> None:
+        """Drop rows of files under an ingested folder that the walk did not find."""
+        if not folders:
+            return
+        seen = {_relative(self.workspace, f) for f in files}
+        gone = []
+        for row in self.store.files():
+            under = any(not d or row.path.startswith(d + "/") for d in folders)
+            if not under or row.path in seen:
+                continue
+            if include and not _matches(row.path, include):
+                continue  # outside this ingest's filter: not this ingest's to judge
+            if exclude and _matches(row.path, exclude):
+                continue
+            gone.append(row.path)
+        if gone:
+            report.removed += self.store.remove_files(gone)
+
+    def embed_pending(self, report: IngestReport | None = None) -> int:
+        """Embed every chunk text that has no vector yet, a batch per transaction."""
+        if self.embedder is None:
+            return 0
+        pending = self.store.unembedded()
+        count = 0
+        for i in range(0, len(pending), EMBED_BATCH):
+            batch = pending[i : i + EMBED_BATCH]
+            vectors = self.embedder.embed([text for _h, text in batch])
+            bound = int(self.store.meta("dims") or 0)
+            if bound and vectors.shape[1] != bound:
+                raise KnowledgeError(
+                    f"store {self.store.name!r} holds {bound}-dimension vectors but "
+                    f"{self.embedder.spec} made {vectors.shape[1]}"
+                )
+            if not bound:
+                self.store.set_meta("dims", str(vectors.shape[1]))
+            self.store.put_vectors(
+                [(h, v.tobytes()) for (h, _t), v in zip(batch, vectors, strict=True)]
+            )
+            count += len(batch)
+        if report is not None:
+            report.embedded += count
+        return count

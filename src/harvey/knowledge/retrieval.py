@@ -1,0 +1,138 @@
+"""The per-turn retrieval step: the active store's best passages for the user's prompt.
+
+For each chat turn it retrieves ``rag.top_k`` chunks, drops those under
+``rag.min_score``, merges overlapping or adjacent chunks of one file into
+one passage, and keeps the best passages that fit ``rag.budget_pct`` of the
+context window. They are sent ahead of the prompt as::
+
+    ### Context (from knowledge base)
+
+    #### notes/boiler.md:L1-L4
+    ...passage...
+
+with one ``[[rag:]]`` note and a ``[[rag-source:]]`` note per passage in the
+turn's scene. A turn where nothing survives records nothing. A store that
+fails mid-session (deleted, damaged, its embedder server down) is a warning
+and a turn without context, never a lost turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvey.config import Settings
+from harvey.errors import KnowledgeError
+from harvey.knowledge.search import Hit
+from harvey.knowledge.service import Knowledge, open_knowledge
+from harvey.session.records import RagInfo, RagSource
+from harvey.turn_context import TurnContext
+
+HEADING = "### Context (from knowledge base)"
+_END = "### Question"
+
+
+@dataclass
+class Passage:
+    path: str
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+    chunks: int = 1
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}:L{self.start_line}-L{self.end_line}"
+
+
+def merge(hits: list[Hit]) -> list[Passage]:
+    """Overlapping or adjacent chunks of one file become one passage (its best score);
+    passages come back best first."""
+    ordered = sorted(hits, key=lambda h: (h.chunk.path, h.chunk.start))
+    out: list[Passage] = []
+    for hit in ordered:
+        c = hit.chunk
+        last = out[-1] if out else None
+        if last is not None and last.path == c.path and c.start_line <= last.end_line + 1:
+            if c.end > last.end:
+                if c.start <= last.end:
+                    last.text += c.text[last.end - c.start :]
+                else:  # a whitespace-only chunk between them was never stored
+                    last.text += "\n" + c.text
+                last.end, last.end_line = c.end, max(last.end_line, c.end_line)
+            last.score = max(last.score, hit.score)
+            last.chunks += 1
+            continue
+        out.append(Passage(c.path, c.start, c.end, c.start_line, c.end_line, c.text, hit.score))
+    return sorted(out, key=lambda p: -p.score)
+
+
+def render(passages: list[Passage]) -> str:
+    blocks = [HEADING, "", "Cite a passage by its path:Lstart-Lend when you use it.", ""]
+    for p in passages:
+        blocks += [f"#### {p.label}", p.text.strip("\n"), ""]
+    return "\n".join([*blocks, _END])
+
+
+class Retrieval:
+    """The ``TurnContextProvider`` for one active store (``/rag off`` pauses it)."""
+
+    def __init__(
+        self, knowledge: Knowledge, settings: Settings, warn: Callable[[str], None]
+    ) -> None:
+        self.knowledge = knowledge
+        self.settings = settings.rag
+        self.warn = warn
+        self.enabled = True
+
+    @classmethod
+    def open(
+        cls, workspace: Path, name: str, settings: Settings, warn: Callable[[str], None]
+    ) -> Retrieval:
+        return cls(open_knowledge(workspace, name, settings), settings, warn)
+
+    @property
+    def name(self) -> str:
+        return self.knowledge.name
+
+    def passages(self, prompt: str, room_bytes: int) -> list[Passage]:
+        """The passages for ``prompt`` that score enough and fit ``room_bytes``, best first."""
+        hits = self.knowledge.searcher.search(prompt, self.settings.top_k)
+        kept = [h for h in hits if h.score >= self.settings.min_score]
+        chosen: list[Passage] = []
+        used = len(HEADING) + len(_END) + 4
+        for passage in merge(kept):
+            size = len(passage.text.encode("utf-8", "surrogatepass")) + len(passage.label) + 8
+            if used + size <= room_bytes:
+                chosen.append(passage)
+                used += size
+        return chosen
+
+    def for_turn(
+        self, prompt: str, window_tokens: int, bytes_per_token: float
+    ) -> TurnContext | None:
+        if not self.enabled:
+            return None
+        room = int(window_tokens * self.settings.budget_pct / 100 * bytes_per_token)
+        try:
+            chosen = self.passages(prompt, room)
+        except KnowledgeError as exc:
+            self.warn(f"knowledge store {self.name}: {exc}; this turn has no retrieved context")
+            return None
+        if not chosen:
+            return None
+        info = RagInfo(sum(p.chunks for p in chosen), self.name, max(p.score for p in chosen))
+        sources = tuple(RagSource(p.path, p.start_line, p.end_line, p.score) for p in chosen)
+        return TurnContext(render(chosen), info, sources)
+
+    def close(self) -> None:
+        self.knowledge.close()
+
+
+def active_retrieval(providers: Sequence[object]) -> Retrieval | None:
+    """The knowledge-store provider among a turn's context providers, if any."""
+    return next((p for p in providers if isinstance(p, Retrieval)), None)

@@ -1,0 +1,346 @@
+"""One knowledge store: a SQLite file (WAL) at ``<workspace>/.harvey/rag/NAME.db``.
+
+Tables: ``meta`` (the embedder bound at creation, the last ingest),
+``files`` (one row per ingested file: size, mtime, content hash — what makes
+re-ingest incremental), ``chunks`` (text and provenance: path, character and
+line span, text hash), ``chunks_fts`` (an FTS5 index over the chunk text,
+``porter unicode61``, external content so the text is stored once) and
+``vectors`` (one float32 blob per distinct chunk hash, so a chunk that did
+not change is never embedded twice).
+
+Every change to one file (its chunks, its FTS rows, its file row) is one
+transaction: a Ctrl-C or a crash between files leaves each file either fully
+old or fully new, and the next ingest carries on from there. ``sqlite3``
+errors never leave this module: a file that is not a store, or a store that
+is damaged, is one ``KnowledgeError`` line naming it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harvey.errors import KnowledgeError, UsageError
+
+if TYPE_CHECKING:
+    from harvey.config import Settings
+
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SCHEMA_VERSION = 1
+_BUSY_MS = 5000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL, ingested_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
+"""
+
+
+def check_name(name: str) -> str:
+    """A store name is ``[A-Za-z0-9_-]{1,64}``: it becomes a file name, so nothing else."""
+    if not NAME_RE.fullmatch(name):
+        raise UsageError(
+            f"bad store name {name!r}: use 1-64 letters, digits, '_' or '-' (e.g. notes)"
+        )
+    return name
+
+
+def with_active(settings: Settings, name: str | None) -> Settings:
+    """``settings`` with ``rag.active`` set to ``name`` (``--rag``, ``/rag use``), if given."""
+    if not name:
+        return settings
+    rag = settings.rag.model_copy(update={"active": check_name(name)})
+    return settings.model_copy(update={"rag": rag})
+
+
+def rag_dir(workspace: Path) -> Path:
+    return workspace / ".harvey" / "rag"
+
+
+def store_path(workspace: Path, name: str) -> Path:
+    return rag_dir(workspace) / f"{check_name(name)}.db"
+
+
+def store_names(workspace: Path) -> list[str]:
+    folder = rag_dir(workspace)
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.db") if NAME_RE.fullmatch(p.stem))
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One stored chunk with its provenance (``path`` is workspace-relative)."""
+
+    id: int
+    path: str
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+
+
+class KnowledgeStore:
+    """An open store; use ``open_store``/``create_store`` rather than the constructor."""
+
+    def __init__(self, name: str, path: Path, db: sqlite3.Connection) -> None:
+        self.name = name
+        self.path = path
+        self._db = db
+
+    # -- opening ------------------------------------------------------------------
+
+    @classmethod
+    def _connect(cls, name: str, path: Path) -> KnowledgeStore:
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a crash never corrupts or half-applies a file's transaction;
+            # a power cut may lose the last few, which the next ingest simply redoes
+            db.execute("PRAGMA synchronous=NORMAL")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                db.close()
+                raise KnowledgeError(
+                    f"store {name!r} was made by a newer Harvey (schema {version}); "
+                    "upgrade Harvey to use it"
+                )
+            if version < SCHEMA_VERSION:
+                db.executescript(_SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};")
+            db.execute("SELECT count(*) FROM meta").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeError(f"store {name!r} ({path}) is not usable: {exc}") from exc
+        return cls(name, path, db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> KnowledgeStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeError(f"store {self.name!r} failed: {exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception (Ctrl-C too) rolls back."""
+        with self._translated():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        with self._translated():
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._translated():
+            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def embedder_spec(self) -> str:
+        return self.meta("embedder") or "none"
+
+    # -- files and chunks ---------------------------------------------------------
+
+    def file_row(self, path: str) -> FileRow | None:
+        with self._translated():
+            row = self._db.execute(
+                "SELECT path, size, mtime_ns, hash FROM files WHERE path=?", (path,)
+            ).fetchone()
+        return None if row is None else FileRow(*row)
+
+    def files(self) -> list[FileRow]:
+        with self._translated():
+            rows = self._db.execute("SELECT path, size, mtime_ns, hash FROM files ORDER BY path")
+            return [FileRow(*r) for r in rows]
+
+    def touch_file(self, row: FileRow) -> None:
+        """Same content, new mtime: remember it so the next ingest skips by size and mtime."""
+        with self._translated():
+            self._db.execute(
+                "UPDATE files SET mtime_ns=?, size=? WHERE path=?",
+                (row.mtime_ns, row.size, row.path),
+            )
+
+    def _delete_chunks(self, path: str) -> None:
+        self._db.execute(
+            "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
+            "SELECT 'delete', id, text FROM chunks WHERE path=?",
+            (path,),
+        )
+        self._db.execute("DELETE FROM chunks WHERE path=?", (path,))
+
+    def replace_file(self, row: FileRow, chunks: Sequence[NewChunk]) -> None:
+        """A file's new chunks replace its old ones, all in one transaction."""
+        with self.transaction():
+            self._delete_chunks(row.path)
+            for c in chunks:
+                cur = self._db.execute(
+                    "INSERT INTO chunks(path, start, end, start_line, end_line, hash, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (row.path, c.start, c.end, c.start_line, c.end_line, c.hash, c.text),
+                )
+                self._db.execute(
+                    "INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, c.text)
+                )
+            self._db.execute(
+                "INSERT OR REPLACE INTO files(path, size, mtime_ns, hash, ingested_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (row.path, row.size, row.mtime_ns, row.hash, time.time()),
+            )
+
+    def remove_files(self, paths: Iterable[str]) -> int:
+        """Prune files gone from disk (and vectors no chunk uses any more)."""
+        count = 0
+        with self.transaction():
+            for path in paths:
+                self._delete_chunks(path)
+                self._db.execute("DELETE FROM files WHERE path=?", (path,))
+                count += 1
+            self._db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM chunks)")
+        return count
+
+    def chunks_by_id(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._translated():
+            rows = self._db.execute(
+                "SELECT id, path, start, end, start_line, end_line, hash, text FROM chunks "
+                f"WHERE id IN ({marks})",
+                list(ids),
+            )
+            return {r[0]: ChunkRow(*r) for r in rows}
+
+    def fts(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """``(chunk id, bm25)`` best first; bm25 is FTS5's (more negative is better)."""
+        with self._translated():
+            rows = self._db.execute(
+                "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
+                "ORDER BY s LIMIT ?",
+                (match, limit),
+            )
+            return [(int(r[0]), float(r[1])) for r in rows]
+
+    # -- vectors --------------------------------------------------------------------
+
+    def unembedded(self) -> list[tuple[str, str]]:
+        """``(hash, text)`` of every distinct chunk text without a vector yet."""
+        with self._translated():
+            rows = self._db.execute(
+                "SELECT hash, min(text) FROM chunks WHERE hash NOT IN (SELECT hash FROM vectors) "
+                "GROUP BY hash"
+            )
+            return [(str(h), str(t)) for h, t in rows]
+
+    def put_vectors(self, items: Sequence[tuple[str, bytes]]) -> None:
+        with self.transaction():
+            self._db.executemany("INSERT OR REPLACE INTO vectors(hash, vec) VALUES (?, ?)", items)
+
+    def chunk_vectors(self) -> tuple[list[int], list[bytes]]:
+        """Every chunk id with its vector blob (chunks without one are left out)."""
+        with self._translated():
+            rows = self._db.execute(
+                "SELECT chunks.id, vectors.vec FROM chunks JOIN vectors USING (hash) ORDER BY id"
+            ).fetchall()
+        return [int(r[0]) for r in rows], [bytes(r[1]) for r in rows]
+
+    def counts(self) -> tuple[int, int, int]:
+        """Files, chunks and bytes of chunk text."""
+        with self._translated():
+            files = self._db.execute("SELECT count(*) FROM files").fetchone()[0]
+            chunks, size = self._db.execute(
+                "SELECT count(*), coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks"
+            ).fetchone()
+        return int(files), int(chunks), int(size)
+
+    def integrity(self) -> None:
+        """Raise ``KnowledgeError`` when SQLite finds the file damaged."""
+        with self._translated():
+            ok = self._db.execute("PRAGMA quick_check").fetchone()[0]
+        if ok != "ok":
+            raise KnowledgeError(f"store {self.name!r} is corrupted: {ok}")
+
+
+def open_store(workspace: Path, name: str) -> KnowledgeStore:
+    """An existing store; a usage error (exit 2) naming the stores there are, if not."""
+    path = store_path(workspace, name)
+    if not path.is_file():
+        known = ", ".join(store_names(workspace)) or "none yet"
+        raise UsageError(f"no knowledge store {name!r} (stores: {known}; 'harvey rag new {name}')")
+    return KnowledgeStore._connect(name, path)
+
+
+def create_store(workspace: Path, name: str, embedder: str, dims: int) -> KnowledgeStore:
+    """A new, empty store bound to ``embedder`` (its spec and dimensions)."""
+    path = store_path(workspace, name)
+    if path.exists():
+        raise UsageError(f"knowledge store {name!r} already exists ({path})")
+    from harvey.private import create_private_file, make_private_dirs, tighten_database
+
+    try:  # a store holds the text of the workspace's files: 0700 folder, 0600 files
+        make_private_dirs(path.parent)
+        create_private_file(path)
+    except OSError as exc:
+        raise KnowledgeError(f"cannot create {path}: {exc}") from exc
+    store = KnowledgeStore._connect(name, path)
+    tighten_database(path)
+    store.set_meta("embedder", embedder)
+    store.set_meta("dims", str(dims))
+    store.set_meta("created", str(time.time()))
+    return store
