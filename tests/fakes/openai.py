@@ -30,9 +30,12 @@ class FakeOpenAI(_FakeServer):
         *,
         props: bool = True,
         api_key: str | None = None,
+        too_long_style: str = "llama.cpp",
         **kwargs: Any,
     ) -> None:
         super().__init__(replies, **kwargs)
+        # whose words a too-long prompt gets: "llama.cpp", "openai" or "llama-cpp-python"
+        self.too_long_style = too_long_style
         self.props = props
         self.api_key = api_key
         self._counter = 0
@@ -76,6 +79,35 @@ class FakeOpenAI(_FakeServer):
     ) -> None:
         error = {"message": message, "type": "server_error" if status >= 500 else "invalid_request"}
         h.send_json(status, {"error": error}, headers)
+
+    def _too_long(self, h: _Handler, prompt_tokens: int, window: int) -> None:
+        if self.too_long_style == "llama.cpp":
+            error: dict[str, Any] = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt_tokens,
+                "n_ctx": window,
+            }
+        elif self.too_long_style == "openai":
+            error = {
+                "message": f"This model's maximum context length is {window} tokens. However, "
+                f"your messages resulted in {prompt_tokens} tokens. Please reduce the length "
+                "of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        else:  # llama-cpp-python's server
+            error = {
+                "message": f"This model's maximum context length is {window} tokens. However, "
+                f"you requested {prompt_tokens + 16} tokens ({prompt_tokens} in the messages, "
+                "16 in the completion). Please reduce the length of the messages or completion.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        h.send_json(400, {"error": error})
 
     def _unknown_model(self, h: _Handler, model: str) -> None:
         h.send_json(

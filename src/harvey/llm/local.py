@@ -27,6 +27,7 @@ from typing import Any
 
 from harvey.errors import BackendError
 from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -232,6 +233,9 @@ class LocalClient:
                             completion += 1
                             yield TextDelta(text)
             except ValueError as exc:  # e.g. "Requested tokens exceed context window"
+                too_long = too_long_error("the embedded model", str(exc))
+                if too_long is not None:
+                    raise too_long from exc
                 raise BackendError(f"the embedded model failed: {exc}") from exc
             evaluated = int(getattr(llama, "n_tokens", 0) or 0)
             yield Usage(max(0, evaluated - completion) or None, completion)

@@ -31,6 +31,7 @@ from harvey.llm.base import (
 )
 from harvey.llm.http import Endpoint, malformed, truncated
 from harvey.llm.http_client import HttpClient, HttpOptions
+from harvey.llm.too_long import too_long_error
 from harvey.messages import Message, ToolCall
 from harvey.redact import active
 
@@ -117,6 +118,9 @@ class OllamaClient(HttpClient):
             if not isinstance(data, dict):
                 raise malformed(where, line)
             if "error" in data:
+                too_long = too_long_error(where.where, str(data["error"]))
+                if too_long is not None:
+                    raise too_long
                 raise StreamError(f"{where.where} reported an error mid-stream: {data['error']}")
             try:  # a JSON line of the wrong shape is a malformed stream, not a crash
                 message = data.get("message") or {}
