@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError
 from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
 from harvey.llm.too_long import too_long_error
@@ -248,6 +249,12 @@ class LocalClient:
             else (f"model (trained {loaded.n_ctx_train}, loaded {loaded.n_ctx})")
         )
         return ModelCapabilities(loaded.n_ctx, False, source)
+
+    def token_counter(self) -> Tokenizer:
+        """The model's own vocabulary and chat template (loaded ``vocab_only``)."""
+        from harvey.llm.counting import embedded_tokenizer
+
+        return embedded_tokenizer(self.model_path or find_model_file())
 
     def list_models(self) -> list[str]:
         return [self.model]
