@@ -169,6 +169,42 @@ def remaining_context(
     ).remaining
 
 
+# chunking.chunk_size_bytes: auto — each map prompt's chunk gets this share of the map
+# model's usable context (window − margin − instruction − framing); the rest is slack
+# for an estimate that is a little low and for the map prompt's own lines.
+AUTO_CHUNK_SHARE = 0.75
+MAP_FRAMING_TOKENS = 64  # "---\nChunk i of N:" and the chat template around one message
+FIXED_CHUNK_BYTES = 6000  # what `auto` falls back to when the window is unknown
+MAX_AUTO_CHUNK_BYTES = 4 * 1024 * 1024  # the hard bound: no prompt bigger than this
+
+
+def auto_chunk_bytes(
+    context_window: int,
+    *,
+    instruction: str = "",
+    bytes_per_token: float = BYTES_PER_TOKEN,
+    margin: float = DEFAULT_MARGIN,
+    share: float = AUTO_CHUNK_SHARE,
+) -> int:
+    """The chunk size in bytes that fills ``share`` of a map call's usable context.
+
+    Usable = window − the reply margin − the instruction − the map prompt's
+    framing; the chunk gets ``share`` of it in tokens, turned into bytes with
+    the (calibrated, per document type) ratio. Never below 200 bytes (the
+    config's floor) nor above ``MAX_AUTO_CHUNK_BYTES``. Why a share and not
+    all of it: the ratio is an estimate, and a server that still refuses a
+    chunk costs a split and two more calls (``split_retry``).
+    """
+    usable = (
+        context_window
+        - math.ceil(context_window * margin)
+        - estimate_tokens(instruction, bytes_per_token)
+        - MAP_FRAMING_TOKENS
+    )
+    size = int(max(0, usable) * share * bytes_per_token)
+    return max(200, min(MAX_AUTO_CHUNK_BYTES, size))
+
+
 def file_exceeds_budget(
     path: str | os.PathLike[str], budget: int, bytes_per_token: float = BYTES_PER_TOKEN
 ) -> tuple[bool, int]:
