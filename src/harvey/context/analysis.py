@@ -35,13 +35,7 @@ from typing import Protocol, TextIO
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
 from harvey.context.chunking import Chunk, ChunkConfig, DocType
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
-from harvey.errors import (
-    Cancelled,
-    ContextTooLong,
-    HarveyError,
-    SynthesisError,
-    WorkspaceError,
-)
+from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
 
