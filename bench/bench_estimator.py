@@ -32,7 +32,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.context.budget import BYTES_PER_TOKEN, Calibration, calibrated_ratio, tokens_for_bytes
+from harvey.context.budget import (
+    BYTES_PER_TOKEN,
+    MAX_SAMPLES,
+    Calibration,
+    calibrated_ratio,
+    tokens_for_bytes,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = 4
@@ -40,6 +46,7 @@ DOCS_PER_SPLIT = 200
 MAX_SPLIT_BYTES = 2_000_000  # per split and corpus, to keep tokenizing quick
 MIN_DOC_BYTES = 512  # tinier documents are all rounding error
 MAX_UNDER_SHARE = 0.05  # target: calibrated estimates underestimate ≤ 5 % of documents
+MAX_TOTAL_ERROR = 0.10  # target: the calibrated total within +10 % of the real count
 TOKENIZE_TIMEOUT = 600
 
 Documents = list[tuple[str, str]]
@@ -160,13 +167,21 @@ def measure(label: str, docs: Documents) -> list[tuple[str, str, Errors]]:
         for (name, text), n in zip(calib_raw + test_raw, counts, strict=True)
     ]
     calib, test = all_docs[: len(calib_raw)], all_docs[len(calib_raw) :]
-    calibration = Calibration(model="SmolLM2-135M-Instruct")
+    doc_type = "source" if label == "code" else "prose"
+    calibration = Calibration(model="SmolLM2-135M-Instruct", doc_type=doc_type)
     for doc in calib:
         calibration.add(doc.size, doc.tokens)
-    ratio_all = calibrated_ratio([(d.size, d.tokens) for d in calib])
+    pairs = [(d.size, d.tokens) for d in calib]
+    before = calibrated_ratio(pairs[-32:], quantile=0.0) or BYTES_PER_TOKEN
+    ratio_all = calibrated_ratio(pairs)
     rows = [
         (label, f"bytes/{BYTES_PER_TOKEN} (uncalibrated)", evaluate(test, BYTES_PER_TOKEN)),
-        (label, "`Calibration` (last 32 samples)", evaluate(test, calibration.bytes_per_token())),
+        (label, "before: minimum of the last 32 samples", evaluate(test, before)),
+        (
+            label,
+            f"`Calibration` ({doc_type}: 5th percentile of the last {MAX_SAMPLES})",
+            evaluate(test, calibration.bytes_per_token()),
+        ),
     ]
     if ratio_all is not None:
         rows.append(
@@ -222,36 +237,33 @@ def run() -> str:
             f"| {e.worst_under:+.1%} {('`' + e.worst_name + '`') if e.worst_name else ''} |"
         )
     verdicts = []
-    safe = closer_all = True
+    met_all = True
     for corpus in dict.fromkeys(r[0] for r in rows):
-        base = next(e for c, m, e in rows if c == corpus and m.startswith("bytes/"))
+        old = next(e for c, m, e in rows if c == corpus and m.startswith("before:"))
         cal = next(e for c, m, e in rows if c == corpus and m.startswith("`Calibration`"))
-        ok = cal.under_share <= MAX_UNDER_SHARE and cal.total_error >= 0
-        closer = abs(cal.total_error) < abs(base.total_error)
-        safe, closer_all = safe and ok, closer_all and closer
+        ok = cal.under_share <= MAX_UNDER_SHARE and 0 <= cal.total_error <= MAX_TOTAL_ERROR
+        met_all = met_all and ok
         verdicts.append(
-            f"{corpus}: documents underestimated {base.under_share:.1%} → {cal.under_share:.1%}, "
-            f"total error {base.total_error:+.1%} → {cal.total_error:+.1%} "
-            f"({'closer' if closer else f'{(abs(cal.total_error) - abs(base.total_error)) * 100:.1f} points further'})"
+            f"{corpus}: total error {old.total_error:+.1%} → {cal.total_error:+.1%}, documents "
+            f"underestimated {old.under_share:.1%} → {cal.under_share:.1%} — "
+            + ("met" if ok else "**missed**")
         )
     target = (
-        f"Target: after calibration (1) at most {MAX_UNDER_SHARE:.0%} of documents "
-        "underestimated and the total never under the real count — "
-        + ("**met**" if safe else "**missed**")
-        + "; (2) closer to the real count than bytes/4 — "
-        + (
-            "**met**"
-            if closer_all
-            else "**missed**: the min-ratio rule buys safety with over-counting"
-        )
+        f"Target: after calibration the total within +{MAX_TOTAL_ERROR:.0%} of the real count "
+        f"and at most {MAX_UNDER_SHARE:.0%} of documents underestimated, on both corpora — "
+        + ("**met**" if met_all else "**missed**")
         + ". "
         + "; ".join(verdicts)
-        + "."
+        + ". Exact counting (`bench_tokens`) is 0% by construction where the backend counts."
     )
     notes = [
         "",
         "The calibration samples here are bare document text; in Harvey they are whole "
-        "requests whose chat-template tokens push the learned ratio lower still (safer).",
+        "requests whose chat-template tokens push the learned ratio lower still (safer). "
+        "Why code misses: its bytes/token spread is wide (tables of numbers and escapes "
+        "such as `stringprep.py` at ~1.3, plain code near 3.6), so the ratio that keeps "
+        "under-estimates to one document in twenty over-counts the typical one; no single "
+        "ratio can meet both targets on this corpus.",
     ]
     body = [*head, *(f"- {s}" for s in sizes), "", target, "", *table, *notes]
     return "\n".join(body) + "\n"

@@ -35,6 +35,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("map_phase", "bench.bench_map_phase", "Map phase"),
     ("guard", "bench.bench_guard", "Pre-read guard"),
     ("estimator", "bench.bench_estimator", "Token estimator"),
+    ("tokens", "bench.bench_tokens", "Token counting and window-sized chunks"),
     ("plan_budget", "bench.bench_plan_budget", "Plan injection budget"),
     ("startup", "bench.bench_startup", "Start-up"),
     ("pool", "bench.bench_pool", "Endpoint pool"),

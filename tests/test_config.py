@@ -17,7 +17,7 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
     assert settings.backend == "auto"
     assert settings.tools.max_rounds == 10
     assert settings.chunking.threshold == 0.80
-    assert settings.chunking.chunk_size_bytes == 6000
+    assert settings.chunking.chunk_size_bytes == "auto"
     assert settings.offload.threshold == 10_000
     assert "cat" in settings.security.allowed_commands
 

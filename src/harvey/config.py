@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -148,7 +148,8 @@ class RouteSettings(_Strict):
 class ChunkingSettings(_Strict):
     enabled: bool = True
     threshold: float = Field(0.80, gt=0, le=1)
-    chunk_size_bytes: int = Field(6000, ge=200)
+    # "auto": chunks fill a share of the map model's usable context (context/budget.py)
+    chunk_size_bytes: Annotated[int, Field(ge=200)] | Literal["auto"] = "auto"
     chunk_size_tokens: int | None = Field(None, ge=50)
     max_chunks: int = Field(20, ge=1)
     overlap: Overlap = "paragraph"

@@ -8,6 +8,7 @@
     │   ├── BackendHTTPError    the server answered with an HTTP error status
     │   ├── StreamError         a malformed or truncated stream
     │   ├── ModelNotFound       the server does not know the model
+    │   ├── ContextTooLong      the server rejected the prompt as longer than its context
     │   └── SynthesisError      the reduce phase of a chunked analysis failed
     ├── WorkspaceError          a path escapes the workspace or is unusable
     ├── ToolError               a tool failed (becomes an ``error:`` tool result)
@@ -73,6 +74,21 @@ class StreamError(BackendError):
 
 class ModelNotFound(BackendError):
     pass
+
+
+class ContextTooLong(BackendError):
+    """The server (or the embedded model) refused a prompt as longer than its window.
+
+    ``prompt_tokens`` and ``window`` are what the server said, when it said;
+    the chunked analysis splits the chunk on this error, a chat turn shows the line.
+    """
+
+    def __init__(
+        self, message: str, prompt_tokens: int | None = None, window: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
 
 
 class SynthesisError(BackendError):

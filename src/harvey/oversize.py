@@ -44,7 +44,12 @@ from harvey.context.analysis import (
     ResultCache,
     run_chunked_analysis,
 )
-from harvey.context.budget import file_exceeds_budget
+from harvey.context.budget import (
+    BYTES_PER_TOKEN,
+    FIXED_CHUNK_BYTES,
+    auto_chunk_bytes,
+    file_exceeds_budget,
+)
 from harvey.context.chunking import (
     Chunk,
     ChunkConfig,
@@ -56,7 +61,7 @@ from harvey.context.chunking import (
 )
 from harvey.context.prompt_budget import PromptBudget
 from harvey.context.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
-from harvey.errors import Cancelled, HarveyError, UsageError, WorkspaceError
+from harvey.errors import BackendError, Cancelled, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
 from harvey.tools.files import file_kind, looks_binary, open_regular, safe_path
@@ -119,10 +124,25 @@ def overflow_alert(name: str, estimated: int, remaining: int) -> str:
 
 
 def chunk_config(
-    settings: ChunkingSettings, client: LLMClient, overrides: ChunkingSettings | None = None
+    settings: ChunkingSettings,
+    client: LLMClient,
+    overrides: ChunkingSettings | None = None,
+    *,
+    instruction: str = "",
+    bytes_per_token: float = BYTES_PER_TOKEN,
 ) -> ChunkConfig:
-    """The run config: the ``chunking:`` stanza with this run's overrides, for ``client``."""
+    """The run config: the ``chunking:`` stanza with this run's overrides, for ``client``;
+    ``chunk_size_bytes: auto`` sized to ``client``'s window (``auto_chunk_bytes``)."""
     stanza = settings.overridden_by(overrides) if overrides is not None else settings
+    if stanza.chunk_size_bytes == "auto":
+        try:
+            window = client.capabilities().context_window
+            size = auto_chunk_bytes(
+                window, instruction=instruction, bytes_per_token=bytes_per_token
+            )
+        except BackendError:  # the window is unknowable: today's fixed size
+            size = FIXED_CHUNK_BYTES
+        stanza = stanza.model_copy(update={"chunk_size_bytes": size})
     return ChunkConfig.from_settings(stanza, embedded=client.backend == "local")
 
 
@@ -257,7 +277,10 @@ class ChunkedReads:
         mention, without_route = find_mention(instruction)
         map_client = self.clients.resolve(mention) if mention else turn.client
         doc_type = detect_doc_type(path)
-        cfg = chunk_config(self.settings, map_client, overrides)
+        ratio = self.budget.bytes_per_token(map_client, doc_type.value)
+        cfg = chunk_config(
+            self.settings, map_client, overrides, instruction=without_route, bytes_per_token=ratio
+        )
         at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
         asked = at_least > cfg.max_chunks
         if asked and not self.ui.confirm(

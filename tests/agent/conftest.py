@@ -9,7 +9,7 @@ import pytest
 
 from harvey.agent import Agent
 from harvey.clients import Clients
-from harvey.config import Settings
+from harvey.config import ChunkingSettings, Settings
 from harvey.context.prompt_budget import PromptBudget
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.session.recorder import Recorder
@@ -47,7 +47,9 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
         record: bool = True,
         plan: bool = False,
     ) -> Agent:
-        settings = settings or Settings()
+        # the fixed 6,000-byte chunks these tests count on (the default is `auto`,
+        # sized to the window: tests/context/test_auto_chunks.py)
+        settings = settings or Settings(chunking=ChunkingSettings(chunk_size_bytes=6000))
         client = ScriptedClient(
             replies, model="testmodel", context_window=context_window, supports_tools=supports_tools
         )

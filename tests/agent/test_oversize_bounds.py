@@ -84,7 +84,7 @@ def test_a_file_over_one_window_is_streamed_to_the_same_prompts(
     monkeypatch.setattr(oversize, "WINDOW_BYTES", 1024)  # this file is now "over a window"
     read_whole = []
     monkeypatch.setattr(oversize, "chunk_document", lambda *a, **k: read_whole.append(1))
-    settings = Settings(chunking=ChunkingSettings(max_chunks=n))
+    settings = Settings(chunking=ChunkingSettings(max_chunks=n, chunk_size_bytes=6000))
     agent = make_agent([f"part {i}" for i in range(n)] + ["FINAL"], settings=settings)
     assert agent.chunks.analyze(path, "Sum up").text == "FINAL"
     assert read_whole == []

@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -170,6 +170,8 @@ class _FakeServer(ABC):
         default_reply: Reply | str | None = None,
         strict_models: bool = False,
         keep_bodies: bool = True,
+        max_prompt_tokens: int | None = None,
+        count_tokens: Callable[[dict[str, Any]], int] | None = None,
     ) -> None:
         self.models = list(models)
         self.context_window = context_window
@@ -178,6 +180,10 @@ class _FakeServer(ABC):
         self.default_reply = default_reply
         self.strict_models = strict_models
         self.keep_bodies = keep_bodies  # False: record requests without their bodies (big inputs)
+        # A window the server enforces: prompts counted above it get the real error body.
+        self.max_prompt_tokens = max_prompt_tokens
+        self.count_tokens = count_tokens or _estimated_prompt
+        self.rejected = 0  # chat requests refused as too long
         self.requests: list[Received] = []
         self._steps: list[Step] = list(replies)
         self._lock = threading.Lock()
@@ -265,6 +271,13 @@ class _FakeServer(ABC):
             self._unknown_model(h, model)
             return
         self._pause(self.delay_per_call)
+        if self.max_prompt_tokens is not None:
+            counted = self.count_tokens(body)
+            if counted > self.max_prompt_tokens:
+                with self._lock:
+                    self.rejected += 1
+                self._too_long(h, counted, self.max_prompt_tokens)
+                return
         step = self._next_step()
         if step is None:
             self._error(h, 400, "fake server: the script has no more replies")
@@ -345,6 +358,10 @@ class _FakeServer(ABC):
         """Answer with an HTTP error status and the format's own error body."""
 
     @abstractmethod
+    def _too_long(self, h: _Handler, prompt_tokens: int, window: int) -> None:
+        """Answer the way the real server does for a prompt longer than its window."""
+
+    @abstractmethod
     def _unknown_model(self, h: _Handler, model: str) -> None:
         """Answer the way the real server does for a model it does not have."""
 
@@ -359,6 +376,15 @@ class _FakeServer(ABC):
     @abstractmethod
     def _whole_reply(self, body: dict[str, Any], reply: Reply) -> Any:
         """The non-streaming response body for a scripted reply."""
+
+
+def _estimated_prompt(body: dict[str, Any]) -> int:
+    """The default prompt count: the bytes/4 estimate of every message's content."""
+    return sum(
+        estimate_tokens(str(m.get("content") or ""))
+        for m in body.get("messages") or []
+        if isinstance(m, dict)
+    )
 
 
 def _now() -> str:

@@ -57,6 +57,9 @@ class FakeOllama(_FakeServer):
         else:
             h.send_text(404, "404 page not found")
 
+    def _too_long(self, h: _Handler, prompt_tokens: int, window: int) -> None:
+        h.send_json(400, {"error": "the input length exceeds the context length"})
+
     def _model_entry(self, name: str) -> dict[str, Any]:
         return {
             "name": name,

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from harvey.context.budget import estimate_tokens
 from harvey.llm.scripted import Reply
 from tests.fakes.base import Step, _FakeServer, _Handler
 
@@ -30,9 +31,16 @@ class FakeOpenAI(_FakeServer):
         *,
         props: bool = True,
         api_key: str | None = None,
+        too_long_style: str = "llama.cpp",
+        tokenize_api: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(replies, **kwargs)
+        # counting endpoints: "llama.cpp" (/tokenize, /apply-template), "llama-cpp-python"
+        # (/extras/tokenize/count) or None; they count with the bytes/4 estimate
+        self.tokenize_api = tokenize_api
+        # whose words a too-long prompt gets: "llama.cpp", "openai" or "llama-cpp-python"
+        self.too_long_style = too_long_style
         self.props = props
         self.api_key = api_key
         self._counter = 0
@@ -68,6 +76,8 @@ class FakeOpenAI(_FakeServer):
             )
         elif method == "POST" and path == "/chat/completions":
             self._chat(h, body)
+        elif method == "POST" and self._counting(h, path, body):
+            pass
         else:
             self._error(h, 404, f"File Not Found: {path}")
 
@@ -76,6 +86,53 @@ class FakeOpenAI(_FakeServer):
     ) -> None:
         error = {"message": message, "type": "server_error" if status >= 500 else "invalid_request"}
         h.send_json(status, {"error": error}, headers)
+
+    def _counting(self, h: _Handler, path: str, body: Any) -> bool:
+        """The counting endpoints of ``tokenize_api``; False when this is not one."""
+        body = body if isinstance(body, dict) else {}
+        if self.tokenize_api == "llama.cpp" and path == "/tokenize":
+            n = estimate_tokens(str(body.get("content", "")))
+            h.send_json(200, {"tokens": list(range(n))})
+        elif self.tokenize_api == "llama.cpp" and path == "/apply-template":
+            prompt = "".join(
+                f"<|im_start|>{m.get('role')}\n{m.get('content')}<|im_end|>\n"
+                for m in body.get("messages") or []
+            )
+            h.send_json(200, {"prompt": prompt + "<|im_start|>assistant\n"})
+        elif self.tokenize_api == "llama-cpp-python" and path == "/extras/tokenize/count":
+            h.send_json(200, {"count": estimate_tokens(str(body.get("input", "")))})
+        else:
+            return False
+        return True
+
+    def _too_long(self, h: _Handler, prompt_tokens: int, window: int) -> None:
+        if self.too_long_style == "llama.cpp":
+            error: dict[str, Any] = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt_tokens,
+                "n_ctx": window,
+            }
+        elif self.too_long_style == "openai":
+            error = {
+                "message": f"This model's maximum context length is {window} tokens. However, "
+                f"your messages resulted in {prompt_tokens} tokens. Please reduce the length "
+                "of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        else:  # llama-cpp-python's server
+            error = {
+                "message": f"This model's maximum context length is {window} tokens. However, "
+                f"you requested {prompt_tokens + 16} tokens ({prompt_tokens} in the messages, "
+                "16 in the completion). Please reduce the length of the messages or completion.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        h.send_json(400, {"error": error})
 
     def _unknown_model(self, h: _Handler, model: str) -> None:
         h.send_json(

@@ -26,7 +26,11 @@ A script is a list of steps consumed one per chat request, in order:
 When the script runs out, ``default_reply`` answers if given, else HTTP 400
 saying so. ``delay_per_call`` waits before every chat answer; ``chunk_delay``
 waits between streamed chunks (for Ctrl-C-while-streaming tests); ``keep_bodies=False``
-records requests without their bodies (tests that send hundreds of megabytes). Requests for
+records requests without their bodies (tests that send hundreds of megabytes).
+``max_prompt_tokens`` enforces a window: a chat request whose prompt counts more
+(``count_tokens(body)``, default the bytes/4 estimate) gets the real server's
+"too long" error body (``FakeOpenAI(too_long_style="llama.cpp" | "openai" |
+"llama-cpp-python")``; Ollama's own words) and is counted in ``rejected``. Requests for
 a model not in ``models`` get the server's real 404 when ``strict_models`` is on
 (default for Ollama, which really does that; off for OpenAI, because llama.cpp
 and LM Studio answer with whatever model is loaded).

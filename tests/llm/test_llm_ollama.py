@@ -28,7 +28,8 @@ def test_streams_text_in_order_then_usage() -> None:
     assert body["model"] == MODEL
     assert body["stream"] is True
     assert body["messages"] == [{"role": "user", "content": "hi"}]
-    assert "options" not in body and "tools" not in body
+    assert body["options"] == {"num_ctx": 4096}  # always sent: Ollama truncates silently
+    assert "tools" not in body
 
 
 def test_num_ctx_is_sent_and_is_the_context_window() -> None:

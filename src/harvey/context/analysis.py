@@ -4,8 +4,11 @@ Map: every chunk goes to the model with the user's instruction (the seed's
 prompt, ``instruction + "\\n\\n---\\nChunk i of N:\\n" + chunk``), up to
 ``config.concurrency`` calls in flight. A failed chunk does not stop the map
 phase: its partial result becomes ``[chunk i failed: …]`` and the recorder
-gets ``error: …``. Notes and partial results stay in chunk order whatever
-order the calls finish in.
+gets ``error: …``. A chunk the server refuses as too long
+(``ContextTooLong``) is cut in two at its best boundary and both halves are
+analysed (``split_retry.py``); its note says ``ok (split in k parts …)``.
+Notes and partial results stay in chunk order whatever order the calls
+finish in.
 
 Reduce: one synthesis call over all partial results. When they do not fit
 the synthesis model's context (``context_window`` given), they are combined
@@ -30,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
-from harvey.context.chunking import Chunk, ChunkConfig
+from harvey.context.chunking import Chunk, ChunkConfig, DocType
 from harvey.context.map_support import ResultCache, map_concurrency, pool_size, result_key
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
-from harvey.errors import Cancelled, HarveyError, SynthesisError, WorkspaceError
+from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
 
@@ -205,6 +208,32 @@ class _Analysis:
         self.context_window = context_window
         self.bytes_per_token = bytes_per_token
         self.levels = 0
+        self._texts: dict[int, str] = {}  # the chunks in flight, for a split on "too long"
+        self._split_status: dict[int, str] = {}
+
+    def _recover(self, i: int, err: ContextTooLong) -> tuple[str | None, BaseException | None]:
+        """Chunk ``i`` (0-based) refused as too long: analysed in pieces (``split_retry``)."""
+        from harvey.context.split_retry import analyse_split
+
+        text = self._texts.get(i)
+        if text is None:
+            return None, err
+        doc_type = DocType.SOURCE if self.params.boundary == "source" else DocType.PROSE
+        try:
+            split = analyse_split(
+                self.client,
+                self.params.instruction,
+                i + 1,
+                self.params.count,
+                text,
+                doc_type,
+                self.cancel,
+                err,
+            )
+        except ContextTooLong as exc:
+            return None, exc
+        self._split_status[i] = split.status
+        return split.text, None
 
     def _prompts(self, n: int, reuse: Callable[[int, str], None]) -> Iterator[str]:
         """The map prompts, made one by one as call slots free up; a chunk whose result
@@ -214,6 +243,7 @@ class _Analysis:
             if i >= n:
                 break
             text = chunk.text if isinstance(chunk, Chunk) else chunk
+            self._texts[i] = text
             key = result_key(self.client.model, self.params, i + 1, n, text)
             stored = self.results.get(key) if self.results is not None else None
             if stored is not None:
@@ -237,9 +267,12 @@ class _Analysis:
 
         def done(i: int, text: str | None, err: BaseException | None) -> None:
             nonlocal recorded
+            if isinstance(err, ContextTooLong):
+                text, err = self._recover(i, err)
+            self._texts.pop(i, None)
             if err is None:
                 partials[i] = text or ""
-                statuses[i] = "ok"
+                statuses[i] = self._split_status.pop(i, "ok")
             else:
                 reason = _first_line(err)
                 partials[i] = f"[chunk {i + 1} failed: {reason}]"
@@ -255,6 +288,8 @@ class _Analysis:
 
         def called(j: int, text: str | None, err: BaseException | None) -> None:
             i, key = self._called[j]
+            if isinstance(err, ContextTooLong):  # split and analysed: stored like any result
+                text, err = self._recover(i, err)
             if err is None:
                 self._keep(key, text or "")
             done(i, text, err)

@@ -86,10 +86,11 @@ class ChunkConfig:
     def from_settings(cls, settings: Any, *, embedded: bool = False) -> ChunkConfig:
         """Build from ``harvey.config.ChunkingSettings``; unset concurrency → 1 embedded, 4 else."""
         concurrency = settings.concurrency or (1 if embedded else 4)
+        size = settings.chunk_size_bytes  # "auto" is resolved for the map model by the caller
         return cls(
             enabled=settings.enabled,
             threshold=settings.threshold,
-            chunk_size_bytes=settings.chunk_size_bytes,
+            chunk_size_bytes=size if isinstance(size, int) else 6000,
             max_chunks=settings.max_chunks,
             overlap=settings.overlap,
             concurrency=concurrency,

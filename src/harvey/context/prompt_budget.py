@@ -29,12 +29,14 @@ from harvey.context.budget import (
     BudgetReport,
     ReadBudget,
     budget_report,
+    estimate_tokens,
     remaining_context,
     serialize_history,
 )
-from harvey.errors import StoreError
+from harvey.context.tokens import TokenCounter
+from harvey.errors import HarveyError, StoreError
 from harvey.history_fit import FittedHistory, fit_history
-from harvey.llm.base import LLMClient, ModelCapabilities, Usage
+from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
 from harvey.messages import Message
 from harvey.prompts import build_system_prompt
 from harvey.session.store import SessionStore
@@ -68,6 +70,7 @@ class PromptBudget:
         self.turn_texts: list[str] = []
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
+        self._counters: dict[str, TokenCounter | None] = {}
         self._system_prompts: dict[bool, str] = {}
 
     def _client(self, client: LLMClient | None) -> LLMClient:
@@ -90,6 +93,35 @@ class PromptBudget:
             self._caps[key] = caps
         return self._caps[key]
 
+    def counter(self, client: LLMClient | None = None) -> TokenCounter | None:
+        """The exact counter for this client when its backend can count (probed once)."""
+        client = self._client(client)
+        key = f"{client.backend}:{client.endpoint}:{client.model}"
+        if key not in self._counters:
+            try:
+                tokenizer = token_counter_of(client)
+            except HarveyError as exc:  # counting is an improvement, never a requirement
+                log.warning("exact token counting unavailable: %s", exc)
+                tokenizer = None
+            ratio = self.bytes_per_token(client)
+            self._counters[key] = (
+                None
+                if tokenizer is None
+                else TokenCounter(tokenizer, lambda text: estimate_tokens(text, ratio))
+            )
+        return self._counters[key]
+
+    def counting_method(self, client: LLMClient | None = None) -> str:
+        """For ``/status``: "exact: llama.cpp /tokenize" or "estimated: R bytes/token from N
+        samples"."""
+        client = self._client(client)
+        counter = self.counter(client)
+        if counter is not None:
+            return counter.method
+        samples = len(self.store.calibration_samples(client.model)) if self.store else 0
+        ratio = self.bytes_per_token(client)
+        return f"estimated: {ratio:.2f} bytes/token from {samples} samples"
+
     def tools_enabled(self, client: LLMClient | None = None) -> bool:
         return self.settings.tools.enabled and self.capabilities(client).supports_tools
 
@@ -102,10 +134,11 @@ class PromptBudget:
             )
         return self._system_prompts[tools]
 
-    def bytes_per_token(self, client: LLMClient | None = None) -> float:
-        """The calibrated ratio for this model when known, else the 4-bytes heuristic."""
+    def bytes_per_token(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
+        """The calibrated ratio for this model and document type (``"prose"`` or
+        ``"source"``) when known, else the 4-bytes heuristic."""
         client = self._client(client)
-        ratio = self.store.calibration_ratio(client.model) if self.store else None
+        ratio = self.store.calibration_ratio(client.model, doc_type) if self.store else None
         return ratio or BYTES_PER_TOKEN
 
     def calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
@@ -149,6 +182,7 @@ class PromptBudget:
             system_prompt=self.system_prompt(client),
             injected=self._all_injected(),
             bytes_per_token=self.bytes_per_token(client),
+            counter=self.counter(client),
         )
         return fit_history(self._history(), room.remaining, room.bytes_per_token)
 
@@ -168,15 +202,20 @@ class PromptBudget:
             system_prompt=self.system_prompt(client),
             injected=self._all_injected(),
             bytes_per_token=self.bytes_per_token(client),
+            counter=self.counter(client),
         )
 
     def read_budget(
-        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
+        self,
+        client: LLMClient | None = None,
+        pending: Sequence[Message] = (),
+        doc_type: str = "prose",
     ) -> ReadBudget:
-        """What one file read may use: the remaining room times ``chunking.threshold``."""
+        """What one file read may use: the remaining room times ``chunking.threshold``,
+        estimated with the ratio of the file's document type."""
         client = self._client(client)
         tokens = int(self.remaining(client, pending) * self.settings.chunking.threshold)
-        return ReadBudget(tokens, self.bytes_per_token(client))
+        return ReadBudget(tokens, self.bytes_per_token(client, doc_type))
 
     def report(self, client: LLMClient | None = None) -> BudgetReport:
         """Everything already in the prompt, in tokens; ``/status`` shows it."""
@@ -187,4 +226,5 @@ class PromptBudget:
             system_prompt=self.system_prompt(client),
             injected=self._all_injected(),
             bytes_per_token=self.bytes_per_token(client),
+            counter=self.counter(client),
         )

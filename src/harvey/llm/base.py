@@ -82,6 +82,17 @@ class LLMClient(Protocol):
     def close(self) -> None: ...
 
 
+def token_counter_of(client: LLMClient) -> Any:
+    """The client's exact token counter (a ``harvey.context.tokens.Tokenizer``) when its
+    backend can count, else ``None``.
+
+    An optional capability, not part of the protocol: a backend offers it by
+    defining ``token_counter()`` (the embedded model, llama.cpp-family servers).
+    """
+    method = getattr(client, "token_counter", None)
+    return method() if callable(method) else None
+
+
 def parse_arguments(raw: Any, name: str) -> dict[str, Any]:
     """Tool arguments as a dict. Some servers send a JSON string instead of an
     object; text that is not a JSON object becomes ``{}`` (logged) so the tool

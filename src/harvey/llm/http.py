@@ -28,6 +28,7 @@ from harvey.errors import (
     ModelNotFound,
     StreamError,
 )
+from harvey.llm.too_long import too_long_error
 from harvey.redact import redact
 
 Sleep = Callable[[float], None]
@@ -100,6 +101,9 @@ def status_error(endpoint: Endpoint, status: int, body: bytes, model: str | None
     """Translate an HTTP error status into the right BackendError."""
     detail = error_detail(body)
     suffix = f": {detail}" if detail else ""
+    too_long = too_long_error(endpoint.where, detail, body) if status not in (401, 403) else None
+    if too_long is not None:  # before the 5xx rule: retrying sends the same prompt
+        return too_long
     if status == 404:
         if model is not None and "model" in detail.lower():
             return ModelNotFound(

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError
 from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -232,6 +234,9 @@ class LocalClient:
                             completion += 1
                             yield TextDelta(text)
             except ValueError as exc:  # e.g. "Requested tokens exceed context window"
+                too_long = too_long_error("the embedded model", str(exc))
+                if too_long is not None:
+                    raise too_long from exc
                 raise BackendError(f"the embedded model failed: {exc}") from exc
             evaluated = int(getattr(llama, "n_tokens", 0) or 0)
             yield Usage(max(0, evaluated - completion) or None, completion)
@@ -244,6 +249,12 @@ class LocalClient:
             else (f"model (trained {loaded.n_ctx_train}, loaded {loaded.n_ctx})")
         )
         return ModelCapabilities(loaded.n_ctx, False, source)
+
+    def token_counter(self) -> Tokenizer:
+        """The model's own vocabulary and chat template (loaded ``vocab_only``)."""
+        from harvey.llm.counting import embedded_tokenizer
+
+        return embedded_tokenizer(self.model_path or find_model_file())
 
     def list_models(self) -> list[str]:
         return [self.model]

@@ -8,17 +8,25 @@ Wire-format notes that shaped this module:
   token counts ``prompt_eval_count`` / ``eval_count``. A stream that ends
   without that line was cut off.
 * Errors mid-stream come as a line ``{"error": "..."}``.
-* The context window is ``num_ctx`` when configured (it is then sent as
-  ``options.num_ctx``); otherwise the model's trained length, read from the
-  ``model_info`` key ending in ``.context_length`` of ``/api/show``.
+* The context window is ``num_ctx`` when configured; otherwise the model's
+  trained length, read from the ``model_info`` key ending in
+  ``.context_length`` of ``/api/show``, capped at ``MAX_DEFAULT_CTX``. It is
+  always sent as ``options.num_ctx``: Ollama's own default is smaller than
+  most models' training and it *truncates* a longer prompt silently, so the
+  window Harvey budgets for must be the one the server uses.
+* After each answer ``prompt_eval_count`` is compared with the prompt sent: a
+  prompt estimated over the window that the server counted well under is a
+  silent truncation, and is logged as a warning (``truncation_warning``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Unpack
 
+from harvey.context.budget import estimate_tokens
 from harvey.errors import StreamError
 from harvey.llm.base import (
     ModelCapabilities,
@@ -31,10 +39,32 @@ from harvey.llm.base import (
 )
 from harvey.llm.http import Endpoint, malformed, truncated
 from harvey.llm.http_client import HttpClient, HttpOptions
+from harvey.llm.too_long import too_long_error
 from harvey.messages import Message, ToolCall
 from harvey.redact import active
 
 FALLBACK_CONTEXT = 4096  # when /api/show reports no context length at all
+# Without num_ctx configured, a model trained on 128k tokens is run at this (the KV
+# cache of the whole trained length would not fit most machines); set num_ctx for more.
+MAX_DEFAULT_CTX = 32768
+# A prompt estimated over the window that the server counted below this share of: truncated.
+TRUNCATED_SHARE = 0.9
+
+log = logging.getLogger(__name__)
+
+
+def truncation_warning(sent_tokens: int, counted: int | None, num_ctx: int) -> str | None:
+    """The warning when Ollama evaluated fewer tokens than the prompt held, else ``None``.
+
+    Only a prompt estimated over ``num_ctx`` counts: a prompt that fits may
+    legitimately report fewer (Ollama does not re-evaluate a cached prefix).
+    """
+    if counted is None or sent_tokens <= num_ctx or counted >= sent_tokens * TRUNCATED_SHARE:
+        return None
+    return (
+        f"Ollama evaluated {counted:,} prompt tokens of about {sent_tokens:,} sent: it truncated "
+        f"the prompt to its {num_ctx:,}-token context (num_ctx); the model did not see all of it"
+    )
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -99,8 +129,7 @@ class OllamaClient(HttpClient):
         }
         if tools:
             payload["tools"] = list(tools)
-        if self.num_ctx is not None:
-            payload["options"] = {"num_ctx": self.num_ctx}
+        payload["options"] = {"num_ctx": self.capabilities().context_window}
         return payload
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
@@ -117,6 +146,9 @@ class OllamaClient(HttpClient):
             if not isinstance(data, dict):
                 raise malformed(where, line)
             if "error" in data:
+                too_long = too_long_error(where.where, str(data["error"]))
+                if too_long is not None:
+                    raise too_long
                 raise StreamError(f"{where.where} reported an error mid-stream: {data['error']}")
             try:  # a JSON line of the wrong shape is a malformed stream, not a crash
                 message = data.get("message") or {}
@@ -134,6 +166,7 @@ class OllamaClient(HttpClient):
                         )
                     )
                 if data.get("done"):
+                    self._check_truncation(payload, data.get("prompt_eval_count"))
                     yield Usage(data.get("prompt_eval_count"), data.get("eval_count"))
                     return
                 moved = content or message.get("tool_calls") or message.get("thinking")
@@ -144,6 +177,13 @@ class OllamaClient(HttpClient):
             else:
                 watch.check()  # a line with nothing new in it is not progress
         raise truncated(where, 'the final "done" line')
+
+    def _check_truncation(self, payload: dict[str, Any], counted: Any) -> None:
+        sent = sum(estimate_tokens(str(m.get("content") or "")) for m in payload["messages"])
+        num_ctx = int(payload["options"]["num_ctx"])
+        warning = truncation_warning(sent, counted if isinstance(counted, int) else None, num_ctx)
+        if warning is not None:
+            log.warning("%s", warning)
 
     def _probe_capabilities(self) -> ModelCapabilities:
         """From ``/api/show``, with a configured ``num_ctx`` taking precedence."""
@@ -162,8 +202,13 @@ class OllamaClient(HttpClient):
             tools = ".Tools" in str(info.get("template", ""))
         if self.num_ctx is not None:
             return ModelCapabilities(self.num_ctx, tools, "num_ctx (config)")
+        if trained is not None and trained > MAX_DEFAULT_CTX:
+            source = (
+                f"model (/api/show: trained {trained:,}; sent as num_ctx, set num_ctx for more)"
+            )
+            return ModelCapabilities(MAX_DEFAULT_CTX, tools, source)
         if trained is not None:
-            return ModelCapabilities(trained, tools, "model (/api/show)")
+            return ModelCapabilities(trained, tools, "model (/api/show; sent as num_ctx)")
         return ModelCapabilities(FALLBACK_CONTEXT, tools, "default (server did not say)")
 
     def list_models(self) -> list[str]:

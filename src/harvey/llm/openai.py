@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
+from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError, StreamError
 from harvey.llm.base import (
     ModelCapabilities,
@@ -267,6 +268,16 @@ class OpenAIClient(HttpClient):
             if isinstance(value, int) and value > 0:
                 return value
         return None
+
+    def token_counter(self) -> Tokenizer | None:
+        """llama.cpp's ``/tokenize`` or llama-cpp-python's ``/extras/tokenize/count``,
+        probed once per client; ``None`` (estimate) for servers with neither."""
+        with self._caps_lock:
+            if not hasattr(self, "_tokenizer"):
+                from harvey.llm.counting import probe_server
+
+                self._tokenizer = probe_server(self.http, server_root(self.endpoint), self.model)
+            return self._tokenizer
 
     def list_models(self) -> list[str]:
         data = self.http.request_json("GET", "models")

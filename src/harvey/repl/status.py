@@ -32,6 +32,7 @@ def status_rows(agent: Agent) -> list[tuple[str, str]]:
         ("  of which plan", f"{st.plan_tokens:,} tokens"),
         ("remaining", f"{st.remaining_tokens:,} tokens (after a 10% margin)"),
         ("bytes per token", f"{st.bytes_per_token:.2f} ({ratio_kind})"),
+        ("token counting", agent.budget.counting_method()),
         ("tools", "on" if st.tools else "off"),
         ("confinement", detect(agent.settings.security.sandbox).describe()),
         ("session", str(st.session_id)),

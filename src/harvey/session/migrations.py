@@ -101,12 +101,24 @@ def _m004_calibration_samples(db: sqlite3.Connection) -> None:
     )
 
 
+def _m006_calibration_doc_type(db: sqlite3.Connection) -> None:
+    """Prose and code tokenise differently: each sample says which it was (old ones: prose)."""
+    _script(
+        db,
+        """
+        ALTER TABLE calibration_samples ADD COLUMN doc_type TEXT NOT NULL DEFAULT 'prose';
+        CREATE INDEX calibration_samples_type ON calibration_samples(model, doc_type, id)
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("m001_initial", _m001_initial),
     ("m002_calibration", _m002_calibration),
     ("m003_message_name", _m003_message_name),
     ("m004_calibration_samples", _m004_calibration_samples),
     ("m005_map_results", map_results.migration),  # resumable analyses (issue 14)
+    ("m006_calibration_doc_type", _m006_calibration_doc_type),
 ]
 
 

@@ -85,7 +85,7 @@ class SessionStore(MapResultsMixin):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
-        self._ratios: dict[str, float | None] = {}
+        self._ratios: dict[tuple[str, str], float | None] = {}
         # Sessions handed out by reserve_session whose row is not written yet:
         # id -> (workspace, model, title). See reserve_session.
         self._reserved: dict[str, tuple[str, str, str]] = {}
@@ -366,40 +366,43 @@ class SessionStore(MapResultsMixin):
 
     # -- calibration --------------------------------------------------------------
 
-    def record_calibration(self, model: str, prompt_bytes: int, prompt_tokens: int) -> float:
-        """Keep one (prompt bytes, reported prompt tokens) sample; return the model's ratio.
+    def record_calibration(
+        self, model: str, prompt_bytes: int, prompt_tokens: int, doc_type: str = "prose"
+    ) -> float:
+        """Keep one (prompt bytes, reported prompt tokens) sample; return the ratio now in use.
 
-        Only the most recent ``MAX_SAMPLES`` per model are kept, and the ratio
-        is ``harvey.context.budget.calibrated_ratio`` over them: the smallest
-        bytes-per-token any recent request showed, so estimates err towards
-        more tokens, never fewer than a real prompt implied.
+        Samples are per model and per document type (``"prose"``, ``"source"``:
+        the chunker's ``DocType`` values). Only the most recent ``MAX_SAMPLES``
+        of each are kept, and the ratio is ``calibrated_ratio`` over them: a low
+        quantile, so estimates err towards more tokens.
         """
         if prompt_bytes > 0 and prompt_tokens > 0:
-            self._ratios.pop(model, None)
+            self._ratios.pop((model, doc_type), None)
             with self._tx() as db:
                 db.execute(
                     "INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, "
-                    "created_at) VALUES (?, ?, ?, ?)",
-                    (model, prompt_bytes, prompt_tokens, _now()),
+                    "created_at, doc_type) VALUES (?, ?, ?, ?, ?)",
+                    (model, prompt_bytes, prompt_tokens, _now(), doc_type),
                 )
                 db.execute(
-                    "DELETE FROM calibration_samples WHERE model = ? AND id NOT IN "
-                    "(SELECT id FROM calibration_samples WHERE model = ? "
+                    "DELETE FROM calibration_samples WHERE model = ? AND doc_type = ? AND id "
+                    "NOT IN (SELECT id FROM calibration_samples WHERE model = ? AND doc_type = ? "
                     "ORDER BY id DESC LIMIT ?)",
-                    (model, model, MAX_SAMPLES),
+                    (model, doc_type, model, doc_type, MAX_SAMPLES),
                 )
-        return self.calibration_ratio(model) or BYTES_PER_TOKEN
+        return self.calibration_ratio(model, doc_type) or BYTES_PER_TOKEN
 
-    def calibration_samples(self, model: str) -> list[tuple[int, int]]:
+    def calibration_samples(self, model: str, doc_type: str = "prose") -> list[tuple[int, int]]:
         rows = self._query(
-            "SELECT prompt_bytes, prompt_tokens FROM calibration_samples WHERE model = ? "
-            "ORDER BY id",
-            (model,),
+            "SELECT prompt_bytes, prompt_tokens FROM calibration_samples "
+            "WHERE model = ? AND doc_type = ? ORDER BY id",
+            (model, doc_type),
         )
         return [(int(r[0]), int(r[1])) for r in rows]
 
-    def calibration_ratio(self, model: str) -> float | None:
-        """Cached per model: budget checks ask for it on every read and round."""
-        if model not in self._ratios:
-            self._ratios[model] = calibrated_ratio(self.calibration_samples(model))
-        return self._ratios[model]
+    def calibration_ratio(self, model: str, doc_type: str = "prose") -> float | None:
+        """Cached per model and type: budget checks ask for it on every read and round."""
+        key = (model, doc_type)
+        if key not in self._ratios:
+            self._ratios[key] = calibrated_ratio(self.calibration_samples(model, doc_type))
+        return self._ratios[key]

@@ -1,0 +1,108 @@
+"""`chunking.chunk_size_bytes: auto`: chunks sized to the map model's window."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harvey.config import ChunkingSettings, load_settings, resolve_paths
+from harvey.context.budget import (
+    AUTO_CHUNK_SHARE,
+    FIXED_CHUNK_BYTES,
+    MAX_AUTO_CHUNK_BYTES,
+    auto_chunk_bytes,
+)
+from harvey.errors import ConfigError
+from harvey.llm.openai import OpenAIClient
+from harvey.llm.scripted import Reply
+from harvey.oversize import chunk_config
+from tests.fakes.servers import FakeOpenAI
+
+
+def test_auto_fills_a_share_of_the_usable_window() -> None:
+    size = auto_chunk_bytes(32_768, instruction="Summarise.", bytes_per_token=4.0)
+    usable = 32_768 - 3_277 - 3 - 64
+    assert size == int(usable * AUTO_CHUNK_SHARE * 4.0)
+    assert auto_chunk_bytes(8192) < size < auto_chunk_bytes(131_072)
+    assert auto_chunk_bytes(32_768, bytes_per_token=3.0) < size  # code: denser, smaller chunks
+
+
+def test_auto_stays_within_its_bounds() -> None:
+    assert auto_chunk_bytes(100, instruction="x" * 10_000) == 200
+    assert auto_chunk_bytes(10**9) == MAX_AUTO_CHUNK_BYTES
+
+
+def test_auto_is_the_default_and_a_number_still_works(tmp_path: Path) -> None:
+    assert load_settings(resolve_paths(tmp_path), env={}).chunking.chunk_size_bytes == "auto"
+    (tmp_path / "harvey.yaml").write_text("chunking:\n  chunk_size_bytes: 4000\n")
+    assert load_settings(resolve_paths(tmp_path), env={}).chunking.chunk_size_bytes == 4000
+    (tmp_path / "harvey.yaml").write_text("chunking:\n  chunk_size_bytes: big\n")
+    with pytest.raises(ConfigError, match="chunk_size_bytes"):
+        load_settings(resolve_paths(tmp_path), env={})
+
+
+def test_chunk_config_resolves_auto_for_the_map_model() -> None:
+    with FakeOpenAI(context_window=32_768) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        cfg = chunk_config(ChunkingSettings(), client, instruction="Summarise.")
+        fixed = chunk_config(
+            ChunkingSettings(), client, ChunkingSettings.partial(chunk_size_bytes=5000)
+        )
+    assert cfg.chunk_size_bytes == auto_chunk_bytes(32_768, instruction="Summarise.")
+    assert fixed.chunk_size_bytes == 5000  # --chunk-size overrides auto
+
+
+def test_auto_without_a_reachable_window_is_the_fixed_size() -> None:
+    client = OpenAIClient("http://127.0.0.1:9/v1", "m", retries=0, connect_timeout=0.5)
+    # nothing answers /props: the OpenAI backend's default window (8192) sizes the chunks
+    cfg = chunk_config(ChunkingSettings(), client)
+    assert cfg.chunk_size_bytes >= FIXED_CHUNK_BYTES
+
+
+def _analyze(ws: Path, srv: FakeOpenAI, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harvey",
+            "analyze",
+            "doc.md",
+            "-i",
+            "Summarise.",
+            "--yes",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.url,
+            "--no-record",
+            *extra,
+        ],
+        cwd=ws,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_32k_window_needs_five_times_fewer_calls_and_none_is_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    text = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 20 for i in range(900))
+    (ws / "doc.md").write_text(text)  # about 500 KB
+    calls = {}
+    for label, extra in (("auto", ()), ("fixed", ("--chunk-size", "6000"))):
+        with FakeOpenAI(
+            context_window=32_768, max_prompt_tokens=32_768, default_reply=Reply("ok")
+        ) as srv:
+            proc = _analyze(ws, srv, *extra)
+            assert proc.returncode == 0, proc.stderr
+            prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
+            calls[label] = sum(1 for p in prompts if "\n---\nChunk " in p)
+            assert srv.rejected == 0
+    assert calls["auto"] >= 1
+    assert calls["fixed"] >= 5 * calls["auto"], calls
