@@ -267,8 +267,6 @@ class _Analysis:
 
         def done(i: int, text: str | None, err: BaseException | None) -> None:
             nonlocal recorded
-            if isinstance(err, ContextTooLong):
-                text, err = self._recover(i, err)
             self._texts.pop(i, None)
             if err is None:
                 partials[i] = text or ""
