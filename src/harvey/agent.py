@@ -133,6 +133,8 @@ class Agent:
         self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
+        # Called with each turn's text before its first prompt (memory recall, retrieval).
+        self.before_turn: list[Callable[[str], None]] = []
 
     @property
     def client(self) -> LLMClient:
@@ -203,6 +205,8 @@ class Agent:
             cancel = self.cancel_event
             cancel.clear()
         self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
+        for hook in self.before_turn:
+            hook(text)
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self.current_turn = state
         try:

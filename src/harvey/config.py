@@ -160,6 +160,14 @@ class OffloadSettings(_Strict):
     preview_lines: int = Field(20, ge=0)
 
 
+class MemorySettings(_Strict):
+    """Long-term memory (harvey.memory): recall at session start, mining on exit."""
+
+    enabled: bool = True
+    budget_pct: float = Field(5.0, gt=0, le=50)  # of the context window, at least 512 tokens
+    auto_mine_min_turns: int = Field(10, ge=1)
+
+
 class Settings(_Strict):
     backend: str = "auto"  # "auto" or a name in harvey.llm.backends' table
     model: str | None = None
@@ -177,6 +185,7 @@ class Settings(_Strict):
     routes: list[RouteSettings] = Field(default_factory=list)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     offload: OffloadSettings = Field(default_factory=OffloadSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @field_validator("base_url")
     @classmethod

@@ -19,6 +19,7 @@ from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
+from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
 from harvey.redact import Redactor, install
 from harvey.session.recorder import Recorder
@@ -41,6 +42,7 @@ class Runtime:
     recorder: Recorder | None
     plan_writer: FilePlanWriter | None
     resumed: bool = False
+    memory: SessionMemory | None = None  # recall at session start (None: memory off)
 
     @property
     def client(self) -> LLMClient:
@@ -225,7 +227,8 @@ def _assemble(
                 ui.warn(f"could not restore the plan file: {exc}")
         if plan_writer.path.exists():
             budget.handover = handover_text(plan_writer.read(), session_id=session_id)
-    return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed)
+    memory = attach(agent, settings, paths.harvey_home)
+    return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed, memory)
 
 
 def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:

@@ -69,6 +69,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     help="Resume the conversation recorded in a .spmd session file.",
 )
 @no_record_option
+@click.option("--no-memory", is_flag=True, help="No long-term memory recall this session.")
 @click.pass_context
 @handle_errors
 def main(
@@ -80,6 +81,7 @@ def main(
     continue_: bool,
     continue_file: Path | None,
     no_record: bool,
+    no_memory: bool,
 ) -> None:
     """Harvey: a terminal LLM agent for the documents and code in a workspace.
 
@@ -92,6 +94,7 @@ def main(
     skip_httpx_cli()
     ctx.ensure_object(dict)
     ctx.obj.update(workspace=workspace, backend=backend, base_url=base_url, model=model)
+    ctx.obj["no_memory"] = no_memory
     if ctx.invoked_subcommand is not None:
         return
     if continue_ and continue_file:

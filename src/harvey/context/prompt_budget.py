@@ -64,6 +64,7 @@ class PromptBudget:
         self.plan_text = plan_text
         self.system_extra = system_extra
         self.handover: str | None = None  # injected once, into the next turn's prompt
+        self.memory: str | None = None  # recalled long-term memory, for the whole session
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
         self._system_prompts: dict[bool, str] = {}
@@ -119,7 +120,7 @@ class PromptBudget:
             log.warning("could not record calibration: %s", exc)
 
     def injected_texts(self) -> list[str]:
-        texts = []
+        texts = [self.memory] if self.memory else []
         if self.handover:
             texts.append(self.handover)
         plan = self.plan_text() if self.plan_text else None
