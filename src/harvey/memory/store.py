@@ -162,10 +162,63 @@ def _row(row: sqlite3.Row | tuple[object, ...]) -> Memory:
     )
 
 
+STOPWORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "how",
+        "what",
+        "why",
+        "when",
+        "who",
+        "can",
+        "you",
+        "are",
+        "was",
+        "this",
+        "that",
+        "from",
+        "into",
+        "not",
+        "have",
+        "has",
+        "had",
+        "does",
+        "did",
+        "out",
+        "our",
+        "your",
+        "their",
+        "there",
+        "then",
+        "than",
+        "them",
+        "they",
+        "its",
+    ]
+)
+
+
+def query_words(text: str) -> list[str]:
+    """The words of ``text`` a search uses: three letters or more, no stop words, unique."""
+    words = re.findall(r"[a-z0-9_]{3,}", text.lower())
+    return list(dict.fromkeys(w for w in words if w not in STOPWORDS))[:32]
+
+
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression from free text: its words OR-ed, each quoted (no syntax)."""
-    words = [w for w in re.findall(r"[A-Za-z0-9_]{3,}", text.lower())][:32]
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+    return " OR ".join(f'"{w}"' for w in query_words(text))
+
+
+def coverage(words: list[str], text: str) -> float:
+    """The share of the query's words that ``text`` contains: bm25's scale depends on the
+    size of the store (two memories give near-zero scores), this one does not."""
+    if not words:
+        return 0.0
+    have = set(re.findall(r"[a-z0-9_]{3,}", text.lower()))
+    return sum(1 for w in words if w in have) / len(words)
 
 
 class MemoryStore:
@@ -351,7 +404,7 @@ class MemoryStore:
         self, text: str, *, workspace: str | None, limit: int = 50
     ) -> list[tuple[Memory, float]]:
         """Active memories of this workspace (or every workspace) matching ``text``, best
-        first, with a relevance in (0, 1] derived from FTS5's bm25 rank."""
+        first, each with its relevance in (0, 1]: FTS5 finds them, ``coverage`` scores them."""
         query = fts_query(text)
         if not query:
             return []
@@ -362,11 +415,9 @@ class MemoryStore:
             "AND (m.workspace IS NULL OR m.workspace = ?) ORDER BY rank LIMIT ?",
             (query, workspace, limit),
         )
-        out = []
-        for row in rows:
-            rank = float(row[-1])  # type: ignore[arg-type]
-            out.append((_row(row[:-1]), -rank / (1.0 - rank) if rank < 0 else 0.01))
-        return out
+        words = query_words(text)
+        out = [(m, coverage(words, m.text)) for m in (_row(row[:-1]) for row in rows)]
+        return sorted(out, key=lambda hit: -hit[1])  # stable: bm25 order breaks ties
 
     def find_exact(self, text: str, workspace: str | None) -> Memory | None:
         rows = self._query(
