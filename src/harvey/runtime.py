@@ -26,6 +26,7 @@ from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
+from harvey.tools.memory_tools import memory_tools
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
 from harvey.ui import AgentUI
@@ -153,6 +154,8 @@ def _assemble(
     plan_writer = _plan_writer(paths, session_id)
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    for tool in memory_tools(paths.harvey_home) if settings.memory.enabled else []:
+        registry.register(tool)  # retrieve_memory, add_memory
     executor = build_executor(registry, settings, workspace, session_id)
 
     plan_cache: dict[str, object] = {}
