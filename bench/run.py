@@ -37,6 +37,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("estimator", "bench.bench_estimator", "Token estimator"),
     ("plan_budget", "bench.bench_plan_budget", "Plan injection budget"),
     ("startup", "bench.bench_startup", "Start-up"),
+    ("memory", "bench.bench_memory", "Long-term memory"),
 ]
 
 

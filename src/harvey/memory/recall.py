@@ -75,8 +75,7 @@ def recall(
     """The memories for a session starting with ``first_prompt`` in ``workspace``."""
     ws = str(workspace)
     result = Recall(budget=budget_tokens(context_window, budget_pct))
-    fixed = [m for m in store.memories(workspace=ws) if m.type in ALWAYS and m.workspace == ws]
-    fixed.sort(key=lambda m: (ALWAYS.index(m.type), m.created_at))
+    fixed = sorted(store.pinned(ws, ALWAYS), key=lambda m: (ALWAYS.index(m.type), m.created_at))
     candidates: list[tuple[Memory, float]] = [(m, 1.0) for m in fixed]
     seen = {m.id for m in fixed}
     hits = [

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from harvey.redact import active, token_shapes
 
-# "password=hunter2", "passwd: x", "api_key = abc": an assignment, not the word in prose.
-_ASSIGNMENT = re.compile(
-    r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
-    r"\s*[=:]\s*[\"']?(?P<value>[^\s\"',;]{4,})"
-)
+_NAMES = r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
+# "password=hunter2", "api_key = abc123": an assignment, not the word in prose. After a
+# colon ("the secret: write tests first") only a value with a digit or a symbol counts.
+_ASSIGNMENT = re.compile(_NAMES + r"\s*=\s*[\"']?[^\s\"',;]{4,}")
+_COLON = re.compile(_NAMES + r"\s*:\s*[\"']?(?=[^\s\"',;]*[^A-Za-z\s\"',;])[^\s\"',;]{4,}")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Scrubbed:
 def credential_shapes(text: str) -> list[str]:
     """Every credential shape found in ``text``; empty when it may be stored."""
     found = token_shapes(text)
-    if _ASSIGNMENT.search(text):
+    if _ASSIGNMENT.search(text) or _COLON.search(text):
         found.append("password-assignment")
     redactor = active()
     if any(secret in text for secret in redactor.secrets):

@@ -33,6 +33,8 @@ INITIAL_CONFIDENCE = 0.5
 FLAG_STEP = 0.1
 ARCHIVE_AT = 0.2
 BUSY_TIMEOUT = 10.0
+COMMON_SHARE = 0.05  # a word in more of the memories than this is not searched alone
+OVERFETCH = 8  # FTS hits fetched per result wanted, before the workspace filter
 
 
 def _now() -> str:
@@ -400,24 +402,65 @@ class MemoryStore:
             sql += " AND archived = 0 AND superseded_by IS NULL"
         return [_row(r) for r in self._query(sql + " ORDER BY created_at, id", tuple(args))]
 
+    def pinned(self, workspace: str, types: tuple[str, ...]) -> list[Memory]:
+        """This workspace's own active memories of ``types`` (recall's always-included)."""
+        marks = ", ".join("?" for _ in types)
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM memories WHERE workspace = ? AND type IN ({marks}) "
+            "AND archived = 0 AND superseded_by IS NULL ORDER BY created_at, id",
+            (workspace, *types),
+        )
+        return [_row(r) for r in rows]
+
     def search(
         self, text: str, *, workspace: str | None, limit: int = 50
     ) -> list[tuple[Memory, float]]:
         """Active memories of this workspace (or every workspace) matching ``text``, best
-        first, each with its relevance in (0, 1]: FTS5 finds them, ``coverage`` scores them."""
-        query = fts_query(text)
-        if not query:
-            return []
-        rows = self._query(
-            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, "
-            "bm25(memories_fts) AS rank FROM memories_fts f JOIN memories m ON m.id = f.id "
-            "WHERE memories_fts MATCH ? AND m.archived = 0 AND m.superseded_by IS NULL "
-            "AND (m.workspace IS NULL OR m.workspace = ?) ORDER BY rank LIMIT ?",
-            (query, workspace, limit),
-        )
+        first, each with its relevance in (0, 1]: FTS5 finds them, ``coverage`` scores them.
+
+        Memories holding every word are asked for first: that query matches few rows,
+        and ranking them is cheap. Only when they are too few are the memories holding
+        any of the *rare* words added (``_rare``): ranking costs time in proportion to
+        the rows matched, and a word most memories contain ranks nothing.
+        """
         words = query_words(text)
+        if not words:
+            return []
+        rows = self._ranked(" AND ".join(f'"{w}"' for w in words), workspace, limit)
+        rare = self._rare(words) if len(rows) < limit and len(words) > 1 else []
+        if rare:
+            seen = {row[0] for row in rows}
+            more = self._ranked(" OR ".join(f'"{w}"' for w in rare), workspace, limit)
+            rows += [row for row in more if row[0] not in seen][: limit - len(rows)]
         out = [(m, coverage(words, m.text)) for m in (_row(row[:-1]) for row in rows)]
         return sorted(out, key=lambda hit: -hit[1])  # stable: bm25 order breaks ties
+
+    def _rare(self, words: list[str]) -> list[str]:
+        """The words in at most ``COMMON_SHARE`` of the memories (at least 200): a word in
+        more says little about relevance, and ranking its matches is what costs time."""
+        total = int(self._query("SELECT count(*) FROM memories")[0][0])  # type: ignore[call-overload]
+        cap = max(200, int(total * COMMON_SHARE))
+        rare = []
+        for word in words:
+            found = self._query(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? "
+                "LIMIT ?)",
+                (f'"{word}"', cap + 1),
+            )
+            if int(found[0][0]) <= cap:  # type: ignore[call-overload]
+                rare.append(word)
+        return rare
+
+    def _ranked(self, match: str, workspace: str | None, limit: int) -> list[tuple[object, ...]]:
+        return self._query(
+            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, "
+            "f.rank FROM (SELECT id, rank FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY rank LIMIT ?) f JOIN memories m ON m.id = f.id "
+            "WHERE m.archived = 0 AND m.superseded_by IS NULL "
+            "AND (m.workspace IS NULL OR m.workspace = ?) ORDER BY f.rank LIMIT ?",
+            # FTS5 ranks its best hits itself; the filters then see only those
+            (match, limit * OVERFETCH, workspace, limit),
+        )
 
     def find_exact(self, text: str, workspace: str | None) -> Memory | None:
         rows = self._query(
