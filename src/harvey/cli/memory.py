@@ -27,9 +27,7 @@ if TYPE_CHECKING:
 MEMORY_TYPES = ("tool_use", "workflow", "user_preference", "workspace_profile", "project_fact")
 
 
-def _open(
-    ctx: click.Context, workspace: Path | None, *, create: bool = False
-) -> tuple[Path, MemoryStore | None]:
+def _open(ctx: click.Context, workspace: Path | None) -> tuple[Path, MemoryStore | None]:
     """The workspace (resolved) and the store, or None when there is no memory.db yet."""
     from harvey.config import resolve_paths
     from harvey.memory.startup import memory_db
@@ -38,7 +36,7 @@ def _open(
     opts = inherit(ctx, workspace=workspace)
     paths = resolve_paths(opts["workspace"])
     db = memory_db(paths.harvey_home)
-    if not db.exists() and not create:
+    if not db.exists():
         return paths.workspace, None
     return paths.workspace, MemoryStore(db)
 

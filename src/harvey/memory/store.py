@@ -14,22 +14,30 @@ reported as one ``StoreError`` line naming it, never a traceback.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harvey.errors import StoreError, UsageError
+from harvey.memory.records import (
+    COLUMNS,
+    INITIAL_CONFIDENCE,
+    KINDS,
+    MIGRATIONS,
+    TYPES,
+    Memory,
+    normalise,
+    to_memory,
+)
+from harvey.memory.textmatch import coverage, query_words
 from harvey.private import create_private_file, make_private_dirs, tighten_database
-from harvey.session.migrations import Migration, _script, migrate
+from harvey.session.migrations import migrate
 
-TYPES = ("tool_use", "workflow", "user_preference", "workspace_profile", "project_fact")
-KINDS = ("pitfall", "workaround", "recommendation", "pattern", "fact", "preference", "profile")
-INITIAL_CONFIDENCE = 0.5
+__all__ = ["INITIAL_CONFIDENCE", "KINDS", "TYPES", "Memory", "MemoryStore", "normalise"]
+
 FLAG_STEP = 0.1
 ARCHIVE_AT = 0.2
 BUSY_TIMEOUT = 10.0
@@ -39,188 +47,6 @@ OVERFETCH = 8  # FTS hits fetched per result wanted, before the workspace filter
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def normalise(text: str) -> str:
-    """The text exact duplicates are compared by: case, spacing and end punctuation ignored."""
-    return re.sub(r"\s+", " ", text).strip().strip(".!").lower()
-
-
-def _m001_memories(db: sqlite3.Connection) -> None:
-    _script(
-        db,
-        """
-        CREATE TABLE memories (
-            id TEXT PRIMARY KEY,
-            type TEXT NOT NULL,
-            kind TEXT NOT NULL DEFAULT '',
-            text TEXT NOT NULL,
-            norm TEXT NOT NULL,
-            workspace TEXT,
-            recording TEXT,
-            scenes TEXT NOT NULL DEFAULT '[]',
-            confidence REAL NOT NULL,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            last_recalled TEXT,
-            recall_count INTEGER NOT NULL DEFAULT 0,
-            archived INTEGER NOT NULL DEFAULT 0,
-            superseded_by TEXT
-        );
-        CREATE INDEX memories_workspace ON memories(workspace, type);
-        CREATE VIRTUAL TABLE memories_fts USING fts5(id UNINDEXED, text);
-        CREATE TABLE mined (
-            path TEXT PRIMARY KEY,
-            mined_at TEXT NOT NULL,
-            accepted INTEGER NOT NULL
-        )
-        """,
-    )
-
-
-MIGRATIONS: list[Migration] = [("m001_memories", _m001_memories)]
-
-
-@dataclass
-class Memory:
-    """One remembered thing; ``workspace`` None means every workspace."""
-
-    id: str
-    type: str
-    text: str
-    kind: str = ""
-    workspace: str | None = None
-    recording: str | None = None
-    scenes: list[int] = field(default_factory=list)
-    confidence: float = INITIAL_CONFIDENCE
-    created_at: str = ""
-    updated_at: str = ""
-    last_recalled: str | None = None
-    recall_count: int = 0
-    archived: bool = False
-    superseded_by: str | None = None
-
-    @property
-    def active(self) -> bool:
-        return not self.archived and self.superseded_by is None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "kind": self.kind,
-            "text": self.text,
-            "workspace": self.workspace,
-            "recording": self.recording,
-            "scenes": self.scenes,
-            "confidence": round(self.confidence, 2),
-            "created": self.created_at,
-            "updated": self.updated_at,
-            "last_recalled": self.last_recalled,
-            "recall_count": self.recall_count,
-            "archived": self.archived,
-            "superseded_by": self.superseded_by,
-        }
-
-
-_COLUMNS = (
-    "id, type, kind, text, workspace, recording, scenes, confidence, created_at, updated_at, "
-    "last_recalled, recall_count, archived, superseded_by"
-)
-
-
-def _row(row: sqlite3.Row | tuple[object, ...]) -> Memory:
-    (
-        mid,
-        mtype,
-        kind,
-        text,
-        ws,
-        rec,
-        scenes,
-        conf,
-        created,
-        updated,
-        recalled,
-        count,
-        arch,
-        sup,
-    ) = tuple(row)
-    return Memory(
-        id=str(mid),
-        type=str(mtype),
-        kind=str(kind),
-        text=str(text),
-        workspace=None if ws is None else str(ws),
-        recording=None if rec is None else str(rec),
-        scenes=[int(s) for s in json.loads(str(scenes) or "[]")],
-        confidence=float(conf),
-        created_at=str(created),
-        updated_at=str(updated),
-        last_recalled=None if recalled is None else str(recalled),
-        recall_count=int(count),
-        archived=bool(arch),
-        superseded_by=None if sup is None else str(sup),
-    )
-
-
-STOPWORDS = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "how",
-        "what",
-        "why",
-        "when",
-        "who",
-        "can",
-        "you",
-        "are",
-        "was",
-        "this",
-        "that",
-        "from",
-        "into",
-        "not",
-        "have",
-        "has",
-        "had",
-        "does",
-        "did",
-        "out",
-        "our",
-        "your",
-        "their",
-        "there",
-        "then",
-        "than",
-        "them",
-        "they",
-        "its",
-    ]
-)
-
-
-def query_words(text: str) -> list[str]:
-    """The words of ``text`` a search uses: three letters or more, no stop words, unique."""
-    words = re.findall(r"[a-z0-9_]{3,}", text.lower())
-    return list(dict.fromkeys(w for w in words if w not in STOPWORDS))[:32]
-
-
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression from free text: its words OR-ed, each quoted (no syntax)."""
-    return " OR ".join(f'"{w}"' for w in query_words(text))
-
-
-def coverage(words: list[str], text: str) -> float:
-    """The share of the query's words that ``text`` contains: bm25's scale depends on the
-    size of the store (two memories give near-zero scores), this one does not."""
-    if not words:
-        return 0.0
-    have = set(re.findall(r"[a-z0-9_]{3,}", text.lower()))
-    return sum(1 for w in words if w in have) / len(words)
 
 
 class MemoryStore:
@@ -299,7 +125,7 @@ class MemoryStore:
 
     def _insert(self, db: sqlite3.Connection, m: Memory) -> None:
         db.execute(
-            f"INSERT INTO memories ({_COLUMNS}, norm) VALUES "
+            f"INSERT INTO memories ({COLUMNS}, norm) VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 m.id, m.type, m.kind, m.text, m.workspace, m.recording, json.dumps(m.scenes),
@@ -372,8 +198,8 @@ class MemoryStore:
     # -- reading ----------------------------------------------------------------
 
     def get(self, mid: str) -> Memory | None:
-        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (mid,))
-        return _row(rows[0]) if rows else None
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (mid,))
+        return to_memory(rows[0]) if rows else None
 
     def require(self, mid: str) -> Memory:
         memory = self.get(mid)
@@ -390,7 +216,7 @@ class MemoryStore:
         include_inactive: bool = False,
     ) -> list[Memory]:
         """This workspace's memories and the ones for every workspace (or all of them)."""
-        sql = f"SELECT {_COLUMNS} FROM memories WHERE 1=1"
+        sql = f"SELECT {COLUMNS} FROM memories WHERE 1=1"
         args: list[object] = []
         if not all_workspaces:
             sql += " AND (workspace IS NULL OR workspace = ?)"
@@ -400,17 +226,17 @@ class MemoryStore:
             args.append(mtype)
         if not include_inactive:
             sql += " AND archived = 0 AND superseded_by IS NULL"
-        return [_row(r) for r in self._query(sql + " ORDER BY created_at, id", tuple(args))]
+        return [to_memory(r) for r in self._query(sql + " ORDER BY created_at, id", tuple(args))]
 
     def pinned(self, workspace: str, types: tuple[str, ...]) -> list[Memory]:
         """This workspace's own active memories of ``types`` (recall's always-included)."""
         marks = ", ".join("?" for _ in types)
         rows = self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE workspace = ? AND type IN ({marks}) "
+            f"SELECT {COLUMNS} FROM memories WHERE workspace = ? AND type IN ({marks}) "
             "AND archived = 0 AND superseded_by IS NULL ORDER BY created_at, id",
             (workspace, *types),
         )
-        return [_row(r) for r in rows]
+        return [to_memory(r) for r in rows]
 
     def search(
         self, text: str, *, workspace: str | None, limit: int = 50
@@ -432,7 +258,7 @@ class MemoryStore:
             seen = {row[0] for row in rows}
             more = self._ranked(" OR ".join(f'"{w}"' for w in rare), workspace, limit)
             rows += [row for row in more if row[0] not in seen][: limit - len(rows)]
-        out = [(m, coverage(words, m.text)) for m in (_row(row[:-1]) for row in rows)]
+        out = [(m, coverage(words, m.text)) for m in (to_memory(row[:-1]) for row in rows)]
         return sorted(out, key=lambda hit: -hit[1])  # stable: bm25 order breaks ties
 
     def _rare(self, words: list[str]) -> list[str]:
@@ -453,7 +279,7 @@ class MemoryStore:
 
     def _ranked(self, match: str, workspace: str | None, limit: int) -> list[tuple[object, ...]]:
         return self._query(
-            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, "
+            f"SELECT {', '.join('m.' + c.strip() for c in COLUMNS.split(','))}, "
             "f.rank FROM (SELECT id, rank FROM memories_fts WHERE memories_fts MATCH ? "
             "ORDER BY rank LIMIT ?) f JOIN memories m ON m.id = f.id "
             "WHERE m.archived = 0 AND m.superseded_by IS NULL "
@@ -464,11 +290,11 @@ class MemoryStore:
 
     def find_exact(self, text: str, workspace: str | None) -> Memory | None:
         rows = self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE norm = ? AND superseded_by IS NULL "
+            f"SELECT {COLUMNS} FROM memories WHERE norm = ? AND superseded_by IS NULL "
             "AND (workspace IS NULL OR workspace IS ?)",
             (normalise(text), workspace),
         )
-        return _row(rows[0]) if rows else None
+        return to_memory(rows[0]) if rows else None
 
     def is_mined(self, path: Path) -> bool:
         rows = self._query("SELECT 1 FROM mined WHERE path = ?", (str(Path(path).resolve()),))
