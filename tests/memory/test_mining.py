@@ -247,3 +247,10 @@ def test_review_accept_edit_skip_quit(tmp_path: Path) -> None:
     accepted, quit_ = review(cands, lambda _q: next(answers), shown.append, tmp_path)
     assert quit_ and [c.text for c in accepted] == ["memory 0", "edited text"]
     assert any("skipped: the text contains a credential" in s for s in shown)
+
+
+def test_a_raw_newline_inside_a_string_is_tolerated() -> None:
+    """SmolLM2 under the grammar once wrote a control character inside a text."""
+    text = '{"memories": [{"type": "workflow", "kind": "pattern", "text": "two\nlines here",'
+    text += ' "evidence": [1], "confidence": 0.5}]}'
+    assert [p.text for p in parse_proposals(text)] == ["two lines here"]

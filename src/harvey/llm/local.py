@@ -172,7 +172,7 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, str]]:
     return wire
 
 
-STRUCTURED_MAX_TOKENS = 768  # a structured answer's cap (memory mining: a few short items)
+STRUCTURED_MAX_TOKENS = 1024  # a structured answer's cap (memory mining: a few short items)
 
 
 class LocalClient:

@@ -30,7 +30,7 @@ from harvey.memory.store import KINDS, TYPES
 from harvey.messages import Message
 from harvey.session.fountain import ParsedSession, Scene
 
-MAX_PROPOSALS = 5
+MAX_PROPOSALS = 3
 TRANSCRIPT_SHARE = 0.5  # of the context window one mining call's transcript may use
 
 SCHEMA: dict[str, Any] = {
@@ -44,8 +44,8 @@ SCHEMA: dict[str, Any] = {
                 "properties": {
                     "type": {"type": "string", "enum": list(TYPES)},
                     "kind": {"type": "string", "enum": list(KINDS)},
-                    "text": {"type": "string", "minLength": 8, "maxLength": 240},
-                    "evidence": {"type": "array", "items": {"type": "integer"}, "maxItems": 4},
+                    "text": {"type": "string", "minLength": 8, "maxLength": 200},
+                    "evidence": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
                     "confidence": {"type": "number"},
                 },
                 "required": ["type", "kind", "text", "evidence", "confidence"],
@@ -140,8 +140,8 @@ def extract_json(text: str) -> Any:
     if 0 <= start < end:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
-        try:
-            return json.loads(candidate)
+        try:  # strict=False: a raw newline inside a string (small models write them) is kept
+            return json.loads(candidate, strict=False)
         except ValueError:
             continue
     raise ValueError("no JSON object in the answer")
@@ -168,7 +168,8 @@ def parse_proposals(text: str) -> list[Proposal]:
             confidence = min(1.0, max(0.0, float(item.get("confidence", 0.5))))
         except (TypeError, ValueError):
             confidence = 0.5
-        out.append(Proposal(item["type"], str(kind), body.strip(), evidence, confidence))
+        text = " ".join(body.split())  # one line: a memory is one line of the recall block
+        out.append(Proposal(item["type"], str(kind), text, evidence, confidence))
     return out
 
 
