@@ -37,6 +37,7 @@ class RetrieveMemoryTool:
         "Search the long-term memories of earlier sessions (tool pitfalls, workflows, "
         "preferences, project facts) for QUERY; returns the best matches with scores."
     )
+
     def __init__(self, harvey_home: Path) -> None:
         self.db = memory_db(harvey_home)
         self.parameters: dict[str, Any] = {
@@ -62,6 +63,7 @@ class AddMemoryTool:
         "Propose a long-term memory for later sessions. The user is asked before it is "
         f"stored. type is one of {', '.join(TYPES)}; text is one short self-contained sentence."
     )
+
     def __init__(self, harvey_home: Path) -> None:
         self.db = memory_db(harvey_home)
         self.parameters: dict[str, Any] = {
