@@ -40,6 +40,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("startup", "bench.bench_startup", "Start-up"),
     ("pool", "bench.bench_pool", "Endpoint pool"),
     ("rag", "bench.bench_rag", "Knowledge stores"),
+    ("memory", "bench.bench_memory", "Long-term memory"),
 ]
 
 

@@ -137,6 +137,8 @@ class Agent:
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
         # asked once per turn for text sent with it alone (knowledge retrieval, memory recall)
         self.turn_context: list[TurnContextProvider] = []
+        # Called with each turn's text before its first prompt (memory recall, retrieval).
+        self.before_turn: list[Callable[[str], None]] = []
 
     @property
     def client(self) -> LLMClient:
@@ -230,6 +232,8 @@ class Agent:
             cancel = self.cancel_event
             cancel.clear()
         self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
+        for hook in self.before_turn:
+            hook(text)
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self.current_turn = state
         try:

@@ -199,6 +199,14 @@ class RagSettings(_Strict):
     chunk_size_bytes: int = Field(1500, ge=200, le=8000)
 
 
+class MemorySettings(_Strict):
+    """Long-term memory (harvey.memory): recall at session start, mining on exit."""
+
+    enabled: bool = True
+    budget_pct: float = Field(5.0, gt=0, le=50)  # of the context window, at least 512 tokens
+    auto_mine_min_turns: int = Field(10, ge=1)
+
+
 class Settings(_Strict):
     backend: str = "auto"  # "auto" or a name in harvey.llm.backends' table
     model: str | None = None
@@ -218,6 +226,7 @@ class Settings(_Strict):
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     offload: OffloadSettings = Field(default_factory=OffloadSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @field_validator("base_url")
     @classmethod

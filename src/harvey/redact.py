@@ -161,6 +161,18 @@ def _redact_pem(text: str) -> str:
     return "".join(out)
 
 
+def token_shapes(text: str) -> list[str]:
+    """The names of the token shapes in ``text`` (``openai``, ``jwt``, ``private-key``, ...),
+    by the same rules as redaction: long-term memory rejects a text that has any,
+    rather than storing it masked (harvey.memory.scrub)."""
+    found = [p.name for p, replace in _REPLACERS if p.regex.sub(replace, text) != text]
+    if _JWT.sub(_jwt, text) != text:
+        found.append("jwt")
+    if _redact_pem(text) != text:
+        found.append("private-key")
+    return found
+
+
 class Redactor:
     """Replaces configured secrets and token-shaped strings with ``MARKER``.
 

@@ -21,12 +21,14 @@ from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
+from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
 from harvey.redact import Redactor, install
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
+from harvey.tools.memory_tools import memory_tools
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
 from harvey.tools.registry import ToolRegistry
@@ -47,6 +49,7 @@ class Runtime:
     recorder: Recorder | None
     plan_writer: FilePlanWriter | None
     resumed: bool = False
+    memory: SessionMemory | None = None  # recall at session start (None: memory off)
 
     @property
     def client(self) -> LLMClient:
@@ -160,6 +163,8 @@ def _assemble(
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
     _register_search_knowledge(registry, settings, workspace, lambda: agent)
+    for tool in memory_tools(paths.harvey_home) if settings.memory.enabled else []:
+        registry.register(tool)  # retrieve_memory, add_memory
     executor = build_executor(registry, settings, workspace, session_id)
 
     plan_cache: dict[str, object] = {}
@@ -238,7 +243,8 @@ def _assemble(
                 ui.warn(f"could not restore the plan file: {exc}")
         if plan_writer.path.exists():
             budget.handover = handover_text(plan_writer.read(), session_id=session_id)
-    return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed)
+    memory = attach(agent, settings, paths.harvey_home)
+    return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed, memory)
 
 
 def _register_search_knowledge(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from harvey.cli.app import main
 from harvey.cli.doctor import doctor
+from harvey.cli.memory import memory
 from harvey.cli.models import models
 from harvey.cli.rag import rag
 from harvey.cli.run import analyze, run
 from harvey.cli.sessions import sessions
 
-for _command in (run, analyze, models, doctor, sessions, rag):
+for _command in (run, analyze, models, doctor, sessions, rag, memory):
     main.add_command(_command)
 
 __all__ = ["main"]

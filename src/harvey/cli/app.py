@@ -77,6 +77,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 )
 @no_record_option
 @rag_option
+@click.option("--no-memory", is_flag=True, help="No long-term memory recall this session.")
 @click.pass_context
 @handle_errors
 def main(
@@ -90,6 +91,7 @@ def main(
     continue_file: Path | None,
     no_record: bool,
     rag_store: str | None,
+    no_memory: bool,
 ) -> None:
     """Harvey: a terminal LLM agent for the documents and code in a workspace.
 
@@ -109,6 +111,7 @@ def main(
         endpoints=endpoints or None,
         rag_store=rag_store,
     )
+    ctx.obj["no_memory"] = no_memory
     if ctx.invoked_subcommand is not None:
         return
     if continue_ and continue_file:

@@ -94,5 +94,8 @@ def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
 
     paths = resolve_paths(workspace)
     settings = load_settings(paths, overrides)
+    context = click.get_current_context(silent=True)
+    if context is not None and (context.find_object(dict) or {}).get("no_memory"):
+        settings.memory.enabled = False  # `harvey --no-memory ...`
     install(Redactor.from_settings(settings))
     return paths, settings

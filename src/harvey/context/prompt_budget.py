@@ -68,6 +68,7 @@ class PromptBudget:
         self.handover: str | None = None  # injected once, into the next turn's prompt
         # sent with the turn in flight only, ahead of its prompt (turn context providers)
         self.turn_texts: list[str] = []
+        self.memory: str | None = None  # recalled long-term memory, for the whole session
         self.last_usage = Usage()
         self._caps: dict[str, ModelCapabilities] = {}
         self._counters: dict[str, TokenCounter | None] = {}
@@ -154,7 +155,7 @@ class PromptBudget:
             log.warning("could not record calibration: %s", exc)
 
     def injected_texts(self) -> list[str]:
-        texts = []
+        texts = [self.memory] if self.memory else []
         if self.handover:
             texts.append(self.handover)
         plan = self.plan_text() if self.plan_text else None

@@ -71,6 +71,8 @@ class LLMClient(Protocol):
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]: ...
 
     def capabilities(self) -> ModelCapabilities: ...
@@ -124,8 +126,14 @@ def chat(
     tools: Sequence[dict[str, Any]] | None = None,
     on_text: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
+    *,
+    response_schema: dict[str, Any] | None = None,
 ) -> ChatResult:
     """Drain a stream into a ChatResult, calling ``on_text`` for each delta.
+
+    ``response_schema`` (a JSON schema) asks for structured output, which each
+    backend maps to its own wire format; it is passed only when given, so a
+    client written before it existed still works for ordinary chat.
 
     Setting ``cancel`` stops reading at the next event; the caller decides what
     a cancelled turn means (usually: raise ``Cancelled``).
@@ -134,7 +142,10 @@ def chat(
 
     result = ChatResult()
     parts: list[str] = []
-    stream = client.stream_chat(messages, tools)
+    if response_schema is None:
+        stream = client.stream_chat(messages, tools)
+    else:
+        stream = client.stream_chat(messages, tools, response_schema=response_schema)
     try:
         for event in stream:
             if cancel is not None and cancel.is_set():

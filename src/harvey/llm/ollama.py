@@ -116,8 +116,13 @@ class OllamaClient(HttpClient):
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
-        return self._events(self._payload(messages, tools))
+        payload = self._payload(messages, tools)
+        if response_schema is not None:
+            payload["format"] = response_schema  # Ollama: the schema itself
+        return self._events(payload)
 
     def _payload(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None

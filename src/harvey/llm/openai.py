@@ -169,8 +169,16 @@ class OpenAIClient(HttpClient):
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
-        return self._events(self._payload(messages, tools))
+        payload = self._payload(messages, tools)
+        if response_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": response_schema},
+            }
+        return self._events(payload)
 
     def _payload(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None

@@ -134,7 +134,10 @@ class PooledClient:
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
+        extra = {} if response_schema is None else {"response_schema": response_schema}
         tried: list[Endpoint] = []
         errors: list[str] = []
         for _attempt in range(1 + max(0, self.retries)):
@@ -144,7 +147,7 @@ class PooledClient:
                 tried.append(picked.endpoint)
                 continue
             try:
-                for event in picked.endpoint.client.stream_chat(messages, tools):
+                for event in picked.endpoint.client.stream_chat(messages, tools, **extra):
                     picked.events += 1
                     yield event
             except BackendError as exc:

@@ -160,7 +160,10 @@ class ScriptedClient:
         self,
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
+        # The script's replies stand for any output, structured or not.
         # Take the reply now, not lazily, so concurrent callers get distinct ones.
         script = self._script
         with script.lock:

@@ -20,6 +20,7 @@ from rich.table import Table
 from harvey.config import ChunkingSettings
 from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
+from harvey.memory.slash import MEMORY_USAGE, memory_command, recall_command
 from harvey.messages import Message
 from harvey.repl.rag import RAG_USAGE, rag_command
 from harvey.repl.status import status_rows
@@ -206,6 +207,13 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "/rag", RAG_USAGE, "knowledge stores: pick one, pause, query, ingest", rag_command
     ),
+    SlashCommand(
+        "/memory",
+        MEMORY_USAGE,
+        "long-term memories: list, recall status, mine, profile",
+        memory_command,
+    ),
+    SlashCommand("/recall", "/recall QUERY", "the memories matching QUERY, scored", recall_command),
     SlashCommand("/exit", "/exit", "quit (also /quit and Ctrl-D)", None, aliases=("/quit",)),
 )
 

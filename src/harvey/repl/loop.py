@@ -20,6 +20,7 @@ from harvey.agent import Agent, TurnOutcome
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
+from harvey.memory.slash import mine_on_exit
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import debug_enabled, redact, redacted_traceback
 from harvey.repl.commands import find_command
@@ -195,6 +196,8 @@ def run_repl(
     )
     repl = Repl(runtime, console, reader, ui)
     try:
-        return repl.loop()
+        code = repl.loop()
+        mine_on_exit(repl)  # a long interactive session is offered for mining
+        return code
     finally:
         repl.rt.close()

@@ -122,16 +122,22 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
 ]
 
 
-def pending_migrations(db: sqlite3.Connection) -> list[str]:
-    """The names in ``MIGRATIONS`` not yet recorded, in order (all of them on a new file)."""
+Migration = tuple[str, Callable[[sqlite3.Connection], None]]
+
+
+def pending_migrations(
+    db: sqlite3.Connection, migrations: list[Migration] | None = None
+) -> list[str]:
+    """The names in ``migrations`` (default ``MIGRATIONS``) not yet recorded, in order."""
+    migrations = MIGRATIONS if migrations is None else migrations
     exists = db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
     ).fetchone()
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")} if exists else set()
-    return [name for name, _ in MIGRATIONS if name not in done]
+    return [name for name, _ in migrations if name not in done]
 
 
-def migrate(db: sqlite3.Connection) -> None:
+def migrate(db: sqlite3.Connection, migrations: list[Migration] | None = None) -> None:
     """Apply the missing migrations, safely against other processes opening the store.
 
     Several ``harvey`` processes started on a fresh ``HARVEY_HOME`` all see an
@@ -140,18 +146,20 @@ def migrate(db: sqlite3.Connection) -> None:
     inside one ``BEGIN EXCLUSIVE`` transaction: the first process migrates,
     the others wait (the connection's busy timeout) and then find nothing to
     do. The check outside the lock only spares taking it when all is applied.
-    ``db`` must be in autocommit mode (``isolation_level=None``).
+    ``db`` must be in autocommit mode (``isolation_level=None``). Another
+    database (memory.db) passes its own ``migrations`` list.
     """
-    if not pending_migrations(db):
+    migrations = MIGRATIONS if migrations is None else migrations
+    if not pending_migrations(db, migrations):
         return
-    functions = dict(MIGRATIONS)
+    functions = dict(migrations)
     db.execute("BEGIN EXCLUSIVE")
     try:
         db.execute(
             "CREATE TABLE IF NOT EXISTS _migrations "
             "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
-        for name in pending_migrations(db):
+        for name in pending_migrations(db, migrations):
             functions[name](db)
             db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, _now()))
         db.execute("COMMIT")

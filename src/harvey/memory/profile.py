@@ -1,0 +1,92 @@
+"""The workspace profile: a short description of where the person works, recalled first.
+
+It is written by the model from facts Harvey gathers itself — the top-level
+listing, the head of README and HARVEY.md, the languages by file count — so
+the model describes what is there rather than guessing, and the person
+reviews it like any mined memory before it is stored. A new profile
+supersedes the old one, so regenerating never loses the previous text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+from harvey.llm.base import LLMClient, chat
+from harvey.memory.scrub import scrub
+from harvey.memory.store import Memory, MemoryStore
+from harvey.messages import Message
+
+SKIP_DIRS = {".git", ".harvey", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache"}
+MAX_FILES = 5000  # a walk over a huge tree stops here: the proportions are what matters
+HEAD_LINES = 30
+LANGUAGES = {
+    ".py": "Python", ".go": "Go", ".rs": "Rust", ".js": "JavaScript", ".ts": "TypeScript",
+    ".c": "C", ".h": "C", ".cpp": "C++", ".java": "Java", ".rb": "Ruby", ".md": "Markdown",
+    ".sh": "Shell", ".html": "HTML", ".css": "CSS", ".tex": "TeX", ".rst": "reStructuredText",
+}  # fmt: skip
+
+
+def languages(workspace: Path) -> list[tuple[str, int]]:
+    """Languages by file count, most first (at most ``MAX_FILES`` files looked at)."""
+    counts: Counter[str] = Counter()
+    seen = 0
+    for _root, dirs, files in os.walk(workspace):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for name in files:
+            language = LANGUAGES.get(Path(name).suffix.lower())
+            if language:
+                counts[language] += 1
+            seen += 1
+            if seen >= MAX_FILES:
+                return counts.most_common(8)
+    return counts.most_common(8)
+
+
+def _head(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return "".join(line for _, line in zip(range(HEAD_LINES), handle, strict=False))
+    except OSError:
+        return ""
+
+
+def facts(workspace: Path) -> str:
+    """What the model is shown to write the profile from."""
+    try:
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in workspace.iterdir())
+    except OSError:
+        entries = []
+    entries = [e for e in entries if e.rstrip("/") not in SKIP_DIRS][:60]
+    parts = [f"Top level: {', '.join(entries) or '(empty)'}"]
+    langs = ", ".join(f"{name} ({n} files)" for name, n in languages(workspace))
+    parts.append(f"Languages: {langs or 'none recognised'}")
+    for name in ("README.md", "README.rst", "README.txt", "README", "HARVEY.md"):
+        head = _head(workspace / name)
+        if head:
+            parts.append(f"Head of {name}:\n{head}")
+    return "\n\n".join(parts)
+
+
+def draft_profile(client: LLMClient, workspace: Path) -> str:
+    """The model's profile text, scrubbed; empty when it held a credential or nothing."""
+    prompt = (
+        "Write a short profile of this workspace in at most four sentences: what it is, its "
+        "main languages and how it is organised. Plain text only.\n\n" + facts(workspace)
+    )
+    text = chat(client, [Message("user", prompt)]).text.strip()
+    return scrub(text[:1200], workspace=workspace).text
+
+
+def current_profile(store: MemoryStore, workspace: Path) -> Memory | None:
+    found = store.memories(workspace=str(workspace), mtype="workspace_profile")
+    mine = [m for m in found if m.workspace == str(workspace)]
+    return mine[-1] if mine else None
+
+
+def save_profile(store: MemoryStore, workspace: Path, text: str) -> Memory:
+    """Store ``text`` as the profile, superseding the previous one."""
+    memory = Memory("", "workspace_profile", text, kind="profile", workspace=str(workspace))
+    old = current_profile(store, workspace)
+    return store.supersede(old.id, memory) if old else store.add(memory)

@@ -1,0 +1,141 @@
+"""What a memory is and how memory.db is laid out: the record, its row, the migrations.
+
+Kept apart from the store so the schema and the record can be read (and
+changed) in one place, and so the store holds only the operations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+
+from harvey.session.migrations import Migration, _script
+
+TYPES = ("tool_use", "workflow", "user_preference", "workspace_profile", "project_fact")
+KINDS = ("pitfall", "workaround", "recommendation", "pattern", "fact", "preference", "profile")
+INITIAL_CONFIDENCE = 0.5
+
+
+def normalise(text: str) -> str:
+    """The text exact duplicates are compared by: case, spacing and end punctuation ignored."""
+    return re.sub(r"\s+", " ", text).strip().strip(".!").lower()
+
+
+def _m001_memories(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            type TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL,
+            norm TEXT NOT NULL,
+            workspace TEXT,
+            recording TEXT,
+            scenes TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            last_recalled TEXT,
+            recall_count INTEGER NOT NULL DEFAULT 0,
+            archived INTEGER NOT NULL DEFAULT 0,
+            superseded_by TEXT
+        );
+        CREATE INDEX memories_workspace ON memories(workspace, type);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(id UNINDEXED, text);
+        CREATE TABLE mined (
+            path TEXT PRIMARY KEY,
+            mined_at TEXT NOT NULL,
+            accepted INTEGER NOT NULL
+        )
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [("m001_memories", _m001_memories)]
+
+
+@dataclass
+class Memory:
+    """One remembered thing; ``workspace`` None means every workspace."""
+
+    id: str
+    type: str
+    text: str
+    kind: str = ""
+    workspace: str | None = None
+    recording: str | None = None
+    scenes: list[int] = field(default_factory=list)
+    confidence: float = INITIAL_CONFIDENCE
+    created_at: str = ""
+    updated_at: str = ""
+    last_recalled: str | None = None
+    recall_count: int = 0
+    archived: bool = False
+    superseded_by: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return not self.archived and self.superseded_by is None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "kind": self.kind,
+            "text": self.text,
+            "workspace": self.workspace,
+            "recording": self.recording,
+            "scenes": self.scenes,
+            "confidence": round(self.confidence, 2),
+            "created": self.created_at,
+            "updated": self.updated_at,
+            "last_recalled": self.last_recalled,
+            "recall_count": self.recall_count,
+            "archived": self.archived,
+            "superseded_by": self.superseded_by,
+        }
+
+
+COLUMNS = (
+    "id, type, kind, text, workspace, recording, scenes, confidence, created_at, updated_at, "
+    "last_recalled, recall_count, archived, superseded_by"
+)
+
+
+def to_memory(row: sqlite3.Row | tuple[object, ...]) -> Memory:
+    (
+        mid,
+        mtype,
+        kind,
+        text,
+        ws,
+        rec,
+        scenes,
+        conf,
+        created,
+        updated,
+        recalled,
+        count,
+        arch,
+        sup,
+    ) = tuple(row)
+    return Memory(
+        id=str(mid),
+        type=str(mtype),
+        kind=str(kind),
+        text=str(text),
+        workspace=None if ws is None else str(ws),
+        recording=None if rec is None else str(rec),
+        scenes=[int(s) for s in json.loads(str(scenes) or "[]")],
+        confidence=float(conf),
+        created_at=str(created),
+        updated_at=str(updated),
+        last_recalled=None if recalled is None else str(recalled),
+        recall_count=int(count),
+        archived=bool(arch),
+        superseded_by=None if sup is None else str(sup),
+    )

@@ -1,0 +1,192 @@
+"""The REPL's ``/memory`` and ``/recall``, and the offer to mine a session on exit.
+
+They share the command line's pieces (store, review, profile) and differ only
+in how they ask: through the REPL's own line reader, so a review works the
+same with prompt_toolkit as with a plain pipe. A memory problem in the REPL
+is one ``error:`` line (a ``HarveyError``) and the session goes on; on exit it
+is one line and the session still closes cleanly.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harvey.errors import HarveyError, UsageError
+from harvey.memory.profile import current_profile, draft_profile, save_profile
+from harvey.memory.recall import memory_line, weighted
+from harvey.memory.review import mine_files
+from harvey.memory.scrub import scrub
+from harvey.memory.startup import memory_db
+from harvey.memory.store import MemoryStore
+from harvey.session.fountain import parse_session
+
+if TYPE_CHECKING:
+    from harvey.repl.loop import Repl
+
+MEMORY_USAGE = (
+    "/memory [list|show ID|flag ID|forget ID|status|mine [FILE]|profile [edit|regenerate]]"
+)
+
+
+def _store(repl: Repl) -> MemoryStore:
+    return MemoryStore(memory_db(repl.rt.paths.harvey_home))
+
+
+def _print(repl: Repl, text: str) -> None:
+    repl.console.print(text, highlight=False, markup=False)
+
+
+def memory_command(repl: Repl, arg: str) -> None:
+    """``/memory …``: the ``harvey memory`` commands, this session's recall, mining, profile."""
+    try:
+        words = shlex.split(arg)
+    except ValueError as exc:
+        raise UsageError(f"usage: {MEMORY_USAGE} ({exc})") from exc
+    action, rest = (words[0], words[1:]) if words else ("list", [])
+    workspace = repl.rt.paths.workspace
+    if action == "status":
+        show_status(repl)
+        return
+    if action == "mine":
+        mine(repl, Path(rest[0]) if rest else None)
+        return
+    if action == "profile":
+        profile(repl, rest[0] if rest else "")
+        return
+    with _store(repl) as store:
+        if action == "list":
+            items = store.memories(workspace=str(workspace))
+            for m in items:
+                _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
+            if not items:
+                _print(repl, "no memories")
+        elif action in ("show", "flag", "forget") and len(rest) == 1:
+            if action == "show":
+                for key, value in store.require(rest[0]).to_json().items():
+                    _print(repl, f"{key}: {value}")
+            elif action == "flag":
+                m = store.flag(rest[0])
+                _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
+            else:
+                store.forget(rest[0])
+                _print(repl, f"{rest[0]} forgotten")
+        else:
+            raise UsageError(f"usage: {MEMORY_USAGE}")
+
+
+def show_status(repl: Repl) -> None:
+    """What this session recalled and what did not fit, then the store's counts."""
+    memory = repl.rt.memory
+    recalled = memory.recalled if memory is not None else None
+    if memory is None:
+        _print(repl, "memory recall is off this session (--no-memory or memory.enabled: false)")
+    elif recalled is None:
+        _print(repl, "nothing recalled yet (recall happens before the first prompt)")
+    else:
+        _print(repl, f"recalled {len(recalled.items)} (budget {recalled.budget} tokens):")
+        for m, score in recalled.items:
+            _print(repl, f"  {score:.2f} {memory_line(m)}")
+        if recalled.left_out:
+            _print(repl, f"left out ({len(recalled.left_out)}, over the budget):")
+            for m, score in recalled.left_out:
+                _print(repl, f"  {score:.2f} {memory_line(m)}")
+    if memory_db(repl.rt.paths.harvey_home).exists():
+        with _store(repl) as store:
+            counts = store.counts()
+        _print(repl, ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
+
+
+def recall_command(repl: Repl, arg: str) -> None:
+    """``/recall QUERY``: the memories that match QUERY, with their scores (nothing injected)."""
+    if not arg.strip():
+        raise UsageError("usage: /recall QUERY")
+    if not memory_db(repl.rt.paths.harvey_home).exists():
+        _print(repl, "no memories")
+        return
+    with _store(repl) as store:
+        hits = store.search(arg, workspace=str(repl.rt.paths.workspace), limit=10)
+    for m, relevance in hits:
+        _print(repl, f"{weighted(relevance, m.confidence):.2f} {memory_line(m)}")
+    if not hits:
+        _print(repl, "no matching memories")
+
+
+def mine(repl: Repl, file: Path | None) -> None:
+    """Mine FILE, or this session's recording, with the review on the terminal."""
+    recorder = repl.rt.recorder
+    if file is None:
+        if recorder is None or not recorder.enabled:
+            raise UsageError("this session is not recorded; name a recording: /memory mine FILE")
+        file = recorder.path
+    elif not file.is_absolute():
+        file = repl.rt.paths.workspace / file
+    if not file.is_file():
+        raise UsageError(f"recording {file.name} does not exist")
+    agent = repl.agent
+    with _store(repl) as store:
+        report = mine_files(
+            [file],
+            store=store,
+            client=agent.client,
+            workspace=repl.rt.paths.workspace,
+            context_window=agent.budget.capabilities().context_window,
+            ask=repl.reader.read,
+            echo=lambda text: _print(repl, text),
+            force=True,  # asked for by name: the person wants it (again)
+        )
+    _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
+
+
+def profile(repl: Repl, action: str) -> None:
+    """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts."""
+    workspace = repl.rt.paths.workspace
+    with _store(repl) as store:
+        current = current_profile(store, workspace)
+        if action == "":
+            _print(repl, current.text if current else "no profile (/memory profile regenerate)")
+            return
+        if action == "edit":
+            text = repl.reader.read("profile: ", default=current.text if current else "")
+        elif action == "regenerate":
+            text = draft_profile(repl.agent.client, workspace)
+            _print(repl, text or "(the model wrote nothing usable)")
+            if not text or not repl.ui.confirm("Keep this profile?"):
+                return
+        else:
+            raise UsageError("usage: /memory profile [edit|regenerate]")
+        cleaned = scrub(text.strip(), workspace=workspace)
+        if cleaned.rejected or not cleaned.text:
+            raise UsageError(f"profile not saved: the text {cleaned.rejected or 'is empty'}")
+        saved = save_profile(store, workspace, cleaned.text)
+    _print(repl, f"profile saved as {saved.id}")
+
+
+def _turns(path: Path) -> int:
+    try:
+        return sum(1 for s in parse_session(path).turns if s.user_text is not None)
+    except HarveyError:
+        return 0
+
+
+def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
+    """A long enough interactive session is offered for mining (and a profile, if none)."""
+    settings = repl.rt.settings
+    recorder = repl.rt.recorder
+    interactive = sys.stdin.isatty() if interactive is None else interactive
+    if not (settings.memory.enabled and interactive and recorder is not None and recorder.enabled):
+        return
+    turns = _turns(recorder.path)
+    if turns < settings.memory.auto_mine_min_turns:
+        return
+    try:
+        with _store(repl) as store:
+            has_profile = current_profile(store, repl.rt.paths.workspace) is not None
+        if not has_profile and repl.ui.confirm("No workspace profile yet. Write one now?"):
+            profile(repl, "regenerate")
+        if repl.ui.confirm(f"This session had {turns} turns. Mine it for memories?"):
+            mine(repl, None)
+    except HarveyError as exc:
+        repl.error(exc, f"memory: {exc}")

@@ -1,0 +1,98 @@
+"""``retrieve_memory`` and ``add_memory``: long-term memory for models with tool support.
+
+Retrieval is read-only and searches the same store and scoring as recall.
+Adding is a write to something every later session will read, so it goes
+through the same gates as mining: the text is scrubbed (a credential is
+refused, not masked), an exact duplicate is not stored twice, and the person
+is asked first. The answer is what the tool returns, so the ``[[tool:]]``
+note in the scene records it: ``ok`` when stored, ``error: declined …``
+when not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harvey.errors import ToolError
+from harvey.memory.recall import memory_line, weighted
+from harvey.memory.scrub import scrub
+from harvey.memory.startup import memory_db
+from harvey.memory.store import TYPES, Memory, MemoryStore
+from harvey.tools.registry import Tool, ToolContext
+
+MAX_TEXT = 500
+
+
+def _text(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"{key} must be a non-empty string")
+    return value.strip()
+
+
+class RetrieveMemoryTool:
+    name = "retrieve_memory"
+    description = (
+        "Search the long-term memories of earlier sessions (tool pitfalls, workflows, "
+        "preferences, project facts) for QUERY; returns the best matches with scores."
+    )
+
+    def __init__(self, harvey_home: Path) -> None:
+        self.db = memory_db(harvey_home)
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "what to look for"}},
+            "required": ["query"],
+        }
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        query = _text(args, "query")
+        if not self.db.exists():
+            return "no memories yet"
+        with MemoryStore(self.db) as store:
+            hits = store.search(query, workspace=str(ctx.workspace), limit=8)
+        if not hits:
+            return "no matching memories"
+        return "\n".join(f"{weighted(r, m.confidence):.2f} {memory_line(m)}" for m, r in hits)
+
+
+class AddMemoryTool:
+    name = "add_memory"
+    description = (
+        "Propose a long-term memory for later sessions. The user is asked before it is "
+        f"stored. type is one of {', '.join(TYPES)}; text is one short self-contained sentence."
+    )
+
+    def __init__(self, harvey_home: Path) -> None:
+        self.db = memory_db(harvey_home)
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": list(TYPES)},
+                "text": {"type": "string", "description": "the memory, one sentence"},
+            },
+            "required": ["type", "text"],
+        }
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        mtype = _text(args, "type")
+        if mtype not in TYPES:
+            raise ToolError(f"type must be one of {', '.join(TYPES)}")
+        cleaned = scrub(_text(args, "text")[:MAX_TEXT], workspace=ctx.workspace)
+        if cleaned.rejected:
+            raise ToolError(f"not stored: the text {cleaned.rejected}")
+        workspace = None if mtype == "user_preference" else str(ctx.workspace)
+        with MemoryStore(self.db) as store:
+            if store.find_exact(cleaned.text, workspace) is not None:
+                return "already remembered"
+            if ctx.confirm is None or not ctx.confirm(
+                f"The model asks to remember ({mtype}): {cleaned.text}\nStore this memory?"
+            ):
+                raise ToolError("declined by the user; nothing stored")
+            memory = store.add(Memory("", mtype, cleaned.text, workspace=workspace))
+        return f"stored as {memory.id}"
+
+
+def memory_tools(harvey_home: Path) -> list[Tool]:
+    return [RetrieveMemoryTool(harvey_home), AddMemoryTool(harvey_home)]

@@ -1,0 +1,110 @@
+"""Two REPL sessions in a row (the issue's "done when"): the first is mined on exit and
+reviewed, the second starts with INT. CONTEXT RECALL and sends the memory to the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+
+from harvey.llm.scripted import Reply
+from harvey.session.fountain import parse_session
+from tests.fakes.servers import FakeOpenAI
+
+PROMPT = "tester>"
+KEY = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
+
+
+def spawn(ws: Path, *args: str) -> pexpect.spawn:
+    env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    return pexpect.spawn(
+        sys.executable, ["-m", "harvey", *args], cwd=str(ws), env=env, encoding="utf-8",
+        timeout=30, dimensions=(40, 120), logfile=sys.stderr if os.environ.get("PX") else None,
+    )  # fmt: skip
+
+
+def line(child: pexpect.spawn, text: str) -> None:
+    child.send(text + "\r")
+
+
+def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "harvey.yaml").write_text("memory:\n  auto_mine_min_turns: 1\n")
+    (ws / "README.md").write_text("# zebra\nA tool that counts stripes.\n")
+    mined = json.dumps({"memories": [
+        {"type": "tool_use", "kind": "pattern", "text": "count stripes with ./stripes --all",
+         "evidence": [1], "confidence": 0.9},
+        {"type": "project_fact", "kind": "fact", "text": f"the deploy token is {KEY}",
+         "evidence": [1], "confidence": 0.9},
+    ]})  # fmt: skip
+    script = [
+        Reply("Use ./stripes --all."),
+        Reply("Zebra is a small tool that counts stripes."),  # the profile
+        Reply(mined),
+        Reply("As remembered: ./stripes --all."),
+    ]
+    with FakeOpenAI(script, context_window=8192) as srv:
+        args = ("--backend", "openai", "--base-url", srv.url)
+        child = spawn(ws, *args)
+        child.expect(PROMPT)
+        line(child, f"how do I count stripes? my token is {KEY}")
+        child.expect("stripes --all")
+        child.expect(PROMPT)
+        line(child, "/exit")
+        child.expect(r"No workspace profile yet")
+        line(child, "y")
+        child.expect("Keep this profile")
+        line(child, "y")
+        child.expect("Mine it for memories")
+        line(child, "y")
+        child.expect("1 rejected")
+        child.expect(r"\[a/e/s/q\]")
+        line(child, "a")
+        child.expect("1 memories stored")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+
+        child = spawn(ws, *args)
+        child.expect(PROMPT)
+        line(child, "how do I count stripes again?")
+        child.expect("As remembered")
+        child.expect(PROMPT)
+        line(child, "/memory status")
+        child.expect("recalled 2")
+        child.expect(PROMPT)
+        line(child, "/recall stripes")
+        child.expect("stripes --all")
+        child.expect(PROMPT)
+        line(child, "/exit")
+        child.expect("Mine it for memories")
+        line(child, "n")
+        child.expect(pexpect.EOF)
+        child.close()
+        requests = srv.chat_requests
+    assert requests[2]["response_format"]["type"] == "json_schema"
+    system = "\n".join(m["content"] for m in requests[3]["messages"] if m["role"] == "system")
+    assert "counts stripes" in system and "./stripes --all" in system
+    files = sorted((ws / ".harvey" / "sessions").glob("*.spmd"), key=lambda f: f.stat().st_mtime)
+    second = parse_session(files[-1])
+    assert second.scenes[0].kind == "recall" and second.scenes[1].kind == "talking"
+    sources = sorted(r.source for r in second.scenes[0].recall)
+    assert sources == ["tool_use", "workspace_profile"]
+    listed = harvey_list(ws)
+    assert {m["type"] for m in listed} == {"tool_use", "workspace_profile"}
+    assert all(KEY not in m["text"] for m in listed)
+    assert KEY.encode() not in (isolated_env / "memory.db").read_bytes()
+
+
+def harvey_list(ws: Path) -> list[dict[str, object]]:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "harvey", "memory", "list", "--json"],
+        cwd=ws, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout)  # type: ignore[no-any-return]

@@ -1,0 +1,79 @@
+"""retrieve_memory and add_memory through the real `harvey run` against the fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harvey.llm.scripted import Reply
+from harvey.memory.store import Memory, MemoryStore
+from tests.fakes.servers import FakeOpenAI
+
+
+def run(ws: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harvey", "run", "remember this", "--backend", "openai",
+         "--base-url", url, *extra],
+        cwd=ws, env=dict(os.environ), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def recording(ws: Path) -> str:
+    files = sorted((ws / ".harvey" / "sessions").glob("*.spmd"), key=lambda f: f.stat().st_mtime)
+    return files[-1].read_text()
+
+
+def add(text: str, mtype: str = "project_fact") -> Reply:
+    return Reply(tool_calls=[("add_memory", {"type": mtype, "text": text})])
+
+
+def test_add_memory_asks_and_records_the_answer(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = [add("the docs are built with mkdocs"), Reply("ok")]
+    with FakeOpenAI(script) as srv:
+        declined = run(ws, srv.url)
+    assert declined.returncode == 0, declined.stderr
+    assert "add_memory" in recording(ws) and "error: declined by the user" in recording(ws)
+    assert not (isolated_env / "memory.db").exists() or json.loads(
+        subprocess.run([sys.executable, "-m", "harvey", "memory", "list", "--json"], cwd=ws,
+                       capture_output=True, text=True).stdout
+    ) == []  # fmt: skip
+    script = [add("the docs are built with mkdocs"), Reply("stored")]
+    with FakeOpenAI(script) as srv:
+        accepted = run(ws, srv.url, "--yes")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "— ok]]" in recording(ws)
+    with MemoryStore(isolated_env / "memory.db") as store:
+        assert [m.text for m in store.memories(workspace=str(ws))] == [
+            "the docs are built with mkdocs"
+        ]
+
+
+def test_add_memory_refuses_credentials(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    key = "AKIAIOSFODNN7EXAMPLE"
+    with FakeOpenAI([add(f"aws key {key}"), Reply("fine")]) as srv:
+        proc = run(ws, srv.url, "--yes")
+        result = srv.chat_requests[1]["messages"][-1]["content"]
+    assert proc.returncode == 0
+    assert "contains a credential" in result
+    if (isolated_env / "memory.db").exists():
+        assert key.encode() not in (isolated_env / "memory.db").read_bytes()
+
+
+def test_retrieve_memory(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with MemoryStore(isolated_env / "memory.db") as store:
+        store.add(Memory("", "tool_use", "lint with ruff check src tests", workspace=str(ws)))
+    script = [Reply(tool_calls=[("retrieve_memory", {"query": "how to lint"})]), Reply("done")]
+    with FakeOpenAI(script) as srv:
+        proc = run(ws, srv.url)
+        result = srv.chat_requests[1]["messages"][-1]["content"]
+    assert proc.returncode == 0, proc.stderr
+    assert "lint with ruff check src tests" in result
