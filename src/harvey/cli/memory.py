@@ -207,6 +207,7 @@ def mine(
     backend: str | None,
     base_url: str | None,
     model: str | None,
+    endpoints: tuple[str, ...],
 ) -> None:
     """Propose memories from recorded sessions, review them, store the accepted ones."""
     import sys
@@ -225,7 +226,14 @@ def mine(
         raise UsageError(
             "no terminal to review the proposals on; nothing stored (--yes accepts all)"
         )
-    opts = inherit(ctx, workspace=workspace, backend=backend, base_url=base_url, model=model)
+    opts = inherit(
+        ctx,
+        workspace=workspace,
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
+    )
     paths, settings = load(opts.pop("workspace"), **opts)
     targets = list(files) + (
         recordings(paths.workspace, settings.session.directory) if all_ else []
