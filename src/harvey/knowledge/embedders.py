@@ -19,6 +19,7 @@ Three rules hold for every embedder:
 from __future__ import annotations
 
 import importlib.util
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -82,7 +83,7 @@ class LocalEmbedder:
         return _normalised(self._model.embed([t or " " for t in texts], norm=True))
 
 
-class _RemoteEmbedder:
+class _RemoteEmbedder(ABC):
     """Shared by Ollama and OpenAI-compatible servers: redact, cap, post, check."""
 
     provider = ""
@@ -95,11 +96,13 @@ class _RemoteEmbedder:
         self.spec = f"{self.provider}:{model}"
         self.dims = 0  # learnt from the first answer
 
+    @abstractmethod
     def _payload(self, texts: list[str]) -> tuple[str, dict[str, Any]]:
-        raise NotImplementedError
+        """The path and JSON body of one embedding request for ``texts``."""
 
+    @abstractmethod
     def _vectors(self, body: Any) -> list[list[float]]:
-        raise NotImplementedError
+        """The vectors in a server's answer, in input order."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import httpx
