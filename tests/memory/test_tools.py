@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -30,27 +29,47 @@ def add(text: str, mtype: str = "project_fact") -> Reply:
     return Reply(tool_calls=[("add_memory", {"type": mtype, "text": text})])
 
 
-def test_add_memory_asks_and_records_the_answer(tmp_path: Path, isolated_env: Path) -> None:
+def test_add_memory_is_refused_in_batch_mode_even_with_yes(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """A memory outlives the session: ``--yes`` (an answer about the task) does not cover it."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    script = [add("the docs are built with mkdocs"), Reply("ok")]
-    with FakeOpenAI(script) as srv:
-        declined = run(ws, srv.url)
-    assert declined.returncode == 0, declined.stderr
-    assert "add_memory" in recording(ws) and "error: declined by the user" in recording(ws)
-    assert not (isolated_env / "memory.db").exists() or json.loads(
-        subprocess.run([sys.executable, "-m", "harvey", "memory", "list", "--json"], cwd=ws,
-                       capture_output=True, text=True).stdout
-    ) == []  # fmt: skip
-    script = [add("the docs are built with mkdocs"), Reply("stored")]
-    with FakeOpenAI(script) as srv:
-        accepted = run(ws, srv.url, "--yes")
-    assert accepted.returncode == 0, accepted.stderr
-    assert "— ok]]" in recording(ws)
+    for extra in ((), ("--yes",)):
+        script = [add("the docs are built with mkdocs"), Reply("ok")]
+        with FakeOpenAI(script) as srv:
+            proc = run(ws, srv.url, *extra)
+        assert proc.returncode == 0, proc.stderr
+        assert "add_memory" in recording(ws) and "interactive REPL" in recording(ws)
+    if (isolated_env / "memory.db").exists():
+        with MemoryStore(isolated_env / "memory.db") as store:
+            assert store.memories(all_workspaces=True, include_inactive=True) == []
+
+
+def test_add_memory_asks_the_person_and_stores_only_on_yes(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    from harvey.messages import ToolCall
+    from harvey.tools.memory_tools import AddMemoryTool
+    from harvey.tools.registry import ToolContext, ToolRegistry
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    asked: list[str] = []
+    answers = [False, True]
+
+    def confirm(question: str) -> bool:
+        asked.append(question)
+        return answers.pop(0)
+
+    ctx = ToolContext(workspace=ws, interactive=True, confirm=confirm)
+    registry = ToolRegistry([AddMemoryTool(isolated_env)])
+    call = ToolCall("c", "add_memory", {"type": "project_fact", "text": "docs use mkdocs"})
+    assert "declined by the user" in registry.execute(ctx, call).content
+    assert registry.execute(ctx, call).content.startswith("stored as project_fact_")
+    assert len(asked) == 2 and "docs use mkdocs" in asked[0]
     with MemoryStore(isolated_env / "memory.db") as store:
-        assert [m.text for m in store.memories(workspace=str(ws))] == [
-            "the docs are built with mkdocs"
-        ]
+        assert [m.text for m in store.memories(workspace=str(ws))] == ["docs use mkdocs"]
 
 
 def test_add_memory_refuses_credentials(tmp_path: Path, isolated_env: Path) -> None:

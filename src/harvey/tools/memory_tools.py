@@ -86,6 +86,11 @@ class AddMemoryTool:
         with MemoryStore(self.db) as store:
             if store.find_exact(cleaned.text, workspace) is not None:
                 return "already remembered"
+            if not ctx.interactive:  # --yes answers questions about the task, not this one
+                raise ToolError(
+                    "not stored: a memory lasts beyond this session, so only a person in the "
+                    "interactive REPL can approve it"
+                )
             if ctx.confirm is None or not ctx.confirm(
                 f"The model asks to remember ({mtype}): {cleaned.text}\nStore this memory?"
             ):
