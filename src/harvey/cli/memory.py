@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from harvey.cli.errors import handle_errors
-from harvey.cli.options import inherit, load, model_options, workspace_option
+from harvey.cli.options import inherit, load_for_model, model_options, workspace_option
 from harvey.errors import UsageError
 
 if TYPE_CHECKING:
@@ -226,15 +226,7 @@ def mine(
         raise UsageError(
             "no terminal to review the proposals on; nothing stored (--yes accepts all)"
         )
-    opts = inherit(
-        ctx,
-        workspace=workspace,
-        backend=backend,
-        base_url=base_url,
-        model=model,
-        endpoints=endpoints or None,
-    )
-    paths, settings = load(opts.pop("workspace"), **opts)
+    paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     targets = list(files) + (
         recordings(paths.workspace, settings.session.directory) if all_ else []
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from harvey.cli.errors import handle_errors
-from harvey.cli.options import inherit, load, model_options, workspace_option
+from harvey.cli.options import load_for_model, model_options, workspace_option
 
 
 @click.command()
@@ -26,15 +26,7 @@ def models(
     """List the models the backend offers."""
     from harvey.llm.factory import make_client
 
-    opts = inherit(
-        ctx,
-        workspace=workspace,
-        backend=backend,
-        base_url=base_url,
-        model=model,
-        endpoints=endpoints or None,
-    )
-    _paths, settings = load(opts.pop("workspace"), **opts)
+    _paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     from harvey.llm.pool_setup import endpoint_lines
 
     client = make_client(settings)

@@ -84,6 +84,27 @@ def inherit(ctx: click.Context, **values: Any) -> dict[str, Any]:
     return {k: v if v is not None else parent.get(k) for k, v in values.items()}
 
 
+def load_for_model(
+    ctx: click.Context,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    model: str | None,
+    endpoints: tuple[str, ...],
+) -> tuple[Paths, Settings]:
+    """``load`` for a command that takes the model options: each falls back to the
+    value given on the group (``harvey -m X run ...``)."""
+    opts = inherit(
+        ctx,
+        workspace=workspace,
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
+    )
+    return load(opts.pop("workspace"), **opts)
+
+
 def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
     """Resolve the workspace, load its settings, install the redactor they configure.
 

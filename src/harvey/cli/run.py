@@ -14,7 +14,7 @@ import click
 from harvey.cli.errors import handle_errors
 from harvey.cli.options import (
     inherit,
-    load,
+    load_for_model,
     model_options,
     no_record_option,
     rag_option,
@@ -62,19 +62,11 @@ def run(
     """Send one PROMPT (or - for stdin) and print only the reply."""
     from harvey.cli.oneshot import run_once
 
-    opts = inherit(
-        ctx,
-        workspace=workspace,
-        backend=backend,
-        base_url=base_url,
-        model=model,
-        endpoints=endpoints or None,
-    )
     prompt = read_stdin() if prompt == "-" else clean_text(prompt)
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     rag_store = inherit(ctx, rag_store=rag_store)["rag_store"]
-    paths, settings = load(opts.pop("workspace"), **opts)
+    paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     settings = with_rag(settings, rag_store)
     sys.exit(
         run_once(
@@ -138,16 +130,8 @@ def analyze(
     from harvey.cli.oneshot import analyze_once
     from harvey.config import ChunkingSettings
 
-    opts = inherit(
-        ctx,
-        workspace=workspace,
-        backend=backend,
-        base_url=base_url,
-        model=model,
-        endpoints=endpoints or None,
-    )
     instruction = clean_text(instruction)
-    paths, settings = load(opts.pop("workspace"), **opts)
+    paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     options = ChunkingSettings.partial(
         chunk_size_bytes=chunk_size, overlap=overlap, concurrency=concurrency, max_chunks=max_chunks
     )
