@@ -120,6 +120,8 @@ def test_fountain_doc_has_version_and_all_notes() -> None:
         "[[shell:",
         "[[chunk:",
         "[[chunk-result:",
+        "[[chunk-served:",
+        "[[chunk-file:",
         "[[synthesis:",
         "[[write:",
     ):

@@ -24,6 +24,8 @@ from harvey.errors import SessionFileError
 from harvey.session import notes as n
 from harvey.session.escape import cue_name, decode_block, decode_inline, is_note_line
 from harvey.session.records import (
+    ChunkFileNote,
+    ChunkServed,
     ParsedChunkInfo,
     ParsedChunkResult,
     ParsedShell,
@@ -108,6 +110,16 @@ class Scene:
     @property
     def chunk_results(self) -> list[ParsedChunkResult]:
         return self._read(n.read_chunk_result)
+
+    @property
+    def chunk_served(self) -> ChunkServed | None:
+        found = self._read(n.read_chunk_served)
+        return found[0] if found else None
+
+    @property
+    def chunk_files(self) -> list[ChunkFileNote]:
+        """The files of a whole-folder analysis, in the order they were written."""
+        return self._read(n.read_chunk_file)
 
     @property
     def synthesis(self) -> ParsedSynthesis | None:

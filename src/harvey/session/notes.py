@@ -21,6 +21,8 @@ from harvey.session.escape import (
     split_unescaped,
 )
 from harvey.session.records import (
+    ChunkFileNote,
+    ChunkServed,
     ParsedChunkInfo,
     ParsedChunkResult,
     ParsedShell,
@@ -87,16 +89,36 @@ def chunk_note(
     boundary: str,
     chunk_size: int,
     endpoints: int | None = None,
+    files: int | None = None,
 ) -> str:
-    """``endpoints`` (a pool's size) is written only for a pool, so old notes stay as they were."""
+    """``endpoints`` (a pool's size) is written only for a pool and ``files`` only for a
+    whole-folder analysis, so a one-file, one-server note stays as it was."""
 
     def f(value: str) -> str:
         return encode_field(value, ",—")
 
     pool = f", endpoints={endpoints}" if endpoints is not None else ""
+    several = f", files={files}" if files is not None else ""
     return format_note(
-        f"chunk: file={f(filename)}, chunks={chunks}, model={f(model)}, "
+        f"chunk: file={f(filename)}{several}, chunks={chunks}, model={f(model)}, "
         f"boundary={f(boundary)}, chunk-size={chunk_size}{pool}"
+    )
+
+
+def chunk_served_note(served: ChunkServed) -> str:
+    return format_note(f"chunk-served: {served.served} of {served.endpoints} endpoints")
+
+
+def chunk_file_note(note: ChunkFileNote) -> str:
+    """``[[chunk-file: PATH — chunks=A-B, boundary=B, chunk-size=S, failed=F[, levels=L] —
+    STATUS]]``; the path is escaped like a write note's."""
+    levels = f", levels={note.levels}" if note.levels > 1 else ""
+    fields = (
+        f"chunks={note.first}-{note.last}, boundary={encode_field(note.boundary, ',—')}, "
+        f"chunk-size={note.chunk_size}, failed={note.failed}{levels}"
+    )
+    return format_note(
+        f"chunk-file: {encode_field(note.path)}{SEP}{fields}{SEP}{_status(note.status)}"
     )
 
 
@@ -122,6 +144,8 @@ def omitted_note(count: int) -> str:
 _TOOL_HEAD = re.compile(r"^(?:([^a-z]*?)\.)?tool: ")
 _RAG = re.compile(rf"^rag: (\d+) chunks from (.*), top score {_SCORE}$", re.S)
 _RAG_SOURCE = re.compile(rf"^rag-source: (.*):L(\d+)-L(\d+){SEP}score {_SCORE}$", re.S)
+_CHUNK_SERVED = re.compile(r"^chunk-served: (\d+) of (\d+) endpoints$")
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
 _CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
 _SHELL = re.compile(rf"^shell: (.*){SEP}exit {_INT}$", re.S)
 _OMITTED = re.compile(r"^output: (\d+) lines omitted$")
@@ -206,7 +230,43 @@ def read_chunk(body: str) -> ParsedChunkInfo | None:
     f = _fields(body[len("chunk: ") :])
     try:
         return ParsedChunkInfo(
-            f["file"], int(f["chunks"]), f["model"], f["boundary"], int(f["chunk-size"])
+            f["file"],
+            int(f["chunks"]),
+            f["model"],
+            f["boundary"],
+            int(f["chunk-size"]),
+            int(f["endpoints"]) if "endpoints" in f else None,
+            int(f["files"]) if "files" in f else None,
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+def read_chunk_served(body: str) -> ChunkServed | None:
+    m = _CHUNK_SERVED.match(body)
+    return ChunkServed(int(m.group(1)), int(m.group(2))) if m else None
+
+
+def read_chunk_file(body: str) -> ChunkFileNote | None:
+    if not body.startswith("chunk-file: "):
+        return None
+    parts = split_unescaped(body[len("chunk-file: ") :], SEP)
+    if len(parts) != 3:
+        return None
+    f = _fields(parts[1])
+    span = _RANGE.match(f.get("chunks", ""))
+    if span is None:
+        return None
+    try:
+        return ChunkFileNote(
+            decode_inline(parts[0]),
+            int(span.group(1)),
+            int(span.group(2)),
+            f["boundary"],
+            int(f["chunk-size"]),
+            int(f["failed"]),
+            decode_inline(parts[2]),
+            int(f.get("levels", "1")),
         )
     except (KeyError, ValueError):
         return None

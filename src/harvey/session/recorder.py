@@ -31,11 +31,11 @@ from harvey.session.escape import (
     encode_inline,
     encode_line,
 )
-from harvey.session.records import RecallItem, TurnRecord
+from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnRecord
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.5"
+FORMAT_VERSION = "1.6"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -228,13 +228,15 @@ class Recorder:
         chunk_size_bytes: int,
         user_instruction: str,
         endpoints: int | None = None,
+        files: int | None = None,
     ) -> None:
-        """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction."""
+        """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction;
+        a whole-folder analysis passes ``files`` and its label (the folder) as ``filename``."""
         user_instruction = redact(user_instruction)
         shown = encode_inline(filename.replace("\n", " "))
         out = self._scene(f"INT. CHUNK ANALYSIS — {shown} {self._stamp()}")
         header = notes.chunk_note(
-            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints
+            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints, files
         )
         self._element(out, [header], note=True)
         self._dialogue(out, self.user_cue, user_instruction)
@@ -245,6 +247,19 @@ class Recorder:
         status = redact(status)
         out: list[str] = []
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
+        self._write("".join(out))
+
+    def record_chunk_served(self, served: int, endpoints: int) -> None:
+        """After the map phase over a pool: [[chunk-served: E of P endpoints]]."""
+        out: list[str] = []
+        self._element(out, [notes.chunk_served_note(ChunkServed(served, endpoints))], note=True)
+        self._write("".join(out))
+
+    def record_chunk_file(self, note: ChunkFileNote) -> None:
+        """One file of a whole-folder analysis: [[chunk-file: PATH — … — STATUS]]."""
+        note = replace(note, path=redact(note.path), status=redact(note.status))
+        out: list[str] = []
+        self._element(out, [notes.chunk_file_note(note)], note=True)
         self._write("".join(out))
 
     def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:

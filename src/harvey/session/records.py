@@ -186,13 +186,45 @@ class ParsedWriteNote:
 
 @dataclass(frozen=True)
 class ParsedChunkInfo:
-    """The ``[[chunk: …]]`` header: parameters of one chunked analysis."""
+    """The ``[[chunk: …]]`` header: parameters of one chunked analysis.
+
+    ``endpoints`` is the size of the endpoint pool the map phase was given (absent for
+    one server); ``files`` how many files a whole-folder analysis covers (absent for one).
+    """
 
     file: str
     chunks: int
     model: str
     boundary: str
     chunk_size: int
+    endpoints: int | None = None
+    files: int | None = None
+
+
+@dataclass(frozen=True)
+class ChunkServed:
+    """A ``[[chunk-served: E of P endpoints]]`` note: E of the pool's P endpoints completed
+    map calls (an endpoint that died or was refused before serving one is not counted)."""
+
+    served: int
+    endpoints: int
+
+
+@dataclass(frozen=True)
+class ChunkFileNote:
+    """A ``[[chunk-file: PATH — chunks=A-B, …, failed=F — STATUS]]`` note (both ways): one
+    file of a whole-folder analysis, its chunks A..B of the run (the ``[[chunk-result:]]``
+    numbers), how many failed, and whether the file got a result (its synthesis, when it
+    has more than one chunk, took ``levels`` levels)."""
+
+    path: str
+    first: int
+    last: int
+    boundary: str
+    chunk_size: int
+    failed: int
+    status: str
+    levels: int = 1
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ import html
 from harvey.session.fountain import Element, ParsedSession, Scene
 from harvey.session.notes import (
     read_chunk,
+    read_chunk_file,
     read_chunk_result,
+    read_chunk_served,
     read_rag,
     read_rag_source,
     read_recall,
@@ -76,12 +78,18 @@ def _note_class(raw: str) -> str:
     shell = read_shell(raw)
     if shell is not None:
         return "note note-shell" + ("" if shell.exit_code == 0 else " error")
-    for kind, reader in (("chunk-result", read_chunk_result), ("synthesis", read_synthesis)):
+    stated = (
+        ("chunk-result", read_chunk_result),
+        ("chunk-file", read_chunk_file),
+        ("synthesis", read_synthesis),
+    )
+    for kind, reader in stated:
         parsed = reader(raw)
         if parsed is not None:
             return f"note note-{kind}" + ("" if parsed.status == "ok" else " error")
     readers = (
         ("chunk", read_chunk),
+        ("chunk-served", read_chunk_served),
         ("rag", read_rag),
         ("rag-source", read_rag_source),
         ("recall", read_recall),
