@@ -146,7 +146,7 @@ def chunk_config(
     return ChunkConfig.from_settings(stanza, embedded=client.backend == "local")
 
 
-def _regular_size(path: Path, name: str) -> int:
+def regular_size(path: Path, name: str) -> int:
     """The size of a regular file, from ``stat`` alone (a FIFO would block an open)."""
     try:
         info = os.stat(path)
@@ -172,7 +172,7 @@ def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Ite
             raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
 
 
-def _chunks(
+def chunks_of(
     path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
 ) -> tuple[list[Chunk] | Iterator[Chunk], int]:
     """The chunks (a list, or a lazy stream for a file over one window) and how many."""
@@ -271,7 +271,7 @@ class ChunkedReads:
         """
         turn = self._turn(turn)
         name = self._name(path)
-        size = _regular_size(path, name)
+        size = regular_size(path, name)
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
         mention, without_route = find_mention(instruction)
@@ -289,7 +289,7 @@ class ChunkedReads:
             "Process them all?"
         ):
             return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)  # before one byte is read
-        chunks, total = _chunks(path, name, size, cfg, doc_type)
+        chunks, total = chunks_of(path, name, size, cfg, doc_type)
         if (
             total > cfg.max_chunks
             and not asked

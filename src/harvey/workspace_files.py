@@ -1,7 +1,7 @@
 """Walk a workspace's files the way a person means "all my files".
 
-Ingesting a folder into a knowledge store (and, later, whole-folder
-analysis) wants the same set: regular files under the folder, never inside
+Ingesting a folder into a knowledge store and whole-folder analysis
+(``harvey analyze FOLDER``) want the same set: regular files under the folder, never inside
 ``.git/``, ``.harvey/``, a virtualenv or ``node_modules/``, and not what the
 workspace's ``.gitignore`` ignores. This module owns that rule so every
 caller skips the same things.
@@ -19,7 +19,7 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +65,13 @@ def _glob_regex(pattern: str, anchored: bool) -> re.Pattern[str]:
             i += 1
     head = "" if anchored else "(?:.*/)?"
     return re.compile(f"^{head}{''.join(parts)}$")
+
+
+def matches_any(relative: str, patterns: Sequence[str]) -> bool:
+    """Whether an ``--include``/``--exclude`` glob matches the workspace-relative path
+    or its file name (so ``'*.md'`` finds Markdown files in every folder)."""
+    name = relative.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
 class GitIgnore:

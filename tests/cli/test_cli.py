@@ -136,9 +136,9 @@ def test_analyze_missing_and_binary_files(harvey: Run, workspace: Path) -> None:
     assert_one_line_error(
         harvey("analyze", "blob.bin", "-i", "x", "--backend", "openai"), 2, "binary"
     )
-    (workspace / "dir").mkdir()
+    (workspace / "dir").mkdir()  # a folder is analysed file by file; this one has none
     assert_one_line_error(
-        harvey("analyze", "dir", "-i", "x", "--backend", "openai"), 2, "directory"
+        harvey("analyze", "dir", "-i", "x", "--backend", "openai"), 2, "no files to analyse"
     )
 
 

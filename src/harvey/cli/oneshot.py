@@ -3,6 +3,9 @@
 There is no terminal to ask, so a question the agent would put to a person is
 answered by ``--yes`` or refused, and a file write is refused unless the user
 passed ``--allow-writes``; progress goes to stderr, only the answer to stdout.
+``harvey analyze`` of one file goes through ``ChunkedReads.analyze``; of a
+folder or several files, through ``folder_reads.analyze_files``, after the
+files are collected and before anything is opened or recorded.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from harvey.agent import TurnOutcome
@@ -106,6 +110,53 @@ def analyze_once(
             )
             return 1
         agent.record_analysis(str(file), instruction, text)
+    finally:
+        runtime.close()
+    sys.stdout.write(redact(text).rstrip("\n") + "\n")
+    return 0
+
+
+def analyze_folder_once(
+    paths: Paths,
+    settings: Settings,
+    targets: Sequence[Path],
+    instruction: str,
+    options: ChunkingSettings,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    per_file: bool = False,
+    auto_yes: bool,
+    record: bool,
+    fresh: bool = False,
+) -> int:
+    """``harvey analyze`` of folders and several files: the overall answer on stdout,
+    or with ``per_file`` a Markdown section per file followed by it."""
+    from harvey.context.folder_analysis import per_file_markdown
+    from harvey.folder_reads import FolderStatus, analyze_files, collect_files, folder_label
+
+    if not instruction.strip():
+        raise UsageError("the instruction (-i) is empty")
+    collected = collect_files(paths.workspace, targets, include, exclude)
+    label = folder_label(paths.workspace, targets)
+    ui = HeadlessUI(auto_yes=auto_yes)
+    if collected.skipped:
+        ui.warn(collected.skipped_line())
+    runtime = open_runtime(paths, settings, ui=ui, record=record)
+    try:
+        agent = runtime.agent
+        outcome = analyze_files(
+            agent.chunks, collected.files, label, instruction, overrides=options, fresh=fresh
+        )
+        if outcome.result is None or outcome.status is not FolderStatus.ANSWERED:
+            print(
+                "harvey: cancelled: the files make more chunks than --max-chunks; "
+                "pass --yes to process them all",
+                file=sys.stderr,
+            )
+            return 1
+        text = per_file_markdown(outcome.result) if per_file else outcome.result.text
+        agent.record_analysis(label, instruction, text)
     finally:
         runtime.close()
     sys.stdout.write(redact(text).rstrip("\n") + "\n")

@@ -76,9 +76,28 @@ def run(
 
 
 @click.command()
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument(
+    "targets", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
 @click.option(
     "--instruction", "-i", required=True, help="What to do with each chunk (may contain @ROUTE)."
+)
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="GLOB",
+    help="Of the files in folders and PATHs, analyse only those matching GLOB (repeatable).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Leave out the files matching GLOB (repeatable).",
+)
+@click.option(
+    "--per-file",
+    is_flag=True,
+    help="Print a Markdown section per file, then the overall answer (folders, several files).",
 )
 @workspace_option
 @model_options
@@ -111,8 +130,11 @@ def run(
 @handle_errors
 def analyze(
     ctx: click.Context,
-    file: Path,
+    targets: tuple[Path, ...],
     instruction: str,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    per_file: bool,
     workspace: Path | None,
     backend: str | None,
     base_url: str | None,
@@ -126,8 +148,14 @@ def analyze(
     fresh: bool,
     no_record: bool,
 ) -> None:
-    """Analyse FILE chunk by chunk (map-reduce) and print the synthesized result."""
-    from harvey.cli.oneshot import analyze_once
+    """Analyse PATHs chunk by chunk (map-reduce) and print the synthesized result.
+
+    One FILE is analysed as ever. Folders and several files go through one map
+    phase (the walk skips binary files, .git/, .harvey/, virtualenvs,
+    node_modules/ and what .gitignore ignores); each file is synthesised, then
+    the files' results into one answer.
+    """
+    from harvey.cli.oneshot import analyze_folder_once, analyze_once
     from harvey.config import ChunkingSettings
 
     instruction = clean_text(instruction)
@@ -135,13 +163,35 @@ def analyze(
     options = ChunkingSettings.partial(
         chunk_size_bytes=chunk_size, overlap=overlap, concurrency=concurrency, max_chunks=max_chunks
     )
+    one_file = len(targets) == 1 and not targets[0].is_dir()
+    if one_file and (include or exclude or per_file):
+        raise UsageError(
+            "--include, --exclude and --per-file are for folders and several files; "
+            f"{targets[0]} is one file"
+        )
+    if one_file:
+        sys.exit(
+            analyze_once(
+                paths,
+                settings,
+                targets[0],
+                instruction,
+                options,
+                auto_yes=yes,
+                record=not no_record,
+                fresh=fresh,
+            )
+        )
     sys.exit(
-        analyze_once(
+        analyze_folder_once(
             paths,
             settings,
-            file,
+            targets,
             instruction,
             options,
+            include=include,
+            exclude=exclude,
+            per_file=per_file,
             auto_yes=yes,
             record=not no_record,
             fresh=fresh,

@@ -30,15 +30,25 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
 from harvey.context.chunking import Chunk, ChunkConfig, DocType
-from harvey.context.map_support import ResultCache, map_concurrency, pool_size, result_key
+from harvey.context.map_support import (
+    ResultCache,
+    endpoints_served,
+    map_concurrency,
+    pool_size,
+    result_key,
+    served_counts,
+)
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
+
+if TYPE_CHECKING:
+    from harvey.session.records import ChunkFileNote
 
 MAX_LEVELS = 5
 POLL_SECONDS = 0.1
@@ -57,11 +67,16 @@ class AnalysisRecorder(Protocol):
         chunk_size_bytes: int,
         user_instruction: str,
         endpoints: int | None = None,
+        files: int | None = None,
     ) -> None: ...
 
     def record_chunk_result(self, i: int, n: int, status: str) -> None: ...
 
     def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None: ...
+
+    def record_chunk_served(self, served: int, endpoints: int) -> None: ...
+
+    def record_chunk_file(self, note: ChunkFileNote) -> None: ...  # whole-folder analysis
 
 
 def map_prompt(instruction: str, index: int, total: int, chunk: str) -> str:
@@ -103,6 +118,12 @@ class ChunkAnalysisParams:
     # session record, when ``instruction`` had the route stripped for the model.
     as_typed: str | None = None
     total: int | None = None
+
+    def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
+        """The stored-result key and the prompt of chunk ``index`` of ``total`` (1-based);
+        whole-folder analysis numbers chunks per file instead (``folder_analysis.py``)."""
+        key = result_key(model, self, index, total, text)
+        return key, map_prompt(self.instruction, index, total, text)
 
     @property
     def count(self) -> int:
@@ -208,6 +229,7 @@ class _Analysis:
         self.context_window = context_window
         self.bytes_per_token = bytes_per_token
         self.levels = 0
+        self.served: int | None = None  # endpoints of a pool that completed map calls
         self._texts: dict[int, str] = {}  # the chunks in flight, for a split on "too long"
         self._split_status: dict[int, str] = {}
 
@@ -244,14 +266,14 @@ class _Analysis:
                 break
             text = chunk.text if isinstance(chunk, Chunk) else chunk
             self._texts[i] = text
-            key = result_key(self.client.model, self.params, i + 1, n, text)
+            key, prompt = self.params.map_call(self.client.model, i + 1, n, text)
             stored = self.results.get(key) if self.results is not None else None
             if stored is not None:
                 self.reused += 1
                 reuse(i, stored)
                 continue
             self._called.append((i, key))
-            yield map_prompt(self.params.instruction, i + 1, n, text)
+            yield prompt
         if i + 1 != n:  # a streamed file that changed between the count and the map
             raise WorkspaceError(
                 f"{self.params.filename} changed while it was being analysed "
@@ -264,6 +286,7 @@ class _Analysis:
         statuses: dict[int, str] = {}
         failures: list[int] = []
         recorded = 0
+        before = served_counts(self.client)
 
         def done(i: int, text: str | None, err: BaseException | None) -> None:
             nonlocal recorded
@@ -304,6 +327,7 @@ class _Analysis:
             lambda j: self.progress.chunk_started(self._called[j][0] + 1, n),
             called,
         )
+        self.served = endpoints_served(self.client, before)
         return [p or "" for p in partials], sorted(failures)
 
     def _keep(self, key: str, text: str) -> None:
@@ -392,6 +416,8 @@ class _Analysis:
         self.progress.start(n)
         try:
             partials, failures = self.map_phase()
+            if self.recorder is not None and self.served is not None:
+                self.recorder.record_chunk_served(self.served, pool_size(self.client) or 0)
             text = self.reduce_phase(partials)
         except (Cancelled, KeyboardInterrupt) as exc:
             self.cancel.set()
@@ -456,10 +482,79 @@ def run_chunked_analysis(
     return analysis.run()
 
 
+@dataclass
+class MapOutcome:
+    """The map phase alone: partial results in chunk order, failed chunks (1-based),
+    results reused from an earlier run, and how many pool endpoints served it."""
+
+    partials: list[str]
+    failures: list[int]
+    reused: int
+    served: int | None
+
+
+def run_map_phase(
+    client: LLMClient,
+    params: ChunkAnalysisParams,
+    *,
+    recorder: AnalysisRecorder | None,
+    progress: ProgressReporter,
+    cancel: threading.Event,
+    results: ResultCache | None = None,
+) -> MapOutcome:
+    """Only the map phase, for a caller that reduces its own way (whole-folder analysis):
+    ``[[chunk-result:]]`` notes, no start note, no synthesis; ``progress`` is not started
+    or closed here. Raises ``Cancelled`` on cancel."""
+    analysis = _Analysis(
+        client, params, recorder, progress, cancel, client, None, BYTES_PER_TOKEN, results
+    )
+    try:
+        partials, failures = analysis.map_phase()
+    except KeyboardInterrupt as exc:
+        cancel.set()
+        raise Cancelled("chunk analysis cancelled") from exc
+    return MapOutcome(partials, failures, analysis.reused, analysis.served)
+
+
+def synthesize(
+    client: LLMClient,
+    instruction: str,
+    partials: Sequence[str],
+    *,
+    cancel: threading.Event,
+    config: ChunkConfig,
+    context_window: int | None = None,
+    bytes_per_token: float = BYTES_PER_TOKEN,
+    progress: ProgressReporter | None = None,
+) -> tuple[str, int]:
+    """The reduce phase alone over ``partials`` (hierarchical when they do not fit
+    ``context_window``): the text and the levels it took. No notes are written."""
+    params = ChunkAnalysisParams(
+        filename="",
+        chunks=list(partials),
+        instruction=instruction,
+        model=client.model,
+        config=config,
+    )
+    analysis = _Analysis(
+        client,
+        params,
+        None,
+        progress if progress is not None else NullProgress(),
+        cancel,
+        client,
+        context_window,
+        bytes_per_token,
+    )
+    text = analysis.reduce_phase(list(partials))
+    return text, analysis.levels
+
+
 __all__ = [
     "AnalysisRecorder",
     "AnalysisResult",
     "ChunkAnalysisParams",
+    "MapOutcome",
     "NullProgress",
     "ResultCache",
     "SynthesisError",
@@ -467,4 +562,6 @@ __all__ = [
     "reduce_prompt",
     "result_key",
     "run_chunked_analysis",
+    "run_map_phase",
+    "synthesize",
 ]

@@ -4,7 +4,8 @@ Kept apart from ``analysis.py`` (the engine) so the engine reads as map, then
 reduce: the key a stored result is found by, the cache protocol sessions.db
 implements (``harvey.session.map_results.StoredResults``), and the two
 questions put to a client that may be a ``PooledClient`` — how many calls to
-keep in flight and how many endpoints serve it (for the ``[[chunk:]]`` note).
+keep in flight, how many endpoints it has (the ``[[chunk:]]`` note) and how many
+of them completed calls during the map phase (the ``[[chunk-served:]]`` note).
 Clients are asked by attribute, so this module never imports the pool.
 """
 
@@ -49,6 +50,23 @@ def pool_size(client: LLMClient) -> int | None:
     """How many endpoints serve ``client`` when it is an endpoint pool, else ``None``."""
     stats = getattr(client, "stats", None)
     return len(stats()) if callable(stats) else None
+
+
+def served_counts(client: LLMClient) -> list[int] | None:
+    """Calls each endpoint of a pool has completed so far (``None``: not a pool), taken
+    before a map phase so ``endpoints_served`` can tell which endpoints took part."""
+    stats = getattr(client, "stats", None)
+    return [s.served for s in stats()] if callable(stats) else None
+
+
+def endpoints_served(client: LLMClient, before: list[int] | None) -> int | None:
+    """How many endpoints completed at least one call since ``served_counts`` gave
+    ``before``: the number the ``[[chunk-served:]]`` note records (not the pool's size,
+    since a dead or refused endpoint serves nothing)."""
+    after = served_counts(client)
+    if before is None or after is None or len(after) != len(before):
+        return None
+    return sum(1 for old, new in zip(before, after, strict=True) if new > old)
 
 
 def map_concurrency(client: LLMClient, configured: int) -> int:

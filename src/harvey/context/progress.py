@@ -6,6 +6,12 @@ shows chunks done, failures, elapsed time and ETA. When output is a pipe or a
 file — ``harvey analyze ... 2>log``, tests — each call prints one plain line,
 ``Processing chunk i/N…``, as the seed specifies, so logs stay greppable.
 All calls come from the engine's coordinating thread.
+
+A whole-folder analysis also reports files: ``expect_files`` before ``start``
+adds a files column to the bar, ``file_finished`` when the last chunk of a file
+is done, ``files_synthesis_started`` before the files are synthesised. They are
+not in the protocol (a one-file reporter need not know files); the folder
+engine calls them when a reporter has them.
 """
 
 from __future__ import annotations
@@ -28,6 +34,15 @@ class ProgressReporter(Protocol):
 
 class NullProgress:
     """Shows nothing (library use without a terminal)."""
+
+    def expect_files(self, files: int) -> None:
+        pass
+
+    def file_finished(self, done: int, total: int, name: str) -> None:
+        pass
+
+    def files_synthesis_started(self, count: int) -> None:
+        pass
 
     def start(self, total: int) -> None:
         pass
@@ -58,6 +73,15 @@ class PlainProgress:
     def start(self, total: int) -> None:
         pass
 
+    def expect_files(self, files: int) -> None:
+        pass
+
+    def file_finished(self, done: int, total: int, name: str) -> None:
+        self._line(f"File {done}/{total} done: {name}")
+
+    def files_synthesis_started(self, count: int) -> None:
+        self._line(f"Synthesizing {count} file{'s' if count != 1 else ''}…")
+
     def chunk_started(self, index: int, total: int) -> None:
         self._line(f"Processing chunk {index}/{total}…")
 
@@ -76,36 +100,55 @@ class PlainProgress:
 
 
 class RichProgress:
-    """A rich progress bar: chunks done of N, failures, elapsed, ETA."""
+    """A rich progress bar: chunks done of N, (files done of F,) failures, elapsed, ETA."""
 
     def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._progress: Any = None
+        self._task: Any = None
+        self._failed = 0
+        self._files: int | None = None
+
+    def expect_files(self, files: int) -> None:
+        self._files = files
+
+    def start(self, total: int) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
             Progress,
+            ProgressColumn,
             TextColumn,
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
 
+        files: list[ProgressColumn] = []
+        if self._files is not None:
+            files = [TextColumn("{task.fields[files_done]}/" + f"{self._files} files")]
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            *files,
             TextColumn("[red]{task.fields[failed]} failed"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(file=stream),
+            console=Console(file=self._stream),
             transient=False,
         )
-        self._task: Any = None
-        self._failed = 0
-
-    def start(self, total: int) -> None:
         self._progress.start()
-        self._task = self._progress.add_task("Analysing chunks", total=total, failed=0)
+        self._task = self._progress.add_task(
+            "Analysing chunks", total=total, failed=0, files_done=0
+        )
+
+    def file_finished(self, done: int, total: int, name: str) -> None:
+        self._progress.update(self._task, files_done=done)
+
+    def files_synthesis_started(self, count: int) -> None:
+        self._progress.update(self._task, description=f"Synthesizing {count} files")
 
     def chunk_started(self, index: int, total: int) -> None:
         pass
@@ -120,7 +163,8 @@ class RichProgress:
         self._progress.update(self._task, description=label)
 
     def close(self) -> None:
-        self._progress.stop()
+        if self._progress is not None:
+            self._progress.stop()
 
 
 def make_progress(stream: TextIO | None = None) -> ProgressReporter:

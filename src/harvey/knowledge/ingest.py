@@ -26,7 +26,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from pathlib import Path
 
 from harvey.context.chunking import ChunkConfig, chunk_document, detect_doc_type
@@ -34,7 +33,7 @@ from harvey.errors import KnowledgeError, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.tools.files import looks_binary, open_regular, safe_path
-from harvey.workspace_files import GitIgnore, walk_files
+from harvey.workspace_files import GitIgnore, matches_any, walk_files
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 EMBED_BATCH = 64
@@ -71,11 +70,6 @@ def _relative(workspace: Path, path: Path) -> str:
     return path.relative_to(workspace).as_posix()
 
 
-def _matches(relative: str, patterns: Sequence[str]) -> bool:
-    name = relative.rsplit("/", 1)[-1]
-    return any(fnmatch(relative, p) or fnmatch(name, p) for p in patterns)
-
-
 def collect(
     workspace: Path,
     paths: Sequence[str | Path],
@@ -102,9 +96,9 @@ def collect(
             raise UsageError(f"no such file or folder: {raw}")
         for f in found:
             rel = _relative(root, f)
-            if include and not _matches(rel, include):
+            if include and not matches_any(rel, include):
                 continue
-            if exclude and _matches(rel, exclude):
+            if exclude and matches_any(rel, exclude):
                 continue
             if f not in seen:
                 seen.add(f)
@@ -226,9 +220,9 @@ class Ingester:
             under = any(not d or row.path.startswith(d + "/") for d in folders)
             if not under or row.path in seen:
                 continue
-            if include and not _matches(row.path, include):
+            if include and not matches_any(row.path, include):
                 continue  # outside this ingest's filter: not this ingest's to judge
-            if exclude and _matches(row.path, exclude):
+            if exclude and matches_any(row.path, exclude):
                 continue
             gone.append(row.path)
         if gone:

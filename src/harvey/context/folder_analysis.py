@@ -1,0 +1,449 @@
+"""Whole-folder analysis: the chunks of many files in one map phase, then two reduces.
+
+Map: every chunk of every file goes through ONE map phase (``run_map_phase``),
+so a pool's least-in-flight dispatch sees all the work at once, stored results
+are reused and written as calls return (resume), and one progress bar counts
+chunks, finished files and failures for the whole run. A chunk's prompt names
+its file and its place in that file (``File notes/a.md, chunk 2 of 3:``), and
+its stored-result key is made from the same things, so adding a file to the
+folder does not invalidate the results of the others.
+
+Reduce, per file: a file of one chunk has its map result as its answer; a file
+of several is synthesised over its partial results (hierarchically when they do
+not fit), these syntheses running side by side up to the map concurrency. A
+file's synthesis is stored like a map result, so a run killed among them
+resumes there too. A failed file synthesis does not stop the run (the file's
+answer says it failed, its note records ``error: …``), as a failed chunk does
+not stop a map phase.
+
+Reduce, overall: the files' answers, each headed by its path, through the same
+hierarchical reduce as one file's partials. That synthesis is never stored:
+it is the one call a repeated run always makes.
+
+The session gets one INT. CHUNK ANALYSIS scene: ``[[chunk:]]`` with ``files=``,
+the instruction, the ``[[chunk-result:]]`` notes numbered over the whole run,
+``[[chunk-served:]]`` for a pool, one ``[[chunk-file:]]`` per file in order, and
+the ``[[synthesis:]]`` of the overall answer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import concurrent.futures
+import hashlib
+import json
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from harvey.context.analysis import (
+    POLL_SECONDS,
+    AnalysisRecorder,
+    ChunkAnalysisParams,
+    ResultCache,
+    run_map_phase,
+    synthesize,
+)
+from harvey.context.budget import BYTES_PER_TOKEN
+from harvey.context.chunking import Chunk, ChunkConfig
+from harvey.context.map_support import map_concurrency, pool_size
+from harvey.context.progress import ProgressReporter
+from harvey.errors import Cancelled, HarveyError, SynthesisError, WorkspaceError
+from harvey.llm.base import LLMClient
+from harvey.session.records import ChunkFileNote
+
+
+@dataclass
+class FileChunks:
+    """One file's share of the run: its name as shown (workspace-relative), its chunks
+    (a list, or a lazy iterable that yields exactly ``total``), and how it was cut."""
+
+    name: str
+    chunks: Iterable[Chunk | str]
+    total: int
+    boundary: str
+    chunk_size: int
+
+
+@dataclass
+class FileAnswer:
+    """What one file came to: its answer, its chunks (1-based over the run), the failed
+    ones, the levels of its synthesis and its status (``ok`` or ``error: …``)."""
+
+    name: str
+    text: str
+    first: int
+    last: int
+    failures: list[int]
+    levels: int
+    status: str
+
+
+@dataclass
+class FolderResult:
+    """The overall answer, every file's answer (in order), and what was reused."""
+
+    text: str
+    files: list[FileAnswer]
+    failures: list[int]
+    levels: int
+    reused: int  # map results stored by an earlier run
+    reused_files: int  # file syntheses stored by an earlier run
+
+
+def file_map_prompt(instruction: str, name: str, index: int, total: int, chunk: str) -> str:
+    """The map prompt of chunk ``index`` of ``total`` of file ``name`` (1-based)."""
+    return f"{instruction}\n\n---\nFile {name}, chunk {index} of {total}:\n{chunk}"
+
+
+def file_instruction(instruction: str, name: str) -> str:
+    """The instruction a file's own synthesis is given: the user's, naming the file."""
+    return f"{instruction}\n\n(The sections below are parts of the file {name}.)"
+
+
+def _digest(parts: Sequence[object]) -> str:
+    return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class _FolderParams(ChunkAnalysisParams):
+    """The run as one map phase: chunks numbered over the run, prompted and keyed per file."""
+
+    files: list[FileChunks] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # the run index (0-based) of each first chunk
+
+    def file_at(self, index: int) -> tuple[FileChunks, int]:
+        """The file of run chunk ``index`` (1-based) and the chunk's index in that file."""
+        f = bisect.bisect_right(self.starts, index - 1) - 1
+        return self.files[f], index - self.starts[f]
+
+    def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
+        file, local = self.file_at(index)
+        key = _digest(
+            [
+                "folder-map",
+                model,
+                self.instruction,
+                file.name,
+                _text_hash(text),
+                local,
+                file.total,
+                file.boundary,
+                file.chunk_size,
+                self.config.overlap,
+            ]
+        )
+        return key, file_map_prompt(self.instruction, file.name, local, file.total, text)
+
+
+def _every_chunk(files: Sequence[FileChunks]) -> Iterator[Chunk | str]:
+    """The files' chunks one after another; a file that no longer makes the chunks it was
+    counted with stops the run, since every later chunk's number would be wrong."""
+    for file in files:
+        seen = 0
+        for chunk in file.chunks:
+            seen += 1
+            if seen > file.total:
+                break
+            yield chunk
+        if seen != file.total:
+            raise WorkspaceError(
+                f"{file.name} changed while it was being analysed "
+                f"(expected {file.total} chunks); run the analysis again"
+            )
+
+
+class _FileProgress:
+    """The run's reporter, also told when every chunk of a file is done (files column)."""
+
+    def __init__(self, inner: ProgressReporter, params: _FolderParams) -> None:
+        self.inner = inner
+        self.params = params
+        self.left = [f.total for f in params.files]
+        self.done = 0
+
+    def start(self, total: int) -> None:
+        self._call("expect_files", len(self.left))
+        self.inner.start(total)
+
+    def _call(self, name: str, *args: object) -> None:
+        """A files event, for a reporter that shows files (``progress.py``)."""
+        method = getattr(self.inner, name, None)
+        if method is not None:
+            method(*args)
+
+    def files_synthesis_started(self, count: int) -> None:
+        self._call("files_synthesis_started", count)
+
+    def chunk_started(self, index: int, total: int) -> None:
+        self.inner.chunk_started(index, total)
+
+    def chunk_finished(self, index: int, total: int, error: str | None) -> None:
+        self.inner.chunk_finished(index, total, error)
+        f = bisect.bisect_right(self.params.starts, index - 1) - 1
+        self.left[f] -= 1
+        if self.left[f] == 0:
+            self.done += 1
+            self._call("file_finished", self.done, len(self.left), self.params.files[f].name)
+
+    def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
+        self.inner.synthesis_started(level, inputs, groups)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@dataclass
+class FolderRun:
+    """One whole-folder analysis: the map client, what to record, where results live."""
+
+    client: LLMClient
+    instruction: str
+    model: str  # the name recorded in the notes
+    label: str  # what the scene heading shows: the folder, or the paths given
+    config: ChunkConfig
+    as_typed: str | None = None
+    recorder: AnalysisRecorder | None = None
+    synthesis_client: LLMClient | None = None
+    context_window: int | None = None
+    bytes_per_token: float = BYTES_PER_TOKEN
+    results: ResultCache | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def synth(self) -> LLMClient:
+        return self.synthesis_client if self.synthesis_client is not None else self.client
+
+    def run(self, files: Sequence[FileChunks], progress: ProgressReporter) -> FolderResult:
+        """Map every chunk, synthesise each file, then the files; raises ``SynthesisError``
+        when the overall synthesis fails and ``Cancelled`` on cancel."""
+        if not files or any(f.total < 1 for f in files):
+            raise ValueError("a folder analysis needs files of at least one chunk each")
+        params = self._params(files)
+        n = params.count
+        self._start_note(files, n)
+        tracker = _FileProgress(progress, params)
+        tracker.start(n)
+        reused_files = 0
+        try:
+            outcome = run_map_phase(
+                self.client,
+                params,
+                recorder=self.recorder,
+                progress=tracker,
+                cancel=self.cancel,
+                results=self.results,
+            )
+            if self.recorder is not None and outcome.served is not None:
+                self.recorder.record_chunk_served(outcome.served, pool_size(self.client) or 0)
+            answers, reused_files = self._per_file(
+                params, outcome.partials, outcome.failures, tracker
+            )
+            if self.recorder is not None:
+                for a in answers:
+                    self.recorder.record_chunk_file(self._file_note(params, a))
+            text, levels = self._overall(answers, tracker)
+        except (Cancelled, KeyboardInterrupt) as exc:
+            self.cancel.set()
+            self._synthesis_note("error: cancelled", 1)
+            raise Cancelled("chunk analysis cancelled") from exc
+        except SynthesisError as exc:
+            self._synthesis_note(f"error: {str(exc).removeprefix('synthesis failed: ')}", 1)
+            raise
+        except HarveyError as exc:  # a file could not be read to the end
+            self._synthesis_note(f"error: {_first_line(exc)}", 1)
+            raise
+        finally:
+            tracker.close()
+        self._synthesis_note("ok", levels)
+        return FolderResult(text, answers, outcome.failures, levels, outcome.reused, reused_files)
+
+    # --- the parts ----------------------------------------------------------------
+
+    def _params(self, files: Sequence[FileChunks]) -> _FolderParams:
+        starts: list[int] = []
+        total = 0
+        for f in files:
+            starts.append(total)
+            total += f.total
+        return _FolderParams(
+            filename=self.label,
+            chunks=_every_chunk(files),
+            instruction=self.instruction,
+            model=self.model,
+            boundary=_common(f.boundary for f in files),
+            config=self.config,
+            as_typed=self.as_typed,
+            total=total,
+            files=list(files),
+            starts=starts,
+        )
+
+    def _start_note(self, files: Sequence[FileChunks], n: int) -> None:
+        if self.recorder is None:
+            return
+        pool = pool_size(self.client)
+        self.recorder.record_chunk_analysis_start(
+            self.label,
+            n,
+            self.model,
+            _common(f.boundary for f in files),
+            max(f.chunk_size for f in files),
+            self.as_typed if self.as_typed is not None else self.instruction,
+            **({} if pool is None else {"endpoints": pool}),
+            files=len(files),
+        )
+
+    def _per_file(
+        self,
+        params: _FolderParams,
+        partials: list[str],
+        failures: list[int],
+        progress: _FileProgress,
+    ) -> tuple[list[FileAnswer], int]:
+        """Each file's answer; the files of several chunks are synthesised side by side."""
+        failed = set(failures)
+        answers: list[FileAnswer] = []
+        jobs: dict[int, list[str]] = {}
+        for index, (file, start) in enumerate(zip(params.files, params.starts, strict=True)):
+            numbers = list(range(start + 1, start + file.total + 1))
+            bad = [i for i in numbers if i in failed]
+            mine = partials[start : start + file.total]
+            answer = FileAnswer(file.name, mine[0], numbers[0], numbers[-1], bad, 1, "ok")
+            if len(bad) == len(numbers):
+                answer.text = f"[{file.name}: every chunk failed] {mine[0]}"
+                answer.status = "error: every chunk failed"
+            elif file.total > 1:
+                jobs[index] = mine
+            answers.append(answer)
+        if jobs:
+            progress.files_synthesis_started(len(jobs))
+        reused = self._synthesise_files(answers, jobs)
+        return answers, reused
+
+    def _file_key(self, name: str, partials: Sequence[str]) -> str:
+        hashes = [_text_hash(p) for p in partials]
+        return _digest(["folder-file", self.synth.model, self.instruction, name, hashes])
+
+    def _synthesise_files(self, answers: list[FileAnswer], jobs: dict[int, list[str]]) -> int:
+        """Run the file syntheses (stored ones reused); returns how many were reused."""
+        reused = 0
+        todo: dict[int, str] = {}
+        for index, partials in jobs.items():
+            key = self._file_key(answers[index].name, partials)
+            stored = self.results.get(key) if self.results is not None else None
+            if stored is not None:
+                answers[index].text = stored
+                reused += 1
+            else:
+                todo[index] = key
+        if not todo:
+            return reused
+        workers = map_concurrency(self.synth, self.config.concurrency)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+        try:
+            futures = {pool.submit(self._one_file, answers[i].name, jobs[i]): i for i in todo}
+            pending = set(futures)
+            while pending:
+                if self.cancel.is_set():
+                    raise Cancelled("chunk analysis cancelled")
+                done, pending = concurrent.futures.wait(pending, timeout=POLL_SECONDS)
+                for future in done:
+                    self._file_done(answers[futures[future]], todo[futures[future]], future)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return reused
+
+    def _one_file(self, name: str, partials: list[str]) -> tuple[str, int]:
+        return synthesize(
+            self.synth,
+            file_instruction(self.instruction, name),
+            partials,
+            cancel=self.cancel,
+            config=self.config,
+            context_window=self.context_window,
+            bytes_per_token=self.bytes_per_token,
+        )
+
+    def _file_done(
+        self, answer: FileAnswer, key: str, future: concurrent.futures.Future[tuple[str, int]]
+    ) -> None:
+        try:
+            text, levels = future.result()
+        except Cancelled:
+            raise
+        except HarveyError as exc:
+            reason = _first_line(exc).removeprefix("synthesis failed: ")
+            answer.text = f"[{answer.name}: synthesis failed: {reason}]"
+            answer.status = f"error: {reason}"
+            return
+        answer.text, answer.levels = text, levels
+        if self.results is not None:
+            self.results.put(key, self.synth.model, text)
+
+    def _overall(self, answers: list[FileAnswer], progress: ProgressReporter) -> tuple[str, int]:
+        """One file is its own answer; several go through the hierarchical reduce."""
+        if len(answers) == 1:
+            return answers[0].text, 1
+        sections = [f"File {a.name}:\n{a.text}" for a in answers]
+        return synthesize(
+            self.synth,
+            self.instruction,
+            sections,
+            cancel=self.cancel,
+            config=self.config,
+            context_window=self.context_window,
+            bytes_per_token=self.bytes_per_token,
+            progress=progress,
+        )
+
+    def _file_note(self, params: _FolderParams, answer: FileAnswer) -> ChunkFileNote:
+        file, _ = params.file_at(answer.first)
+        return ChunkFileNote(
+            answer.name,
+            answer.first,
+            answer.last,
+            file.boundary,
+            file.chunk_size,
+            len(answer.failures),
+            answer.status,
+            answer.levels,
+        )
+
+    def _synthesis_note(self, status: str, levels: int) -> None:
+        if self.recorder is not None:
+            model = self.synth.model if self.synthesis_client is not None else self.model
+            self.recorder.record_chunk_synthesis(model, status, levels=levels)
+
+
+def _common(values: Iterable[str]) -> str:
+    """The one value all files share, or ``mixed``."""
+    seen = set(values)
+    return seen.pop() if len(seen) == 1 else "mixed"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def per_file_markdown(result: FolderResult) -> str:
+    """``--per-file``: a Markdown section per file, then the overall answer."""
+    parts = [f"## {a.name}\n\n{a.text.strip()}\n" for a in result.files]
+    parts.append(f"## Overall\n\n{result.text.strip()}\n")
+    return "\n".join(parts)
+
+
+__all__ = [
+    "FileAnswer",
+    "FileChunks",
+    "FolderResult",
+    "FolderRun",
+    "file_instruction",
+    "file_map_prompt",
+    "per_file_markdown",
+]
