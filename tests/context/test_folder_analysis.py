@@ -18,7 +18,7 @@ from harvey.context.folder_analysis import (
     file_map_prompt,
     per_file_markdown,
 )
-from harvey.context.progress import NullProgress, PlainProgress
+from harvey.context.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import Cancelled, SynthesisError, WorkspaceError
 from harvey.session.records import ChunkFileNote
 from tests.context.test_analysis import FnClient
@@ -257,3 +257,18 @@ def test_the_served_note_counts_endpoints_that_completed_calls() -> None:
     run(PoolDouble(), recorder=rec).run(files(), NullProgress())
     assert ("served", 2, 3) in rec.events
     assert rec.events[0][-1] == {"endpoints": 3, "files": 3}
+
+
+def test_the_rich_bar_shows_files_done_for_a_folder_only() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    folder, single = Tty(), Tty()
+    run(FnClient(reply)).run(files(), make_progress(folder))
+    bar = make_progress(single)
+    bar.start(2)
+    bar.chunk_finished(1, 2, None)
+    bar.close()
+    assert "3/3 files" in folder.getvalue() and "Synthesizing" in folder.getvalue()
+    assert "files" not in single.getvalue()

@@ -150,7 +150,7 @@ def analyze(
 ) -> None:
     """Analyse PATHs chunk by chunk (map-reduce) and print the synthesized result.
 
-    One FILE is analysed as ever. Folders and several files go through one map
+    One FILE is analysed as before. Folders and several files go through one map
     phase (the walk skips binary files, .git/, .harvey/, virtualenvs,
     node_modules/ and what .gitignore ignores); each file is synthesised, then
     the files' results into one answer.
