@@ -33,7 +33,8 @@ from pathlib import Path
 from harvey.clients import find_mention
 from harvey.config import ChunkingSettings
 from harvey.context.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
-from harvey.context.folder_analysis import FileChunks, FolderResult, FolderRun
+from harvey.context.folder_analysis import FolderResult, FolderRun
+from harvey.context.folder_map import FileChunks
 from harvey.context.progress import make_progress
 from harvey.errors import UsageError, WorkspaceError
 from harvey.oversize import ChunkedReads, chunk_config, chunks_of, regular_size

@@ -11,13 +11,8 @@ import pytest
 
 from harvey.context.analysis import reduce_prompt
 from harvey.context.chunking import ChunkConfig
-from harvey.context.folder_analysis import (
-    FileChunks,
-    FolderRun,
-    file_instruction,
-    file_map_prompt,
-    per_file_markdown,
-)
+from harvey.context.folder_analysis import FolderRun, file_instruction, per_file_markdown
+from harvey.context.folder_map import FileChunks, file_map_prompt
 from harvey.context.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import Cancelled, SynthesisError, WorkspaceError
 from harvey.session.records import ChunkFileNote

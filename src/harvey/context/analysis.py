@@ -482,79 +482,10 @@ def run_chunked_analysis(
     return analysis.run()
 
 
-@dataclass
-class MapOutcome:
-    """The map phase alone: partial results in chunk order, failed chunks (1-based),
-    results reused from an earlier run, and how many pool endpoints served it."""
-
-    partials: list[str]
-    failures: list[int]
-    reused: int
-    served: int | None
-
-
-def run_map_phase(
-    client: LLMClient,
-    params: ChunkAnalysisParams,
-    *,
-    recorder: AnalysisRecorder | None,
-    progress: ProgressReporter,
-    cancel: threading.Event,
-    results: ResultCache | None = None,
-) -> MapOutcome:
-    """Only the map phase, for a caller that reduces its own way (whole-folder analysis):
-    ``[[chunk-result:]]`` notes, no start note, no synthesis; ``progress`` is not started
-    or closed here. Raises ``Cancelled`` on cancel."""
-    analysis = _Analysis(
-        client, params, recorder, progress, cancel, client, None, BYTES_PER_TOKEN, results
-    )
-    try:
-        partials, failures = analysis.map_phase()
-    except KeyboardInterrupt as exc:
-        cancel.set()
-        raise Cancelled("chunk analysis cancelled") from exc
-    return MapOutcome(partials, failures, analysis.reused, analysis.served)
-
-
-def synthesize(
-    client: LLMClient,
-    instruction: str,
-    partials: Sequence[str],
-    *,
-    cancel: threading.Event,
-    config: ChunkConfig,
-    context_window: int | None = None,
-    bytes_per_token: float = BYTES_PER_TOKEN,
-    progress: ProgressReporter | None = None,
-) -> tuple[str, int]:
-    """The reduce phase alone over ``partials`` (hierarchical when they do not fit
-    ``context_window``): the text and the levels it took. No notes are written."""
-    params = ChunkAnalysisParams(
-        filename="",
-        chunks=list(partials),
-        instruction=instruction,
-        model=client.model,
-        config=config,
-    )
-    analysis = _Analysis(
-        client,
-        params,
-        None,
-        progress if progress is not None else NullProgress(),
-        cancel,
-        client,
-        context_window,
-        bytes_per_token,
-    )
-    text = analysis.reduce_phase(list(partials))
-    return text, analysis.levels
-
-
 __all__ = [
     "AnalysisRecorder",
     "AnalysisResult",
     "ChunkAnalysisParams",
-    "MapOutcome",
     "NullProgress",
     "ResultCache",
     "SynthesisError",
@@ -562,6 +493,4 @@ __all__ = [
     "reduce_prompt",
     "result_key",
     "run_chunked_analysis",
-    "run_map_phase",
-    "synthesize",
 ]

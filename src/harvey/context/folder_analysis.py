@@ -3,10 +3,8 @@
 Map: every chunk of every file goes through ONE map phase (``run_map_phase``),
 so a pool's least-in-flight dispatch sees all the work at once, stored results
 are reused and written as calls return (resume), and one progress bar counts
-chunks, finished files and failures for the whole run. A chunk's prompt names
-its file and its place in that file (``File notes/a.md, chunk 2 of 3:``), and
-its stored-result key is made from the same things, so adding a file to the
-folder does not invalidate the results of the others.
+chunks, finished files and failures for the whole run. How chunks are numbered,
+prompted and keyed per file is ``folder_map.py``.
 
 Reduce, per file: a file of one chunk has its map result as its answer; a file
 of several is synthesised over its partial results (hierarchically when they do
@@ -28,41 +26,29 @@ the ``[[synthesis:]]`` of the overall answer.
 
 from __future__ import annotations
 
-import bisect
 import concurrent.futures
-import hashlib
-import json
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harvey.context.analysis import (
-    POLL_SECONDS,
-    AnalysisRecorder,
-    ChunkAnalysisParams,
-    ResultCache,
-    run_map_phase,
-    synthesize,
-)
+from harvey.context.analysis import POLL_SECONDS, AnalysisRecorder, ResultCache
 from harvey.context.budget import BYTES_PER_TOKEN
-from harvey.context.chunking import Chunk, ChunkConfig
+from harvey.context.chunking import ChunkConfig
+from harvey.context.folder_map import (
+    FileChunks,
+    FileProgress,
+    FolderParams,
+    common_value,
+    digest,
+    every_chunk,
+    text_hash,
+)
 from harvey.context.map_support import map_concurrency, pool_size
+from harvey.context.phases import run_map_phase, synthesize
 from harvey.context.progress import ProgressReporter
-from harvey.errors import Cancelled, HarveyError, SynthesisError, WorkspaceError
+from harvey.errors import Cancelled, HarveyError, SynthesisError
 from harvey.llm.base import LLMClient
 from harvey.session.records import ChunkFileNote
-
-
-@dataclass
-class FileChunks:
-    """One file's share of the run: its name as shown (workspace-relative), its chunks
-    (a list, or a lazy iterable that yields exactly ``total``), and how it was cut."""
-
-    name: str
-    chunks: Iterable[Chunk | str]
-    total: int
-    boundary: str
-    chunk_size: int
 
 
 @dataclass
@@ -91,110 +77,9 @@ class FolderResult:
     reused_files: int  # file syntheses stored by an earlier run
 
 
-def file_map_prompt(instruction: str, name: str, index: int, total: int, chunk: str) -> str:
-    """The map prompt of chunk ``index`` of ``total`` of file ``name`` (1-based)."""
-    return f"{instruction}\n\n---\nFile {name}, chunk {index} of {total}:\n{chunk}"
-
-
 def file_instruction(instruction: str, name: str) -> str:
     """The instruction a file's own synthesis is given: the user's, naming the file."""
     return f"{instruction}\n\n(The sections below are parts of the file {name}.)"
-
-
-def _digest(parts: Sequence[object]) -> str:
-    return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@dataclass
-class _FolderParams(ChunkAnalysisParams):
-    """The run as one map phase: chunks numbered over the run, prompted and keyed per file."""
-
-    files: list[FileChunks] = field(default_factory=list)
-    starts: list[int] = field(default_factory=list)  # the run index (0-based) of each first chunk
-
-    def file_at(self, index: int) -> tuple[FileChunks, int]:
-        """The file of run chunk ``index`` (1-based) and the chunk's index in that file."""
-        f = bisect.bisect_right(self.starts, index - 1) - 1
-        return self.files[f], index - self.starts[f]
-
-    def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
-        file, local = self.file_at(index)
-        key = _digest(
-            [
-                "folder-map",
-                model,
-                self.instruction,
-                file.name,
-                _text_hash(text),
-                local,
-                file.total,
-                file.boundary,
-                file.chunk_size,
-                self.config.overlap,
-            ]
-        )
-        return key, file_map_prompt(self.instruction, file.name, local, file.total, text)
-
-
-def _every_chunk(files: Sequence[FileChunks]) -> Iterator[Chunk | str]:
-    """The files' chunks one after another; a file that no longer makes the chunks it was
-    counted with stops the run, since every later chunk's number would be wrong."""
-    for file in files:
-        seen = 0
-        for chunk in file.chunks:
-            seen += 1
-            if seen > file.total:
-                break
-            yield chunk
-        if seen != file.total:
-            raise WorkspaceError(
-                f"{file.name} changed while it was being analysed "
-                f"(expected {file.total} chunks); run the analysis again"
-            )
-
-
-class _FileProgress:
-    """The run's reporter, also told when every chunk of a file is done (files column)."""
-
-    def __init__(self, inner: ProgressReporter, params: _FolderParams) -> None:
-        self.inner = inner
-        self.params = params
-        self.left = [f.total for f in params.files]
-        self.done = 0
-
-    def start(self, total: int) -> None:
-        self._call("expect_files", len(self.left))
-        self.inner.start(total)
-
-    def _call(self, name: str, *args: object) -> None:
-        """A files event, for a reporter that shows files (``progress.py``)."""
-        method = getattr(self.inner, name, None)
-        if method is not None:
-            method(*args)
-
-    def files_synthesis_started(self, count: int) -> None:
-        self._call("files_synthesis_started", count)
-
-    def chunk_started(self, index: int, total: int) -> None:
-        self.inner.chunk_started(index, total)
-
-    def chunk_finished(self, index: int, total: int, error: str | None) -> None:
-        self.inner.chunk_finished(index, total, error)
-        f = bisect.bisect_right(self.params.starts, index - 1) - 1
-        self.left[f] -= 1
-        if self.left[f] == 0:
-            self.done += 1
-            self._call("file_finished", self.done, len(self.left), self.params.files[f].name)
-
-    def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
-        self.inner.synthesis_started(level, inputs, groups)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass
@@ -226,7 +111,7 @@ class FolderRun:
         params = self._params(files)
         n = params.count
         self._start_note(files, n)
-        tracker = _FileProgress(progress, params)
+        tracker = FileProgress(progress, params)
         tracker.start(n)
         reused_files = 0
         try:
@@ -264,18 +149,18 @@ class FolderRun:
 
     # --- the parts ----------------------------------------------------------------
 
-    def _params(self, files: Sequence[FileChunks]) -> _FolderParams:
+    def _params(self, files: Sequence[FileChunks]) -> FolderParams:
         starts: list[int] = []
         total = 0
         for f in files:
             starts.append(total)
             total += f.total
-        return _FolderParams(
+        return FolderParams(
             filename=self.label,
-            chunks=_every_chunk(files),
+            chunks=every_chunk(files),
             instruction=self.instruction,
             model=self.model,
-            boundary=_common(f.boundary for f in files),
+            boundary=common_value(f.boundary for f in files),
             config=self.config,
             as_typed=self.as_typed,
             total=total,
@@ -291,7 +176,7 @@ class FolderRun:
             self.label,
             n,
             self.model,
-            _common(f.boundary for f in files),
+            common_value(f.boundary for f in files),
             max(f.chunk_size for f in files),
             self.as_typed if self.as_typed is not None else self.instruction,
             **({} if pool is None else {"endpoints": pool}),
@@ -300,10 +185,10 @@ class FolderRun:
 
     def _per_file(
         self,
-        params: _FolderParams,
+        params: FolderParams,
         partials: list[str],
         failures: list[int],
-        progress: _FileProgress,
+        progress: FileProgress,
     ) -> tuple[list[FileAnswer], int]:
         """Each file's answer; the files of several chunks are synthesised side by side."""
         failed = set(failures)
@@ -326,8 +211,8 @@ class FolderRun:
         return answers, reused
 
     def _file_key(self, name: str, partials: Sequence[str]) -> str:
-        hashes = [_text_hash(p) for p in partials]
-        return _digest(["folder-file", self.synth.model, self.instruction, name, hashes])
+        hashes = [text_hash(p) for p in partials]
+        return digest(["folder-file", self.synth.model, self.instruction, name, hashes])
 
     def _synthesise_files(self, answers: list[FileAnswer], jobs: dict[int, list[str]]) -> int:
         """Run the file syntheses (stored ones reused); returns how many were reused."""
@@ -401,7 +286,7 @@ class FolderRun:
             progress=progress,
         )
 
-    def _file_note(self, params: _FolderParams, answer: FileAnswer) -> ChunkFileNote:
+    def _file_note(self, params: FolderParams, answer: FileAnswer) -> ChunkFileNote:
         file, _ = params.file_at(answer.first)
         return ChunkFileNote(
             answer.name,
@@ -420,12 +305,6 @@ class FolderRun:
             self.recorder.record_chunk_synthesis(model, status, levels=levels)
 
 
-def _common(values: Iterable[str]) -> str:
-    """The one value all files share, or ``mixed``."""
-    seen = set(values)
-    return seen.pop() if len(seen) == 1 else "mixed"
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
@@ -440,10 +319,8 @@ def per_file_markdown(result: FolderResult) -> str:
 
 __all__ = [
     "FileAnswer",
-    "FileChunks",
     "FolderResult",
     "FolderRun",
     "file_instruction",
-    "file_map_prompt",
     "per_file_markdown",
 ]
