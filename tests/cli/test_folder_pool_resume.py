@@ -125,13 +125,21 @@ def test_the_served_note_leaves_out_an_endpoint_that_never_answered(
     (workspace / "d").mkdir()
     for i in range(6):
         (workspace / "d" / f"{i}.md").write_text(f"Note {i}.\n")
+    (workspace / "big.md").write_text("\n\n".join(f"Part {i}. " + "text " * 60 for i in range(8)))
     with ExitStack() as stack:
-        live = [stack.enter_context(FakeLlamaCpp(slots=2)) for _ in range(2)]
+        live = [stack.enter_context(FakeLlamaCpp(slots=2, delay_per_call=0.05)) for _ in range(2)]
         dead = FakeLlamaCpp().start()
         url = dead.url
         dead.stop()
         endpoints = [a for u in (live[0].url, live[1].url, url) for a in ("--endpoint", u)]
-        proc = harvey("analyze", "d", "-i", "x", "--backend", "openai", *endpoints)
-    assert proc.returncode == 0, proc.stderr
-    text = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
-    assert "endpoints=3]]" in text and "[[chunk-served: 2 of 3 endpoints]]" in text
+        folder = harvey("analyze", "d", "-i", "x", "--backend", "openai", *endpoints)
+        one = harvey(
+            "analyze", "big.md", "-i", "x", "--backend", "openai", *endpoints,
+            "--chunk-size", "500", "--yes",
+        )  # fmt: skip
+    assert folder.returncode == 0, folder.stderr
+    assert one.returncode == 0, one.stderr
+    texts = [f.read_text() for f in (workspace / ".harvey" / "sessions").glob("*.spmd")]
+    assert len(texts) == 2
+    for text in texts:  # the folder's scene and the one file's
+        assert "endpoints=3]]" in text and "[[chunk-served: 2 of 3 endpoints]]" in text
