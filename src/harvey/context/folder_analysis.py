@@ -113,7 +113,6 @@ class FolderRun:
         self._start_note(files, n)
         tracker = FileProgress(progress, params)
         tracker.start(n)
-        reused_files = 0
         try:
             outcome = run_map_phase(
                 self.client,

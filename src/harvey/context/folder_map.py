@@ -41,10 +41,12 @@ def file_map_prompt(instruction: str, name: str, index: int, total: int, chunk: 
 
 
 def digest(parts: Sequence[object]) -> str:
+    """A stored-result key: the hash of everything a call's prompt is made from."""
     return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def text_hash(text: str) -> str:
+    """A text's hash inside a key (surrogates kept, so undecodable bytes still differ)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -55,9 +57,13 @@ class FolderParams(ChunkAnalysisParams):
     files: list[FileChunks] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)  # the run index (0-based) of each first chunk
 
+    def file_index(self, index: int) -> int:
+        """Which file (0-based) run chunk ``index`` (1-based) belongs to."""
+        return bisect.bisect_right(self.starts, index - 1) - 1
+
     def file_at(self, index: int) -> tuple[FileChunks, int]:
         """The file of run chunk ``index`` (1-based) and the chunk's index in that file."""
-        f = bisect.bisect_right(self.starts, index - 1) - 1
+        f = self.file_index(index)
         return self.files[f], index - self.starts[f]
 
     def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
@@ -123,7 +129,7 @@ class FileProgress:
 
     def chunk_finished(self, index: int, total: int, error: str | None) -> None:
         self.inner.chunk_finished(index, total, error)
-        f = bisect.bisect_right(self.params.starts, index - 1) - 1
+        f = self.params.file_index(index)
         self.left[f] -= 1
         if self.left[f] == 0:
             self.done += 1
