@@ -105,9 +105,9 @@ def collect_files(
             path = safe_path(root, raw if raw.is_absolute() else Path.cwd() / raw)
         except WorkspaceError as exc:
             raise UsageError(f"{raw}: {exc}") from exc
-        if path.is_dir():
+        if os.path.isdir(path):
             listed = list(walk_files(root, path, ignore))
-        elif path.exists():
+        elif os.path.lexists(path):
             listed = [path]
         else:
             raise UsageError(f"{raw}: no such file or folder")
@@ -150,7 +150,7 @@ def folder_label(workspace: Path, paths: Sequence[Path]) -> str:
     for raw in paths:
         path = safe_path(root, raw if raw.is_absolute() else Path.cwd() / raw)
         name = _relative(root, path)
-        names.append(name + "/" if path.is_dir() and name != "." else name)
+        names.append(name + "/" if os.path.isdir(path) and name != "." else name)
     label = " ".join(names)
     return label if len(label) <= 120 else label[:119] + "…"
 

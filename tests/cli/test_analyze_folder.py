@@ -86,7 +86,7 @@ def test_more_chunks_than_max_chunks_needs_yes(harvey: Run, workspace: Path) -> 
 
 def _bad(kind: str, ws: Path) -> list[str]:
     """Make the workspace for one kind of bad input; returns the PATH arguments."""
-    if kind in ("empty", "binary", "ignored", "globs", "missing"):
+    if kind in ("empty", "binary", "ignored", "globs", "missing", "long-name"):
         (ws / "d").mkdir()
     if kind == "binary":
         (ws / "d" / "x.bin").write_bytes(b"\0" * 9)
@@ -98,6 +98,8 @@ def _bad(kind: str, ws: Path) -> list[str]:
         return ["d", "--include", "*.rst"]
     if kind == "missing":
         return ["d", "missing.md"]
+    if kind == "long-name":
+        return ["d", "n" * 300 + ".md"]
     if kind == "outside":
         return ["/etc", "x"]
     if kind == "one-file":
@@ -113,6 +115,7 @@ def _bad(kind: str, ws: Path) -> list[str]:
         ("binary", "no readable text files to analyse (1 binary)"),
         ("ignored", "d: no files to analyse"),
         ("missing", "missing.md: no such file or folder"),
+        ("long-name", "file name too long"),
         ("outside", "outside the workspace"),
         ("globs", "--include/--exclude matched none of the 1 files in d"),
         ("one-file", "--per-file are for folders and several files"),

@@ -6,6 +6,7 @@ of them runs, so ``harvey --help`` loads neither the agent nor its backends.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -163,7 +164,9 @@ def analyze(
     options = ChunkingSettings.partial(
         chunk_size_bytes=chunk_size, overlap=overlap, concurrency=concurrency, max_chunks=max_chunks
     )
-    one_file = len(targets) == 1 and not targets[0].is_dir()
+    # os.path.isdir, not Path.is_dir: a name too long for the file system is "not a folder"
+    # here and gets its one-line error from the file checks, not a traceback
+    one_file = len(targets) == 1 and not os.path.isdir(targets[0])
     if one_file and (include or exclude or per_file):
         raise UsageError(
             "--include, --exclude and --per-file are for folders and several files; "
