@@ -55,7 +55,27 @@ def _m001_memories(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [("m001_memories", _m001_memories)]
+def _m002_workspace_choices(db: sqlite3.Connection) -> None:
+    """What a person answered once for a workspace (``profile_offer: declined``), so a
+    question is not asked again every session."""
+    _script(
+        db,
+        """
+        CREATE TABLE workspace_choices (
+            workspace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (workspace, name)
+        )
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    ("m001_memories", _m001_memories),
+    ("m002_workspace_choices", _m002_workspace_choices),
+]
 
 
 @dataclass

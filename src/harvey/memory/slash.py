@@ -1,4 +1,4 @@
-"""The REPL's ``/memory`` and ``/recall``, and the offer to mine a session on exit.
+"""The REPL's ``/memory`` and ``/recall``, the profile offer at start, mining on exit.
 
 They share the command line's pieces (store, review, profile) and differ only
 in how they ask: through the REPL's own line reader, so a review works the
@@ -20,7 +20,7 @@ from harvey.memory.recall import memory_line, weighted
 from harvey.memory.review import mine_files
 from harvey.memory.scrub import scrub
 from harvey.memory.startup import memory_db
-from harvey.memory.store import MemoryStore
+from harvey.memory.store import Memory, MemoryStore
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
@@ -140,21 +140,22 @@ def mine(repl: Repl, file: Path | None) -> None:
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
 
-def profile(repl: Repl, action: str) -> None:
-    """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts."""
+def profile(repl: Repl, action: str) -> Memory | None:
+    """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts.
+    Returns the profile saved, if one was."""
     workspace = repl.rt.paths.workspace
     with _store(repl) as store:
         current = current_profile(store, workspace)
         if action == "":
             _print(repl, current.text if current else "no profile (/memory profile regenerate)")
-            return
+            return None
         if action == "edit":
             text = repl.reader.read("profile: ", default=current.text if current else "")
         elif action == "regenerate":
             text = draft_profile(repl.agent.client, workspace)
             _print(repl, text or "(the model wrote nothing usable)")
             if not text or not repl.ui.confirm("Keep this profile?"):
-                return
+                return None
         else:
             raise UsageError("usage: /memory profile [edit|regenerate]")
         cleaned = scrub(text.strip(), workspace=workspace)
@@ -162,6 +163,44 @@ def profile(repl: Repl, action: str) -> None:
             raise UsageError(f"profile not saved: the text {cleaned.rejected or 'is empty'}")
         saved = save_profile(store, workspace, cleaned.text)
     _print(repl, f"profile saved as {saved.id}")
+    return saved
+
+
+PROFILE_CHOICE = "profile_offer"
+PROFILE_SOURCES = ("README.md", "README.rst", "README.txt", "README", "HARVEY.md")
+
+
+def offer_profile(repl: Repl, *, interactive: bool | None = None) -> None:
+    """The first session in a workspace without a profile offers to write one.
+
+    Asked before the first prompt, on a terminal only, in a new (not resumed)
+    session of a workspace with a README or HARVEY.md — what a profile is
+    mostly drafted from; a folder with neither has little to describe and
+    ``/memory profile regenerate`` still writes one. A "no", or a draft not
+    kept, is remembered in memory.db for the workspace: the offer is made once.
+    """
+    settings, workspace = repl.rt.settings, repl.rt.paths.workspace
+    interactive = sys.stdin.isatty() if interactive is None else interactive
+    if not (settings.memory.enabled and interactive) or repl.rt.resumed:
+        return
+    if not any((workspace / name).is_file() for name in PROFILE_SOURCES):
+        return
+    db = memory_db(repl.rt.paths.harvey_home)
+    try:
+        if db.exists():  # no memory.db: no profile and no answer yet, nothing to open
+            with _store(repl) as store:
+                if current_profile(store, workspace) or store.choice(str(workspace), PROFILE_CHOICE):
+                    return
+        if repl.ui.confirm("No workspace profile yet. Write one now? (asked once)"):
+            if profile(repl, "regenerate") is not None:
+                return
+        with _store(repl) as store:
+            store.set_choice(str(workspace), PROFILE_CHOICE, "declined")
+        _print(repl, "not asked again here; /memory profile regenerate writes one any time")
+    except (EOFError, KeyboardInterrupt):  # no answer is not a "no": asked next session
+        _print(repl, "")
+    except HarveyError as exc:
+        repl.error(exc, f"memory: {exc}")
 
 
 def _turns(path: Path) -> int:
@@ -172,7 +211,7 @@ def _turns(path: Path) -> int:
 
 
 def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
-    """A long enough interactive session is offered for mining (and a profile, if none)."""
+    """A long enough interactive session is offered for mining."""
     settings = repl.rt.settings
     recorder = repl.rt.recorder
     interactive = sys.stdin.isatty() if interactive is None else interactive
@@ -182,10 +221,6 @@ def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
     if turns < settings.memory.auto_mine_min_turns:
         return
     try:
-        with _store(repl) as store:
-            has_profile = current_profile(store, repl.rt.paths.workspace) is not None
-        if not has_profile and repl.ui.confirm("No workspace profile yet. Write one now?"):
-            profile(repl, "regenerate")
         if repl.ui.confirm(f"This session had {turns} turns. Mine it for memories?"):
             mine(repl, None)
     except HarveyError as exc:

@@ -195,7 +195,23 @@ class MemoryStore:
                 (str(Path(path).resolve()), _now(), accepted),
             )
 
+    def set_choice(self, workspace: str, name: str, value: str) -> None:
+        """Remember a person's answer for ``workspace`` (e.g. the declined profile offer)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO workspace_choices (workspace, name, value, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (workspace, name, value, _now()),
+            )
+
     # -- reading ----------------------------------------------------------------
+
+    def choice(self, workspace: str, name: str) -> str | None:
+        rows = self._query(
+            "SELECT value FROM workspace_choices WHERE workspace = ? AND name = ?",
+            (workspace, name),
+        )
+        return str(rows[0][0]) if rows else None
 
     def get(self, mid: str) -> Memory | None:
         rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (mid,))
