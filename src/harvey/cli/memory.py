@@ -217,6 +217,7 @@ def mine(
     from harvey.memory.review import mine_files
     from harvey.memory.startup import memory_db
     from harvey.memory.store import MemoryStore
+    from harvey.memory.vectors import open_vectors
 
     if not files and not all_:
         raise UsageError("name recordings to mine (FILE.spmd ...) or use --all")
@@ -246,6 +247,7 @@ def mine(
                 ask=None if yes else (lambda q: click.prompt(q, default="s", show_default=False)),
                 echo=click.echo,
                 force=force,
+                vectors=open_vectors(store, settings, lambda text: click.echo(text, err=True)),
             )
     finally:
         client.close()

@@ -72,9 +72,24 @@ def _m002_workspace_choices(db: sqlite3.Connection) -> None:
     )
 
 
+def _m003_memory_vectors(db: sqlite3.Connection) -> None:
+    """One vector per memory and embedder (``memory.embedder``): unit-length float32."""
+    _script(
+        db,
+        """
+        CREATE TABLE memory_vectors (
+            id TEXT PRIMARY KEY,
+            embedder TEXT NOT NULL,
+            vec BLOB NOT NULL
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_memories", _m001_memories),
     ("m002_workspace_choices", _m002_workspace_choices),
+    ("m003_memory_vectors", _m003_memory_vectors),
 ]
 
 

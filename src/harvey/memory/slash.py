@@ -21,6 +21,7 @@ from harvey.memory.review import mine_files
 from harvey.memory.scrub import scrub
 from harvey.memory.startup import memory_db
 from harvey.memory.store import Memory, MemoryStore
+from harvey.memory.vectors import hybrid_search, open_vectors
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
@@ -107,7 +108,10 @@ def recall_command(repl: Repl, arg: str) -> None:
         _print(repl, "no memories")
         return
     with _store(repl) as store:
-        hits = store.search(arg, workspace=str(repl.rt.paths.workspace), limit=10)
+        vectors = open_vectors(store, repl.rt.settings, repl.ui.warn)
+        hits = hybrid_search(
+            store, vectors, arg, workspace=str(repl.rt.paths.workspace), limit=10, warn=repl.ui.warn
+        )
     for m, relevance in hits:
         _print(repl, f"{weighted(relevance, m.confidence):.2f} {memory_line(m)}")
     if not hits:
@@ -136,6 +140,7 @@ def mine(repl: Repl, file: Path | None) -> None:
             ask=repl.reader.read,
             echo=lambda text: _print(repl, text),
             force=True,  # asked for by name: the person wants it (again)
+            vectors=open_vectors(store, repl.rt.settings, repl.ui.warn),
         )
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
@@ -189,11 +194,12 @@ def offer_profile(repl: Repl, *, interactive: bool | None = None) -> None:
     try:
         if db.exists():  # no memory.db: no profile and no answer yet, nothing to open
             with _store(repl) as store:
-                if current_profile(store, workspace) or store.choice(str(workspace), PROFILE_CHOICE):
+                answered = store.choice(str(workspace), PROFILE_CHOICE)
+                if answered or current_profile(store, workspace):
                     return
-        if repl.ui.confirm("No workspace profile yet. Write one now? (asked once)"):
-            if profile(repl, "regenerate") is not None:
-                return
+        question = "No workspace profile yet. Write one now? (asked once)"
+        if repl.ui.confirm(question) and profile(repl, "regenerate") is not None:
+            return
         with _store(repl) as store:
             store.set_choice(str(workspace), PROFILE_CHOICE, "declined")
         _print(repl, "not asked again here; /memory profile regenerate writes one any time")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from harvey.errors import StoreError
 from harvey.memory.recall import Recall, recall
 from harvey.memory.store import MemoryStore
+from harvey.memory.vectors import open_vectors
 
 if TYPE_CHECKING:
     from harvey.agent import Agent
@@ -61,6 +62,8 @@ class SessionMemory:
                     context_window=agent.budget.capabilities().context_window,
                     budget_pct=self.settings.memory.budget_pct,
                     bytes_per_token=agent.budget.bytes_per_token(),
+                    vectors=open_vectors(store, self.settings, agent.ui.warn),
+                    warn=agent.ui.warn,
                 )
                 store.mark_recalled([m.id for m, _ in found.items])
         except StoreError as exc:
