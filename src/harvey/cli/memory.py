@@ -214,6 +214,7 @@ def mine(
 
     from harvey.inputs import check_input_file
     from harvey.llm.factory import make_client
+    from harvey.memory.mining import concurrency_for
     from harvey.memory.review import mine_files
     from harvey.memory.startup import memory_db
     from harvey.memory.store import MemoryStore
@@ -248,6 +249,7 @@ def mine(
                 echo=click.echo,
                 force=force,
                 vectors=open_vectors(store, settings, lambda text: click.echo(text, err=True)),
+                concurrency=concurrency_for(settings.chunking, client),
             )
     finally:
         client.close()

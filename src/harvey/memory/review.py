@@ -210,6 +210,7 @@ def mine_files(
     echo: Echo,
     force: bool = False,
     vectors: MemoryVectors | None = None,
+    concurrency: int = 1,
 ) -> MineReport:
     """Mine, review and store each recording in turn; a quit stops after the current one."""
     report = MineReport()
@@ -221,7 +222,9 @@ def mine_files(
         parsed = parse_session(path)
         if not parsed.scenes:
             raise SessionFileError(f"{path.name}: no scenes to mine (is it a Harvey recording?)")
-        proposals = mine_session(client, parsed, context_window=context_window)
+        proposals = mine_session(
+            client, parsed, context_window=context_window, concurrency=concurrency
+        )
         before = (report.proposed, report.rejected, report.duplicates)
         candidates = prepare(store, client, proposals, workspace, report, vectors)
         echo(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.errors import HarveyError, UsageError
+from harvey.memory.mining import concurrency_for
 from harvey.memory.profile import current_profile, draft_profile, save_profile
 from harvey.memory.recall import memory_line, weighted
 from harvey.memory.review import mine_files
@@ -141,6 +142,7 @@ def mine(repl: Repl, file: Path | None) -> None:
             echo=lambda text: _print(repl, text),
             force=True,  # asked for by name: the person wants it (again)
             vectors=open_vectors(store, repl.rt.settings, repl.ui.warn),
+            concurrency=concurrency_for(repl.rt.settings.chunking, agent.client),
         )
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
