@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,6 +108,8 @@ def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @handle_errors
 def edit(ctx: click.Context, memory_id: str) -> None:
     """Edit a memory's text in $VISUAL or $EDITOR; an unchanged or empty text changes nothing."""
+    import tempfile
+
     from harvey.memory.scrub import scrub
     from harvey.repl.commands import open_editor
 

@@ -6,7 +6,8 @@ through the same gates as mining: the text is scrubbed (a credential is
 refused, not masked), an exact duplicate is not stored twice, and the person
 is asked first. The answer is what the tool returns, so the ``[[tool:]]``
 note in the scene records it: ``ok`` when stored, ``error: declined …``
-when not.
+when not. Both import the store only when called: every session registers
+them, few use them.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harvey.errors import ToolError
-from harvey.memory.recall import memory_line, weighted
-from harvey.memory.scrub import scrub
+from harvey.memory.records import TYPES
 from harvey.memory.startup import memory_db
-from harvey.memory.store import TYPES, Memory, MemoryStore
 from harvey.tools.registry import Tool, ToolContext
 
 MAX_TEXT = 500
@@ -47,6 +46,9 @@ class RetrieveMemoryTool:
         }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        from harvey.memory.recall import memory_line, weighted
+        from harvey.memory.store import MemoryStore
+
         query = _text(args, "query")
         if not self.db.exists():
             return "no memories yet"
@@ -76,6 +78,9 @@ class AddMemoryTool:
         }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        from harvey.memory.scrub import scrub
+        from harvey.memory.store import Memory, MemoryStore
+
         mtype = _text(args, "type")
         if mtype not in TYPES:
             raise ToolError(f"type must be one of {', '.join(TYPES)}")
