@@ -157,3 +157,27 @@ def harvey_list(ws: Path) -> list[dict[str, object]]:
         cwd=ws, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_memory_commands_on_a_fresh_home_make_no_file(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()  # no README, no HARVEY.md: nothing to profile, no offer
+    with FakeOpenAI([], context_window=8192) as srv:
+        child = spawn(ws, "--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        line(child, "/memory")
+        child.expect("no memories")
+        child.expect(PROMPT)
+        line(child, "/memory show tool_use_abcdef")
+        child.expect(r"error: no memory 'tool_use_abcdef' \(no memories yet\)")
+        child.expect(PROMPT)
+        line(child, "/memory show")
+        child.expect("error: usage: /memory")
+        child.expect(PROMPT)
+        line(child, "/recall builds")
+        child.expect("no memories")
+        child.expect(PROMPT)
+        line(child, "/exit")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert not (isolated_env / "memory.db").exists()

@@ -40,6 +40,15 @@ def _open(ctx: click.Context, workspace: Path | None) -> tuple[Path, MemoryStore
     return paths.workspace, MemoryStore(db)
 
 
+def _open_for(ctx: click.Context, memory_id: str) -> tuple[Path, MemoryStore]:
+    """The workspace and the store for a command naming ``memory_id``: with no memory.db
+    yet there is no such memory, the same usage error as an unknown id (and nothing made)."""
+    workspace, store = _open(ctx, None)
+    if store is None:
+        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    return workspace, store
+
+
 @click.group()
 def memory() -> None:
     """Long-term memories mined from recorded sessions (HARVEY_HOME/memory.db)."""
@@ -89,9 +98,7 @@ def list_memories(
 @handle_errors
 def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Every field of one memory."""
-    _, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    _, store = _open_for(ctx, memory_id)
     with store:
         item = store.require(memory_id)
     data = item.to_json()
@@ -113,9 +120,7 @@ def edit(ctx: click.Context, memory_id: str) -> None:
     from harvey.memory.scrub import scrub
     from harvey.repl.commands import open_editor
 
-    ws, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    ws, store = _open_for(ctx, memory_id)
     with store:
         item = store.require(memory_id)
         if not (os.environ.get("VISUAL") or os.environ.get("EDITOR")):
@@ -141,9 +146,7 @@ def edit(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def flag(ctx: click.Context, memory_id: str) -> None:
     """Lower a memory's confidence by 0.1; at or below 0.2 it is archived."""
-    _, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    _, store = _open_for(ctx, memory_id)
     with store:
         item = store.flag(memory_id)
     note = ", archived" if item.archived else ""
@@ -156,9 +159,7 @@ def flag(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def forget(ctx: click.Context, memory_id: str) -> None:
     """Delete a memory for good."""
-    _, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    _, store = _open_for(ctx, memory_id)
     with store:
         store.forget(memory_id)
     click.echo(f"{memory_id} forgotten")

@@ -37,6 +37,11 @@ def _store(repl: Repl) -> MemoryStore:
     return MemoryStore(memory_db(repl.rt.paths.harvey_home))
 
 
+def _existing(repl: Repl) -> MemoryStore | None:
+    """The store when memory.db exists; None means no memories (reading makes no file)."""
+    return _store(repl) if memory_db(repl.rt.paths.harvey_home).exists() else None
+
+
 def _print(repl: Repl, text: str) -> None:
     repl.console.print(text, highlight=False, markup=False)
 
@@ -58,25 +63,30 @@ def memory_command(repl: Repl, arg: str) -> None:
     if action == "profile":
         profile(repl, rest[0] if rest else "")
         return
-    with _store(repl) as store:
+    if action not in ("list", "show", "flag", "forget") or len(rest) != (action != "list"):
+        raise UsageError(f"usage: {MEMORY_USAGE}")
+    existing = _existing(repl)
+    if existing is None:
+        if action != "list":
+            raise UsageError(f"no memory {rest[0]!r} (no memories yet)")
+        _print(repl, "no memories")
+        return
+    with existing as store:
         if action == "list":
             items = store.memories(workspace=str(workspace))
             for m in items:
                 _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
             if not items:
                 _print(repl, "no memories")
-        elif action in ("show", "flag", "forget") and len(rest) == 1:
-            if action == "show":
-                for key, value in store.require(rest[0]).to_json().items():
-                    _print(repl, f"{key}: {value}")
-            elif action == "flag":
-                m = store.flag(rest[0])
-                _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
-            else:
-                store.forget(rest[0])
-                _print(repl, f"{rest[0]} forgotten")
+        elif action == "show":
+            for key, value in store.require(rest[0]).to_json().items():
+                _print(repl, f"{key}: {value}")
+        elif action == "flag":
+            m = store.flag(rest[0])
+            _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
         else:
-            raise UsageError(f"usage: {MEMORY_USAGE}")
+            store.forget(rest[0])
+            _print(repl, f"{rest[0]} forgotten")
 
 
 def show_status(repl: Repl) -> None:
@@ -95,8 +105,9 @@ def show_status(repl: Repl) -> None:
             _print(repl, f"left out ({len(recalled.left_out)}, over the budget):")
             for m, score in recalled.left_out:
                 _print(repl, f"  {score:.2f} {memory_line(m)}")
-    if memory_db(repl.rt.paths.harvey_home).exists():
-        with _store(repl) as store:
+    existing = _existing(repl)
+    if existing is not None:
+        with existing as store:
             counts = store.counts()
         _print(repl, ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
 
@@ -105,10 +116,11 @@ def recall_command(repl: Repl, arg: str) -> None:
     """``/recall QUERY``: the memories that match QUERY, with their scores (nothing injected)."""
     if not arg.strip():
         raise UsageError("usage: /recall QUERY")
-    if not memory_db(repl.rt.paths.harvey_home).exists():
+    existing = _existing(repl)
+    if existing is None:
         _print(repl, "no memories")
         return
-    with _store(repl) as store:
+    with existing as store:
         vectors = open_vectors(store, repl.rt.settings, repl.ui.warn)
         hits = hybrid_search(
             store, vectors, arg, workspace=str(repl.rt.paths.workspace), limit=10, warn=repl.ui.warn
