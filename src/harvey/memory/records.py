@@ -73,7 +73,8 @@ def _m002_workspace_choices(db: sqlite3.Connection) -> None:
 
 
 def _m003_memory_vectors(db: sqlite3.Connection) -> None:
-    """One vector per memory and embedder (``memory.embedder``): unit-length float32."""
+    """One vector per memory (``memory.embedder``'s, unit-length float32); the index lets
+    "which memories have no vector yet" skip the blobs."""
     _script(
         db,
         """
@@ -81,7 +82,8 @@ def _m003_memory_vectors(db: sqlite3.Connection) -> None:
             id TEXT PRIMARY KEY,
             embedder TEXT NOT NULL,
             vec BLOB NOT NULL
-        )
+        );
+        CREATE INDEX memory_vectors_embedder ON memory_vectors(embedder, id)
         """,
     )
 

@@ -224,16 +224,21 @@ class MemoryStore:
         )
         return [(str(mid), str(text)) for mid, text in rows]
 
-    def vectors(self, spec: str, workspace: str | None) -> list[tuple[Memory, bytes]]:
-        """This workspace's (and every workspace's) active memories with their ``spec`` vector."""
+    def vectors(self, spec: str, workspace: str | None) -> list[tuple[str, bytes]]:
+        """``(id, blob)`` of this workspace's (and every workspace's) active memories with a
+        ``spec`` vector: ids only, the rows are read for the nearest few (``by_ids``)."""
         rows = self._query(
-            f"SELECT {', '.join('m.' + c.strip() for c in COLUMNS.split(','))}, v.vec "
-            "FROM memories m JOIN memory_vectors v ON v.id = m.id WHERE v.embedder = ? "
-            "AND m.archived = 0 AND m.superseded_by IS NULL "
+            "SELECT m.id, v.vec FROM memories m JOIN memory_vectors v ON v.id = m.id "
+            "WHERE v.embedder = ? AND m.archived = 0 AND m.superseded_by IS NULL "
             "AND (m.workspace IS NULL OR m.workspace = ?)",
             (spec, workspace),
         )
-        return [(to_memory(row[:-1]), bytes(row[-1])) for row in rows]  # type: ignore[call-overload]
+        return [(str(mid), bytes(vec)) for mid, vec in rows]  # type: ignore[call-overload]
+
+    def by_ids(self, ids: list[str]) -> dict[str, Memory]:
+        marks = ", ".join("?" for _ in ids)
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", tuple(ids))
+        return {m.id: m for m in map(to_memory, rows)}
 
     def choice(self, workspace: str, name: str) -> str | None:
         rows = self._query(

@@ -94,8 +94,11 @@ class MemoryVectors:
         matrix = np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32)
         matrix = matrix.reshape(len(rows), -1)
         sims = np.einsum("ij,j->i", matrix, query)  # memory-bound: no BLAS threads (see search)
-        top = np.argsort(-sims)[:limit]
-        return [(rows[i][0], float(sims[i])) for i in top]
+        limit = min(limit, len(sims))
+        top = np.argpartition(-sims, limit - 1)[:limit]
+        top = top[np.argsort(-sims[top])]
+        found = self.store.by_ids([rows[i][0] for i in top])
+        return [(found[rows[i][0]], float(sims[i])) for i in top if rows[i][0] in found]
 
 
 def hybrid_search(
