@@ -133,3 +133,21 @@ def test_run_recalls_by_meaning_when_configured(
     scene = parse_session(recordings[0]).scenes[0]
     assert scene.kind == "recall" and [r.id for r in scene.recall] == [tip.id]
     assert "INT. CONTEXT RECALL" not in recordings[1].read_text()
+
+
+def test_retrieve_memory_uses_vectors_when_configured(
+    tmp_path: Path, ws: Path, embedder: object
+) -> None:
+    from harvey.config import Settings
+    from harvey.tools.memory_tools import RetrieveMemoryTool
+    from harvey.tools.registry import ToolContext
+
+    home = tmp_path / "home"
+    with MemoryStore(home / "memory.db") as store:
+        store.add(Memory("", "tool_use", MIGRATIONS, workspace=str(ws)))
+    ctx = ToolContext(workspace=ws)
+    words = RetrieveMemoryTool(home, Settings()).run(ctx, {"query": QUESTION})
+    assert words == "no matching memories"  # memory.embedder: none, the default
+    settings = Settings.model_validate({"memory": {"embedder": "local"}})
+    meaning = RetrieveMemoryTool(home, settings).run(ctx, {"query": QUESTION})
+    assert MIGRATIONS in meaning
