@@ -232,8 +232,7 @@ def latency_section() -> tuple[str, bool]:
             "",
             "With vectors the time is SQLite handing back 10,000 vector rows (one per memory) "
             "and the check for memories without one; recall runs once per session, and the "
-            "local embedder's load (under a second) is paid then too. The 10 ms target is met "
-            "by the default, words-only recall.",
+            "local embedder's load (under a second) is paid then too.",
         ]
     return "\n".join(lines), ok
 
