@@ -174,34 +174,66 @@ def _fill(store: MemoryStore, workspace: str) -> None:
             store._insert(db, memory)
 
 
+def _timed(store: MemoryStore, ws: str, vectors: object | None) -> tuple[list[float], object]:
+    queries = ["how do I run pytest with docker", "lint the go module", "retry http timeout"]
+    for q in queries:  # warm the page cache (and, with vectors, make them all)
+        recall(store, Path(ws), q, context_window=32_768, vectors=vectors)  # type: ignore[arg-type]
+    times = []
+    for i in range(RECALLS):
+        start = time.perf_counter()
+        found = recall(store, Path(ws), queries[i % 3], context_window=32_768,
+                       vectors=vectors)  # type: ignore[arg-type]  # fmt: skip
+        times.append((time.perf_counter() - start) * 1000)
+    return sorted(times), found
+
+
 def latency_section() -> tuple[str, bool]:
+    from harvey.memory.vectors import MemoryVectors
+
+    rows = []
     with tempfile.TemporaryDirectory(prefix="harvey-bench-memory-") as tmp:
         store = MemoryStore(Path(tmp) / "memory.db")
         ws = "/bench/ws"
         _fill(store, ws)
-        queries = ["how do I run pytest with docker", "lint the go module", "retry http timeout"]
-        for q in queries:  # warm the page cache
-            recall(store, Path(ws), q, context_window=32_768)
-        times = []
-        for i in range(RECALLS):
-            start = time.perf_counter()
-            found = recall(store, Path(ws), queries[i % 3], context_window=32_768)
-            times.append((time.perf_counter() - start) * 1000)
+        times, found = _timed(store, ws, None)
+        rows.append(("FTS5 (`memory.embedder: none`, the default)", times))
+        if importlib.util.find_spec("wordllama") is not None:
+            from harvey.knowledge.embedders import LocalEmbedder
+
+            vectors = MemoryVectors(store, LocalEmbedder())
+            rows.append(
+                ("FTS5 ∪ vectors (`memory.embedder: local`)", _timed(store, ws, vectors)[0])
+            )
         store.close()
-    times.sort()
-    p50 = statistics.median(times)
-    p95 = times[int(len(times) * 0.95) - 1]
-    ok = p95 <= TARGET_P95_MS
+    ok = True
+    table = ["| search | p50 ms | p95 ms | target p95 |", "| --- | ---: | ---: | --- |"]
+    for label, times in rows:
+        p50 = statistics.median(times)
+        p95 = times[int(len(times) * 0.95) - 1]
+        met = p95 <= TARGET_P95_MS
+        ok = ok and met
+        table.append(
+            f"| {label} | {p50:.2f} | {p95:.2f} | ≤ {TARGET_P95_MS:.0f} ms: "
+            f"**{'met' if met else 'NOT met'}** |"
+        )
+    recalled = found.items, found.left_out  # type: ignore[attr-defined]
     lines = [
         "### Recall latency",
         "",
         f"{MEMORIES:,} memories, {RECALLS} recalls against a 32,768-token window "
-        f"({len(found.items)} recalled, {len(found.left_out)} left out over the budget).",
+        f"({len(recalled[0])} recalled, {len(recalled[1])} left out over the budget). With "
+        "vectors, every recall embeds the prompt and scores all 10,000 vectors (made once, "
+        "before the timing).",
         "",
-        "| p50 ms | p95 ms | target p95 |",
-        "| ---: | ---: | --- |",
-        f"| {p50:.2f} | {p95:.2f} | ≤ {TARGET_P95_MS:.0f} ms: **{'met' if ok else 'NOT met'}** |",
+        *table,
     ]
+    if len(rows) > 1:
+        lines += [
+            "",
+            "With vectors the time is SQLite handing back 10,000 vector rows (one per memory) "
+            "and the check for memories without one; recall runs once per session, and the "
+            "local embedder's load (under a second) is paid then too.",
+        ]
     return "\n".join(lines), ok
 
 

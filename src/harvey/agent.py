@@ -135,10 +135,8 @@ class Agent:
         self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
-        # asked once per turn for text sent with it alone (knowledge retrieval, memory recall)
+        # asked once per turn for what it adds (knowledge retrieval, memory recall)
         self.turn_context: list[TurnContextProvider] = []
-        # Called with each turn's text before its first prompt (memory recall, retrieval).
-        self.before_turn: list[Callable[[str], None]] = []
 
     @property
     def client(self) -> LLMClient:
@@ -195,7 +193,7 @@ class Agent:
         return [first, *pending[1:]]
 
     def _gather_context(self, state: TurnState, client: LLMClient, text: str) -> None:
-        """Ask each turn context provider once, for this turn's prompt."""
+        """Ask each turn context provider once: this turn's text, the session's, the notes."""
         if not self.turn_context or not text.strip():
             return
         window = self.budget.capabilities(client).context_window
@@ -204,10 +202,15 @@ class Agent:
             found = provider.for_turn(text, window, ratio)
             if found is None:
                 continue
-            self.budget.turn_texts.append(found.text)
+            if found.text:
+                self.budget.turn_texts.append(found.text)
             if found.rag is not None:
                 state.rag = found.rag
                 state.rag_sources.extend(found.rag_sources)
+            if found.session_text is not None:
+                self.budget.memory = found.session_text
+            if found.recall and self.recorder is not None:
+                self.recorder.record_context_recall(list(found.recall))
 
     def _tell_omitted(self, client: LLMClient, fitted: FittedHistory) -> None:
         """Say that history was left out, once per session: as the conversation goes on
@@ -232,8 +235,6 @@ class Agent:
             cancel = self.cancel_event
             cancel.clear()
         self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
-        for hook in self.before_turn:
-            hook(text)
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self.current_turn = state
         try:

@@ -205,6 +205,8 @@ class MemorySettings(_Strict):
     enabled: bool = True
     budget_pct: float = Field(5.0, gt=0, le=50)  # of the context window, at least 512 tokens
     auto_mine_min_turns: int = Field(10, ge=1)
+    # none (FTS only), local, ollama:MODEL or openai:MODEL: vectors for dedup and recall too
+    embedder: str = Field("none", pattern=r"^(none|local|(ollama|openai):\S+)$")
 
 
 class Settings(_Strict):

@@ -163,7 +163,7 @@ def _assemble(
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
     _register_search_knowledge(registry, settings, workspace, lambda: agent)
-    for tool in memory_tools(paths.harvey_home) if settings.memory.enabled else []:
+    for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
         registry.register(tool)  # retrieve_memory, add_memory
     executor = build_executor(registry, settings, workspace, session_id)
 

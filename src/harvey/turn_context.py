@@ -1,11 +1,17 @@
-"""Turn context providers: text retrieved for one chat turn and sent with it alone.
+"""Turn context providers: the one interface through which a step adds context to a turn.
 
-A provider (knowledge-store retrieval today; long-term memory recall can be
-another) is asked once per turn with the user's prompt and the room it may
-use. What it returns is sent ahead of the prompt in *that* turn's user
-message, counted as injected text in remaining-context, and recorded in the
-turn's scene; history keeps the user's own words, so later turns do not
-carry (or pay for) passages retrieved for earlier ones.
+Every provider — knowledge-store retrieval, long-term memory recall — is in
+the agent's one list and asked once per turn with the user's prompt and the
+room it may use. What it returns says what to add and what to record:
+
+* ``text`` is sent ahead of the prompt in *that* turn's user message only,
+  counted as injected text, with ``rag`` / ``rag_sources`` for the turn's
+  scene; history keeps the user's own words, so later turns do not carry (or
+  pay for) passages retrieved for earlier ones;
+* ``session_text`` is injected from this turn on, for the rest of the session
+  (recalled memories), counted in remaining-context like the plan, and
+  ``recall`` becomes the INT. CONTEXT RECALL scene, written before the
+  turn's own scene.
 """
 
 from __future__ import annotations
@@ -13,16 +19,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harvey.session.records import RagInfo, RagSource
+from harvey.session.records import RagInfo, RagSource, RecallItem
 
 
 @dataclass(frozen=True)
 class TurnContext:
     """What one provider adds to one turn: the text sent, and its provenance notes."""
 
-    text: str
+    text: str = ""
     rag: RagInfo | None = None
     rag_sources: tuple[RagSource, ...] = field(default_factory=tuple)
+    session_text: str | None = None  # injected from now on (recalled memories)
+    recall: tuple[RecallItem, ...] = field(default_factory=tuple)  # INT. CONTEXT RECALL notes
 
 
 class TurnContextProvider(Protocol):

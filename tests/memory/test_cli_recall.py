@@ -60,6 +60,11 @@ def test_list_json_show_flag_forget(tmp_path: Path, isolated_env: Path) -> None:
 def test_bad_input_is_one_line(tmp_path: Path, isolated_env: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
+    for command in ("show", "edit", "flag", "forget"):  # no memory.db: no memory, no file made
+        proc = harvey(ws, "memory", command, "tool_use_000000")
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == "harvey: no memory 'tool_use_000000' (no memories yet)"
+    assert not (isolated_env / "memory.db").exists()
     seed(isolated_env, ws)
     proc = harvey(ws, "memory", "show", "tool_use_000000")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 import pexpect
 
 from harvey.llm.scripted import Reply
+from harvey.memory.store import MemoryStore
 from harvey.session.fountain import parse_session
 from tests.fakes.servers import FakeOpenAI
 
@@ -42,23 +43,24 @@ def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None
          "evidence": [1], "confidence": 0.9},
     ]})  # fmt: skip
     script = [
+        Reply("Zebra is a small tool that counts stripes."),  # the profile, offered at start
         Reply("Use ./stripes --all."),
-        Reply("Zebra is a small tool that counts stripes."),  # the profile
         Reply(mined),
         Reply("As remembered: ./stripes --all."),
     ]
     with FakeOpenAI(script, context_window=8192) as srv:
         args = ("--backend", "openai", "--base-url", srv.url)
         child = spawn(ws, *args)
+        child.expect(r"No workspace profile yet")  # before the first prompt
+        line(child, "y")
+        child.expect("Keep this profile")
+        line(child, "y")
+        child.expect("profile saved as workspace_profile_")
         child.expect(PROMPT)
         line(child, f"how do I count stripes? my token is {KEY}")
         child.expect("stripes --all")
         child.expect(PROMPT)
         line(child, "/exit")
-        child.expect(r"No workspace profile yet")
-        line(child, "y")
-        child.expect("Keep this profile")
-        line(child, "y")
         child.expect("Mine it for memories")
         line(child, "y")
         child.expect("1 rejected")
@@ -69,8 +71,9 @@ def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None
         child.close()
         assert child.exitstatus == 0
 
-        child = spawn(ws, *args)
-        child.expect(PROMPT)
+        child = spawn(ws, *args)  # a profile exists: no offer, the prompt comes first
+        child.expect([PROMPT, "No workspace profile"])
+        assert child.after == PROMPT
         line(child, "how do I count stripes again?")
         child.expect("As remembered")
         child.expect(PROMPT)
@@ -86,9 +89,11 @@ def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None
         child.expect(pexpect.EOF)
         child.close()
         requests = srv.chat_requests
+    assert len(requests) == 4
+    assert "Head of README.md" in requests[0]["messages"][0]["content"]
     assert requests[2]["response_format"]["type"] == "json_schema"
     system = "\n".join(m["content"] for m in requests[3]["messages"] if m["role"] == "system")
-    assert "counts stripes" in system and "./stripes --all" in system
+    assert "counts stripes" in system and "./stripes --all" in system  # the first answer's prompt
     files = sorted((ws / ".harvey" / "sessions").glob("*.spmd"), key=lambda f: f.stat().st_mtime)
     second = parse_session(files[-1])
     assert second.scenes[0].kind == "recall" and second.scenes[1].kind == "talking"
@@ -96,8 +101,52 @@ def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None
     assert sources == ["tool_use", "workspace_profile"]
     listed = harvey_list(ws)
     assert {m["type"] for m in listed} == {"tool_use", "workspace_profile"}
+    tip = next(m for m in listed if m["type"] == "tool_use")
+    assert tip["text"] == "count stripes with ./stripes --all" and tip["confidence"] == 0.5
     assert all(KEY not in m["text"] for m in listed)
     assert KEY.encode() not in (isolated_env / "memory.db").read_bytes()
+    for recording in files:  # the key was typed in session 1: its recording redacts it
+        assert KEY not in recording.read_text()
+
+
+def test_declined_profile_offer_is_not_repeated(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "HARVEY.md").write_text("Answer briefly.\n")
+    with FakeOpenAI([Reply("one"), Reply("two")], context_window=8192) as srv:
+        args = ("--backend", "openai", "--base-url", srv.url)
+        child = spawn(ws, *args)
+        child.expect("No workspace profile yet")
+        line(child, "n")
+        child.expect("not asked again")
+        child.expect(PROMPT)
+        line(child, "/exit")
+        child.expect(pexpect.EOF)
+        child.close()
+        child = spawn(ws, *args)
+        child.expect([PROMPT, "No workspace profile"])
+        assert child.after == PROMPT
+        line(child, "/memory profile")
+        child.expect("no profile")
+        child.expect(PROMPT)
+        line(child, "/exit")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert srv.chat_requests == []  # a "no" costs no model call
+    other = tmp_path / "other"  # the answer is this workspace's, not every workspace's
+    other.mkdir()
+    (other / "README.md").write_text("# other\n")
+    with FakeOpenAI([], context_window=8192) as srv:
+        child = spawn(other, "--backend", "openai", "--base-url", srv.url)
+        child.expect("No workspace profile yet")
+        child.sendcontrol("d")  # no answer: not remembered as a "no"
+        child.expect(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    with MemoryStore(isolated_env / "memory.db") as store:
+        assert store.choice(str(ws.resolve()), "profile_offer") == "declined"
+        assert store.choice(str(other.resolve()), "profile_offer") is None
 
 
 def harvey_list(ws: Path) -> list[dict[str, object]]:
@@ -108,3 +157,27 @@ def harvey_list(ws: Path) -> list[dict[str, object]]:
         cwd=ws, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_memory_commands_on_a_fresh_home_make_no_file(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()  # no README, no HARVEY.md: nothing to profile, no offer
+    with FakeOpenAI([], context_window=8192) as srv:
+        child = spawn(ws, "--backend", "openai", "--base-url", srv.url)
+        child.expect(PROMPT)
+        line(child, "/memory")
+        child.expect("no memories")
+        child.expect(PROMPT)
+        line(child, "/memory show tool_use_abcdef")
+        child.expect(r"error: no memory 'tool_use_abcdef' \(no memories yet\)")
+        child.expect(PROMPT)
+        line(child, "/memory show")
+        child.expect("error: usage: /memory")
+        child.expect(PROMPT)
+        line(child, "/recall builds")
+        child.expect("no memories")
+        child.expect(PROMPT)
+        line(child, "/exit")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert not (isolated_env / "memory.db").exists()

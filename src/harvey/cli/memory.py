@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +38,15 @@ def _open(ctx: click.Context, workspace: Path | None) -> tuple[Path, MemoryStore
     if not db.exists():
         return paths.workspace, None
     return paths.workspace, MemoryStore(db)
+
+
+def _open_for(ctx: click.Context, memory_id: str) -> tuple[Path, MemoryStore]:
+    """The workspace and the store for a command naming ``memory_id``: with no memory.db
+    yet there is no such memory, the same usage error as an unknown id (and nothing made)."""
+    workspace, store = _open(ctx, None)
+    if store is None:
+        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    return workspace, store
 
 
 @click.group()
@@ -90,9 +98,7 @@ def list_memories(
 @handle_errors
 def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Every field of one memory."""
-    _, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    _, store = _open_for(ctx, memory_id)
     with store:
         item = store.require(memory_id)
     data = item.to_json()
@@ -109,12 +115,12 @@ def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @handle_errors
 def edit(ctx: click.Context, memory_id: str) -> None:
     """Edit a memory's text in $VISUAL or $EDITOR; an unchanged or empty text changes nothing."""
+    import tempfile
+
     from harvey.memory.scrub import scrub
     from harvey.repl.commands import open_editor
 
-    ws, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    ws, store = _open_for(ctx, memory_id)
     with store:
         item = store.require(memory_id)
         if not (os.environ.get("VISUAL") or os.environ.get("EDITOR")):
@@ -140,9 +146,7 @@ def edit(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def flag(ctx: click.Context, memory_id: str) -> None:
     """Lower a memory's confidence by 0.1; at or below 0.2 it is archived."""
-    _, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    _, store = _open_for(ctx, memory_id)
     with store:
         item = store.flag(memory_id)
     note = ", archived" if item.archived else ""
@@ -155,9 +159,7 @@ def flag(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def forget(ctx: click.Context, memory_id: str) -> None:
     """Delete a memory for good."""
-    _, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
+    _, store = _open_for(ctx, memory_id)
     with store:
         store.forget(memory_id)
     click.echo(f"{memory_id} forgotten")
@@ -214,9 +216,11 @@ def mine(
 
     from harvey.inputs import check_input_file
     from harvey.llm.factory import make_client
+    from harvey.memory.mining import concurrency_for
     from harvey.memory.review import mine_files
     from harvey.memory.startup import memory_db
     from harvey.memory.store import MemoryStore
+    from harvey.memory.vectors import open_vectors
 
     if not files and not all_:
         raise UsageError("name recordings to mine (FILE.spmd ...) or use --all")
@@ -246,6 +250,8 @@ def mine(
                 ask=None if yes else (lambda q: click.prompt(q, default="s", show_default=False)),
                 echo=click.echo,
                 force=force,
+                vectors=open_vectors(store, settings, lambda text: click.echo(text, err=True)),
+                concurrency=concurrency_for(settings.chunking, client),
             )
     finally:
         client.close()

@@ -158,17 +158,21 @@ def _run_bounded(
     cancel: threading.Event,
     on_start: Callable[[int], None],
     on_done: Callable[[int, str | None, BaseException | None], None],
+    call: Callable[[str], str] | None = None,
 ) -> None:
     """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
 
     A prompt is taken from ``prompts`` only when a call slot is free, and a
     call drops it when it ends: a lazy iterable keeps memory to the calls in
-    flight.
+    flight. ``call`` replaces the plain chat call (``map_calls``).
     """
     results: queue.Queue[tuple[int, str | None, BaseException | None]] = queue.Queue()
 
     def work(i: int, prompt: str) -> None:
         try:
+            if call is not None:
+                results.put((i, call(prompt), None))
+                return
             reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
             results.put((i, reply.text, None))
         except BaseException as exc:  # reported to the coordinator, never lost
@@ -198,6 +202,34 @@ def _run_bounded(
         if cancel.is_set() or isinstance(err, Cancelled):
             raise Cancelled("chunk analysis cancelled")
         on_done(i, text, err)
+
+
+def map_calls(
+    client: LLMClient,
+    inputs: Sequence[str],
+    call: Callable[[str], str],
+    *,
+    concurrency: int = 1,
+    cancel: threading.Event | None = None,
+) -> list[tuple[str | None, BaseException | None]]:
+    """The map phase alone, for callers with their own call (a system prompt, structured
+    output, a retry — memory mining): ``call`` per input, at most ``concurrency`` (or an
+    endpoint pool's capacity) at once; each input's ``(answer, error)``, in input order."""
+    out: list[tuple[str | None, BaseException | None]] = [(None, None)] * len(inputs)
+
+    def done(i: int, text: str | None, err: BaseException | None) -> None:
+        out[i] = (text, err)
+
+    _run_bounded(
+        client,
+        inputs,
+        map_concurrency(client, concurrency),
+        cancel if cancel is not None else threading.Event(),
+        lambda _i: None,
+        done,
+        call,
+    )
+    return out
 
 
 class _Analysis:
@@ -489,6 +521,7 @@ __all__ = [
     "NullProgress",
     "ResultCache",
     "SynthesisError",
+    "map_calls",
     "map_prompt",
     "reduce_prompt",
     "result_key",

@@ -10,20 +10,27 @@ with copies of themselves.
 The answer is requested as JSON through the backend's structured output
 (``response_schema``: a grammar for the embedded model), and still parsed
 tolerantly — code fences and prose around the object are cut away — because
-a server may ignore the schema. One retry, then ``MiningError``. A transcript
-larger than a share of the window is mined in parts, one call each; the
-merging of their proposals is the deduplication that follows.
+a server may ignore the schema. One retry, then ``MiningError``.
+
+A transcript larger than a share of the window (``TRANSCRIPT_SHARE``) is cut
+by Harvey's chunker and mined through the map-reduce engine's map phase
+(``map_calls``: calls in parallel, an endpoint pool's slots used); the reduce
+is ``merge``, in code — the same text from two parts becomes one proposal —
+and deduplication against the store follows in ``review``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harvey.context.analysis import map_calls
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
+from harvey.context.chunking import MIN_CHUNK_SIZE, ChunkConfig, DocType, chunk_document
 from harvey.errors import BackendError
 from harvey.llm.base import LLMClient, chat
 from harvey.memory.store import KINDS, TYPES
@@ -105,30 +112,28 @@ def _scene_lines(number: int, scene: Scene) -> list[str]:
     return []
 
 
+def transcript(parsed: ParsedSession) -> str:
+    """The whole minable text: one paragraph per scene, numbered as in the recording."""
+    blocks = ("\n".join(_scene_lines(n, scene)) for n, scene in enumerate(parsed.scenes, 1))
+    return "\n\n".join(block for block in blocks if block)
+
+
 def transcript_parts(
     parsed: ParsedSession, *, context_window: int, bytes_per_token: float = BYTES_PER_TOKEN
 ) -> list[str]:
-    """The minable text, in parts that each fit ``TRANSCRIPT_SHARE`` of the window."""
+    """The minable text in parts that each fit ``TRANSCRIPT_SHARE`` of the window.
+
+    Harvey's own chunker cuts it, so a part ends at a scene (a paragraph)
+    where it can, and a scene too long for one part is cut at its lines —
+    every word is in some part, none is dropped.
+    """
+    text = transcript(parsed)
+    if not text:
+        return []
     limit = max(256, int(context_window * TRANSCRIPT_SHARE) - estimate_tokens(INSTRUCTIONS))
-    parts: list[str] = []
-    current: list[str] = []
-    used = 0
-    for number, scene in enumerate(parsed.scenes, 1):
-        block = "\n".join(_scene_lines(number, scene))
-        if not block:
-            continue
-        cost = estimate_tokens(block, bytes_per_token)
-        if cost > limit:  # one huge scene: its head is what fits
-            block = block[: int(limit * bytes_per_token)]
-            cost = limit
-        if current and used + cost > limit:
-            parts.append("\n\n".join(current))
-            current, used = [], 0
-        current.append(block)
-        used += cost
-    if current:
-        parts.append("\n\n".join(current))
-    return parts
+    size = max(MIN_CHUNK_SIZE, int(limit * bytes_per_token))
+    config = ChunkConfig(chunk_size_bytes=size, max_chunks=1_000_000, overlap="none")
+    return [c.text.strip("\n") for c in chunk_document(text, config, DocType.PROSE)]
 
 
 def extract_json(text: str) -> Any:
@@ -178,14 +183,15 @@ def ask_json(client: LLMClient, messages: Sequence[Message], schema: dict[str, A
     return chat(client, messages, response_schema=schema).text
 
 
-def mine_part(client: LLMClient, part: str, *, structured: bool = True) -> list[Proposal]:
-    """Proposals for one transcript part: one call, one retry, then ``MiningError``."""
+def answer_part(client: LLMClient, part: str, *, structured: bool = True) -> str:
+    """One part's answer, checked to parse: one call, one retry, then ``MiningError``."""
     messages = [Message("system", INSTRUCTIONS), Message("user", f"Session:\n\n{part}")]
     problem = ""
     for _attempt in range(2):
         answer = ask_json(client, messages, SCHEMA if structured else None)
         try:
-            return parse_proposals(answer)
+            parse_proposals(answer)
+            return answer
         except ValueError as exc:
             problem = str(exc)
             messages = [*messages, Message("assistant", answer[:2000]), Message(
@@ -194,22 +200,62 @@ def mine_part(client: LLMClient, part: str, *, structured: bool = True) -> list[
     raise MiningError(f"the model did not answer with the memory JSON twice ({problem})")
 
 
+def mine_part(client: LLMClient, part: str, *, structured: bool = True) -> list[Proposal]:
+    """Proposals for one transcript part (``answer_part``, parsed)."""
+    return parse_proposals(answer_part(client, part, structured=structured))
+
+
+def concurrency_for(chunking: Any, client: LLMClient) -> int:
+    """Mining calls in flight: ``chunking.concurrency``, else 1 embedded and 4 on a server
+    (an endpoint pool's capacity when larger, in ``map_calls``)."""
+    return int(chunking.concurrency or (1 if client.backend == "local" else 4))
+
+
+def merge(answers: Sequence[list[Proposal]]) -> list[Proposal]:
+    """The reduce: every part's proposals as one list, a text proposed twice kept once
+    (first wording and type, evidence joined, the higher confidence)."""
+    merged: dict[str, Proposal] = {}
+    for proposals in answers:
+        for p in proposals:
+            key = " ".join(p.text.lower().split()).strip(".!")
+            first = merged.get(key)
+            if first is None:
+                merged[key] = Proposal(p.type, p.kind, p.text, list(p.evidence), p.confidence)
+                continue
+            first.evidence = sorted(set(first.evidence) | set(p.evidence))
+            first.confidence = max(first.confidence, p.confidence)
+    return list(merged.values())
+
+
 def mine_session(
     client: LLMClient,
     parsed: ParsedSession,
     *,
     context_window: int,
     bytes_per_token: float = BYTES_PER_TOKEN,
+    concurrency: int = 1,
+    cancel: threading.Event | None = None,
 ) -> list[Proposal]:
-    """Every proposal for one recording, part by part, exact repeats removed."""
-    proposals: list[Proposal] = []
-    seen: set[str] = set()
-    for part in transcript_parts(
-        parsed, context_window=context_window, bytes_per_token=bytes_per_token
-    ):
-        for proposal in mine_part(client, part):
-            key = " ".join(proposal.text.lower().split())
-            if key not in seen:
-                seen.add(key)
-                proposals.append(proposal)
-    return proposals
+    """Every proposal for one recording: its parts mapped through the map-reduce engine
+    (one structured call each, ``concurrency`` at once), then merged.
+
+    A part the model fails twice fails the whole recording (``MiningError``
+    naming the part): mining what remains would mark the recording mined with
+    that part never looked at.
+    """
+    parts = transcript_parts(parsed, context_window=context_window, bytes_per_token=bytes_per_token)
+    if not parts:
+        return []
+    results = map_calls(
+        client, parts, lambda part: answer_part(client, part), concurrency=concurrency,
+        cancel=cancel,
+    )  # fmt: skip
+    answers: list[list[Proposal]] = []
+    for i, (text, err) in enumerate(results, 1):
+        if err is not None:
+            where = f"part {i} of {len(parts)}: " if len(parts) > 1 else ""
+            if isinstance(err, MiningError):
+                raise MiningError(f"{where}{err}") from err
+            raise err
+        answers.append(parse_proposals(text or ""))
+    return merge(answers)

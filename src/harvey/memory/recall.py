@@ -3,7 +3,8 @@
 Once per session, before the first prompt is sent, the workspace's profile and
 project facts come first (they describe where the person is working, so they
 always apply: score 1.00), then the other memories that match the first
-prompt (FTS5 relevance weighted by confidence), until ``memory.budget_pct`` of
+prompt (FTS5 relevance, fused with vector similarity when ``memory.embedder`` is
+set, weighted by confidence), until ``memory.budget_pct`` of
 the window is used (at least ``MIN_BUDGET`` tokens). The block is injected as
 a system message and counted like any injected text.
 
@@ -14,11 +15,13 @@ dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
 from harvey.memory.store import Memory, MemoryStore
+from harvey.memory.vectors import MemoryVectors, hybrid_search
 from harvey.session.records import RecallItem
 
 MIN_BUDGET = 512
@@ -71,8 +74,11 @@ def recall(
     context_window: int,
     budget_pct: float = 5.0,
     bytes_per_token: float = BYTES_PER_TOKEN,
+    vectors: MemoryVectors | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Recall:
-    """The memories for a session starting with ``first_prompt`` in ``workspace``."""
+    """The memories for a session starting with ``first_prompt`` in ``workspace``
+    (ranked by words, and by meaning too when ``vectors`` are given)."""
     ws = str(workspace)
     result = Recall(budget=budget_tokens(context_window, budget_pct))
     fixed = sorted(store.pinned(ws, ALWAYS), key=lambda m: (ALWAYS.index(m.type), m.created_at))
@@ -80,7 +86,7 @@ def recall(
     seen = {m.id for m in fixed}
     hits = [
         (m, weighted(rel, m.confidence))
-        for m, rel in store.search(first_prompt, workspace=ws)
+        for m, rel in hybrid_search(store, vectors, first_prompt, workspace=ws, warn=warn)
         if m.id not in seen
     ]
     hits.sort(key=lambda hit: -hit[1])

@@ -55,7 +55,44 @@ def _m001_memories(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [("m001_memories", _m001_memories)]
+def _m002_workspace_choices(db: sqlite3.Connection) -> None:
+    """What a person answered once for a workspace (``profile_offer: declined``), so a
+    question is not asked again every session."""
+    _script(
+        db,
+        """
+        CREATE TABLE workspace_choices (
+            workspace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (workspace, name)
+        )
+        """,
+    )
+
+
+def _m003_memory_vectors(db: sqlite3.Connection) -> None:
+    """One vector per memory (``memory.embedder``'s, unit-length float32); the index lets
+    "which memories have no vector yet" skip the blobs."""
+    _script(
+        db,
+        """
+        CREATE TABLE memory_vectors (
+            id TEXT PRIMARY KEY,
+            embedder TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE INDEX memory_vectors_embedder ON memory_vectors(embedder, id)
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    ("m001_memories", _m001_memories),
+    ("m002_workspace_choices", _m002_workspace_choices),
+    ("m003_memory_vectors", _m003_memory_vectors),
+]
 
 
 @dataclass

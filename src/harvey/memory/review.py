@@ -4,7 +4,8 @@ The order is what keeps junk and secrets out. Scrubbing comes first, so a
 credential is never shown, compared or stored (it is only counted). Exact
 duplicates (normalised text) are dropped without asking. A proposal whose
 words largely overlap existing memories (found by FTS, compared by word
-overlap) goes back to the model as ADD / UPDATE / NOOP, with small numbers in
+overlap), or whose vector is close to one (``memory.embedder`` set), goes
+back to the model as ADD / UPDATE / NOOP, with small numbers in
 the prompt rather than real ids, which a small model garbles; an unreadable
 answer means ADD, because the person still reviews it. UPDATE supersedes, it
 never deletes. Then the person decides each one: accept, edit, skip or quit.
@@ -12,19 +13,23 @@ never deletes. Then the person decides each one: accept, edit, skip or quit.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvey.errors import HarveyError, SessionFileError
+from harvey.errors import HarveyError, KnowledgeError, SessionFileError
 from harvey.llm.base import LLMClient
 from harvey.memory.mining import Proposal, ask_json, extract_json, mine_session
 from harvey.memory.scrub import scrub
 from harvey.memory.store import Memory, MemoryStore, normalise
+from harvey.memory.vectors import NEAR_COSINE, MemoryVectors
 from harvey.messages import Message
 from harvey.session.fountain import parse_session
+
+log = logging.getLogger(__name__)
 
 NEAR = 0.5  # word overlap (Jaccard) from which a memory is a near-duplicate
 Ask = Callable[[str], str]
@@ -90,12 +95,34 @@ def decide(client: LLMClient, text: str, near: Sequence[Memory]) -> tuple[str, s
     return "ADD", None
 
 
+def near_duplicates(
+    store: MemoryStore, vectors: MemoryVectors | None, text: str, workspace: str
+) -> list[Memory]:
+    """At most three memories ``text`` may repeat: FTS hits sharing half their words, and
+    with vectors, the memories whose cosine says the same thing in other words."""
+    near = [
+        m
+        for m, _ in store.search(text, workspace=workspace, limit=5)
+        if overlap(m.text, text) >= NEAR
+    ]
+    if vectors is not None:
+        try:
+            close = vectors.nearest(text, workspace=workspace, limit=3)
+        except KnowledgeError as exc:
+            log.warning("memory vectors skipped for deduplication: %s", exc)
+            close = []
+        seen = {m.id for m in near}
+        near += [m for m, cos in close if cos >= NEAR_COSINE and m.id not in seen]
+    return near[:3]
+
+
 def prepare(
     store: MemoryStore,
     client: LLMClient,
     proposals: Sequence[Proposal],
     workspace: Path,
     report: MineReport,
+    vectors: MemoryVectors | None = None,
 ) -> list[Candidate]:
     """Scrubbed, deduplicated candidates; the counts go into ``report``."""
     out: list[Candidate] = []
@@ -111,11 +138,7 @@ def prepare(
             report.duplicates += 1
             continue
         batch.add(normalise(cleaned.text))
-        near = [
-            m
-            for m, _ in store.search(cleaned.text, workspace=str(workspace), limit=5)
-            if overlap(m.text, cleaned.text) >= NEAR
-        ][:3]
+        near = near_duplicates(store, vectors, cleaned.text, str(workspace))
         replaces = None
         if near:
             decision, replaces = decide(client, cleaned.text, near)
@@ -186,6 +209,8 @@ def mine_files(
     ask: Ask | None,
     echo: Echo,
     force: bool = False,
+    vectors: MemoryVectors | None = None,
+    concurrency: int = 1,
 ) -> MineReport:
     """Mine, review and store each recording in turn; a quit stops after the current one."""
     report = MineReport()
@@ -197,9 +222,11 @@ def mine_files(
         parsed = parse_session(path)
         if not parsed.scenes:
             raise SessionFileError(f"{path.name}: no scenes to mine (is it a Harvey recording?)")
-        proposals = mine_session(client, parsed, context_window=context_window)
+        proposals = mine_session(
+            client, parsed, context_window=context_window, concurrency=concurrency
+        )
         before = (report.proposed, report.rejected, report.duplicates)
-        candidates = prepare(store, client, proposals, workspace, report)
+        candidates = prepare(store, client, proposals, workspace, report, vectors)
         echo(
             f"{path.name}: {report.proposed - before[0]} proposed, "
             f"{report.rejected - before[1]} rejected (credentials), "

@@ -1,4 +1,4 @@
-"""The REPL's ``/memory`` and ``/recall``, and the offer to mine a session on exit.
+"""The REPL's ``/memory`` and ``/recall``, the profile offer at start, mining on exit.
 
 They share the command line's pieces (store, review, profile) and differ only
 in how they ask: through the REPL's own line reader, so a review works the
@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.errors import HarveyError, UsageError
+from harvey.memory.mining import concurrency_for
 from harvey.memory.profile import current_profile, draft_profile, save_profile
 from harvey.memory.recall import memory_line, weighted
 from harvey.memory.review import mine_files
 from harvey.memory.scrub import scrub
 from harvey.memory.startup import memory_db
-from harvey.memory.store import MemoryStore
+from harvey.memory.store import Memory, MemoryStore
+from harvey.memory.vectors import hybrid_search, open_vectors
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
@@ -33,6 +35,11 @@ MEMORY_USAGE = (
 
 def _store(repl: Repl) -> MemoryStore:
     return MemoryStore(memory_db(repl.rt.paths.harvey_home))
+
+
+def _existing(repl: Repl) -> MemoryStore | None:
+    """The store when memory.db exists; None means no memories (reading makes no file)."""
+    return _store(repl) if memory_db(repl.rt.paths.harvey_home).exists() else None
 
 
 def _print(repl: Repl, text: str) -> None:
@@ -56,25 +63,30 @@ def memory_command(repl: Repl, arg: str) -> None:
     if action == "profile":
         profile(repl, rest[0] if rest else "")
         return
-    with _store(repl) as store:
+    if action not in ("list", "show", "flag", "forget") or len(rest) != (action != "list"):
+        raise UsageError(f"usage: {MEMORY_USAGE}")
+    existing = _existing(repl)
+    if existing is None:
+        if action != "list":
+            raise UsageError(f"no memory {rest[0]!r} (no memories yet)")
+        _print(repl, "no memories")
+        return
+    with existing as store:
         if action == "list":
             items = store.memories(workspace=str(workspace))
             for m in items:
                 _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
             if not items:
                 _print(repl, "no memories")
-        elif action in ("show", "flag", "forget") and len(rest) == 1:
-            if action == "show":
-                for key, value in store.require(rest[0]).to_json().items():
-                    _print(repl, f"{key}: {value}")
-            elif action == "flag":
-                m = store.flag(rest[0])
-                _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
-            else:
-                store.forget(rest[0])
-                _print(repl, f"{rest[0]} forgotten")
+        elif action == "show":
+            for key, value in store.require(rest[0]).to_json().items():
+                _print(repl, f"{key}: {value}")
+        elif action == "flag":
+            m = store.flag(rest[0])
+            _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
         else:
-            raise UsageError(f"usage: {MEMORY_USAGE}")
+            store.forget(rest[0])
+            _print(repl, f"{rest[0]} forgotten")
 
 
 def show_status(repl: Repl) -> None:
@@ -93,8 +105,9 @@ def show_status(repl: Repl) -> None:
             _print(repl, f"left out ({len(recalled.left_out)}, over the budget):")
             for m, score in recalled.left_out:
                 _print(repl, f"  {score:.2f} {memory_line(m)}")
-    if memory_db(repl.rt.paths.harvey_home).exists():
-        with _store(repl) as store:
+    existing = _existing(repl)
+    if existing is not None:
+        with existing as store:
             counts = store.counts()
         _print(repl, ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
 
@@ -103,11 +116,15 @@ def recall_command(repl: Repl, arg: str) -> None:
     """``/recall QUERY``: the memories that match QUERY, with their scores (nothing injected)."""
     if not arg.strip():
         raise UsageError("usage: /recall QUERY")
-    if not memory_db(repl.rt.paths.harvey_home).exists():
+    existing = _existing(repl)
+    if existing is None:
         _print(repl, "no memories")
         return
-    with _store(repl) as store:
-        hits = store.search(arg, workspace=str(repl.rt.paths.workspace), limit=10)
+    with existing as store:
+        vectors = open_vectors(store, repl.rt.settings, repl.ui.warn)
+        hits = hybrid_search(
+            store, vectors, arg, workspace=str(repl.rt.paths.workspace), limit=10, warn=repl.ui.warn
+        )
     for m, relevance in hits:
         _print(repl, f"{weighted(relevance, m.confidence):.2f} {memory_line(m)}")
     if not hits:
@@ -136,25 +153,28 @@ def mine(repl: Repl, file: Path | None) -> None:
             ask=repl.reader.read,
             echo=lambda text: _print(repl, text),
             force=True,  # asked for by name: the person wants it (again)
+            vectors=open_vectors(store, repl.rt.settings, repl.ui.warn),
+            concurrency=concurrency_for(repl.rt.settings.chunking, agent.client),
         )
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
 
-def profile(repl: Repl, action: str) -> None:
-    """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts."""
+def profile(repl: Repl, action: str) -> Memory | None:
+    """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts.
+    Returns the profile saved, if one was."""
     workspace = repl.rt.paths.workspace
     with _store(repl) as store:
         current = current_profile(store, workspace)
         if action == "":
             _print(repl, current.text if current else "no profile (/memory profile regenerate)")
-            return
+            return None
         if action == "edit":
             text = repl.reader.read("profile: ", default=current.text if current else "")
         elif action == "regenerate":
             text = draft_profile(repl.agent.client, workspace)
             _print(repl, text or "(the model wrote nothing usable)")
             if not text or not repl.ui.confirm("Keep this profile?"):
-                return
+                return None
         else:
             raise UsageError("usage: /memory profile [edit|regenerate]")
         cleaned = scrub(text.strip(), workspace=workspace)
@@ -162,6 +182,45 @@ def profile(repl: Repl, action: str) -> None:
             raise UsageError(f"profile not saved: the text {cleaned.rejected or 'is empty'}")
         saved = save_profile(store, workspace, cleaned.text)
     _print(repl, f"profile saved as {saved.id}")
+    return saved
+
+
+PROFILE_CHOICE = "profile_offer"
+PROFILE_SOURCES = ("README.md", "README.rst", "README.txt", "README", "HARVEY.md")
+
+
+def offer_profile(repl: Repl, *, interactive: bool | None = None) -> None:
+    """The first session in a workspace without a profile offers to write one.
+
+    Asked before the first prompt, on a terminal only, in a new (not resumed)
+    session of a workspace with a README or HARVEY.md — what a profile is
+    mostly drafted from; a folder with neither has little to describe and
+    ``/memory profile regenerate`` still writes one. A "no", or a draft not
+    kept, is remembered in memory.db for the workspace: the offer is made once.
+    """
+    settings, workspace = repl.rt.settings, repl.rt.paths.workspace
+    interactive = sys.stdin.isatty() if interactive is None else interactive
+    if not (settings.memory.enabled and interactive) or repl.rt.resumed:
+        return
+    if not any((workspace / name).is_file() for name in PROFILE_SOURCES):
+        return
+    db = memory_db(repl.rt.paths.harvey_home)
+    try:
+        if db.exists():  # no memory.db: no profile and no answer yet, nothing to open
+            with _store(repl) as store:
+                answered = store.choice(str(workspace), PROFILE_CHOICE)
+                if answered or current_profile(store, workspace):
+                    return
+        question = "No workspace profile yet. Write one now? (asked once)"
+        if repl.ui.confirm(question) and profile(repl, "regenerate") is not None:
+            return
+        with _store(repl) as store:
+            store.set_choice(str(workspace), PROFILE_CHOICE, "declined")
+        _print(repl, "not asked again here; /memory profile regenerate writes one any time")
+    except (EOFError, KeyboardInterrupt):  # no answer is not a "no": asked next session
+        _print(repl, "")
+    except HarveyError as exc:
+        repl.error(exc, f"memory: {exc}")
 
 
 def _turns(path: Path) -> int:
@@ -172,7 +231,7 @@ def _turns(path: Path) -> int:
 
 
 def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
-    """A long enough interactive session is offered for mining (and a profile, if none)."""
+    """A long enough interactive session is offered for mining."""
     settings = repl.rt.settings
     recorder = repl.rt.recorder
     interactive = sys.stdin.isatty() if interactive is None else interactive
@@ -182,10 +241,6 @@ def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
     if turns < settings.memory.auto_mine_min_turns:
         return
     try:
-        with _store(repl) as store:
-            has_profile = current_profile(store, repl.rt.paths.workspace) is not None
-        if not has_profile and repl.ui.confirm("No workspace profile yet. Write one now?"):
-            profile(repl, "regenerate")
         if repl.ui.confirm(f"This session had {turns} turns. Mine it for memories?"):
             mine(repl, None)
     except HarveyError as exc:

@@ -1,30 +1,35 @@
 """The session's side of memory: recall once, before the first prompt is sent.
 
-``open_runtime`` attaches a ``SessionMemory`` to the agent's ``before_turn``
-hooks. On the first turn it recalls against that turn's text (so ranking
-uses what the person actually asked), puts the block into the prompt budget
-as injected memory (counted in remaining context like the plan), writes the
-INT. CONTEXT RECALL scene, and says how many memories did not fit. Later
-turns keep the same block; nothing is recalled twice.
+``open_runtime`` registers a ``SessionMemory`` among the agent's turn context
+providers (``harvey.turn_context``). On the first turn it recalls against
+that turn's text (so ranking uses what the person actually asked) and
+returns the block as ``session_text`` — injected memory for the rest of the
+session, counted in remaining context like the plan — with the
+``[[recall:]]`` items the agent writes as INT. CONTEXT RECALL, and says how
+many memories did not fit. Later turns keep the same block; nothing is
+recalled twice.
 
-Memory is an aid, never a reason to lose a turn: a missing ``memory.db``
-means nothing to recall (and none is created), and a broken one is one
-warning.
+Recall is cheap when there is nothing to recall, since every ``harvey run``
+pays for it: no memory.db means no SQLite open at all (and none is created),
+and a memory.db holding no memory for this workspace costs one query —
+no migration, no search module, no embedder. Memory is an aid, never a reason
+to lose a turn: a broken memory.db is one warning.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.errors import StoreError
-from harvey.memory.recall import Recall, recall
-from harvey.memory.store import MemoryStore
+from harvey.turn_context import TurnContext
 
 if TYPE_CHECKING:
     from harvey.agent import Agent
     from harvey.config import Settings
+    from harvey.memory.recall import Recall
 
 log = logging.getLogger(__name__)
 
@@ -35,54 +40,94 @@ def memory_db(harvey_home: Path) -> Path:
     return Path(harvey_home) / DB_NAME
 
 
+def anything_to_recall(db_path: Path, workspace: Path) -> bool:
+    """Whether memory.db may hold an active memory for ``workspace``: one query on the file
+    as it is (no migration). A file that cannot answer says True, so the full open reports
+    what is wrong with it."""
+    import sqlite3
+
+    if not db_path.exists():
+        return False
+    try:
+        db = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=rw", uri=True, timeout=10.0)
+    except sqlite3.Error:
+        return True
+    try:
+        row = db.execute(
+            "SELECT EXISTS (SELECT 1 FROM memories WHERE archived = 0 AND superseded_by IS NULL "
+            "AND (workspace IS NULL OR workspace = ?))",
+            (str(workspace),),
+        ).fetchone()
+        return bool(row[0])
+    except sqlite3.Error:
+        return True
+    finally:
+        db.close()
+
+
 class SessionMemory:
     """Recall for one session; ``recalled`` is what went in, ``left_out`` what did not fit."""
 
-    def __init__(self, agent: Agent, settings: Settings, db_path: Path) -> None:
-        self.agent = agent
+    def __init__(
+        self, workspace: Path, settings: Settings, db_path: Path, warn: Callable[[str], None]
+    ) -> None:
+        self.workspace = workspace
         self.settings = settings
         self.db_path = db_path
+        self.warn = warn
         self.recalled: Recall | None = None
         self._done = False
 
-    def before_turn(self, text: str) -> None:
+    def for_turn(
+        self, prompt: str, window_tokens: int, bytes_per_token: float
+    ) -> TurnContext | None:
+        """The first turn's recall (block and notes); None later, or when nothing applies."""
         if self._done:
-            return
+            return None
         self._done = True
-        if not self.db_path.exists():
-            return
-        agent = self.agent
+        if not anything_to_recall(self.db_path, self.workspace):
+            return None
+        from harvey.memory.recall import recall
+        from harvey.memory.store import MemoryStore
+        from harvey.memory.vectors import open_vectors
+
         try:
             with MemoryStore(self.db_path) as store:
                 found = recall(
                     store,
-                    agent.workspace,
-                    text,
-                    context_window=agent.budget.capabilities().context_window,
+                    self.workspace,
+                    prompt,
+                    context_window=window_tokens,
                     budget_pct=self.settings.memory.budget_pct,
-                    bytes_per_token=agent.budget.bytes_per_token(),
+                    bytes_per_token=bytes_per_token,
+                    vectors=open_vectors(store, self.settings, self.warn),
+                    warn=self.warn,
                 )
                 store.mark_recalled([m.id for m, _ in found.items])
         except StoreError as exc:
-            agent.ui.warn(f"memory recall skipped: {exc}")
-            return
+            self.warn(f"memory recall skipped: {exc}")
+            return None
         self.recalled = found
-        agent.budget.memory = found.block
-        if agent.recorder is not None:
-            agent.recorder.record_context_recall(found.recall_items())
         if found.left_out:
             message = (
                 f"memory: {len(found.left_out)} matching memories did not fit the recall budget "
                 f"({found.budget} tokens); /memory status lists them"
             )
             log.warning("%s", message)
-            agent.ui.warn(message)
+            self.warn(message)
+        return TurnContext(session_text=found.block, recall=tuple(found.recall_items()))
+
+    def close(self) -> None:
+        """Nothing stays open: the store is opened for the one recall."""
 
 
 def attach(agent: Agent, settings: Settings, harvey_home: Path) -> SessionMemory | None:
-    """Hook recall into ``agent`` unless ``memory.enabled`` is off (``--no-memory``)."""
+    """Register recall with ``agent`` unless ``memory.enabled`` is off (``--no-memory``).
+
+    It goes first among the providers, so the recall scene and block come
+    before anything retrieved for the same turn."""
     if not settings.memory.enabled:
         return None
-    memory = SessionMemory(agent, settings, memory_db(harvey_home))
-    agent.before_turn.append(memory.before_turn)
+    memory = SessionMemory(agent.workspace, settings, memory_db(harvey_home), agent.ui.warn)
+    agent.turn_context.insert(0, memory)
     return memory

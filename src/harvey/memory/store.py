@@ -158,6 +158,7 @@ class MemoryStore:
                 (text, normalise(text), _now(), mid),
             )
             db.execute("UPDATE memories_fts SET text = ? WHERE id = ?", (text, mid))
+            db.execute("DELETE FROM memory_vectors WHERE id = ?", (mid,))  # made anew when used
         return self.require(mid)
 
     def flag(self, mid: str) -> Memory:
@@ -176,6 +177,7 @@ class MemoryStore:
         with self._tx() as db:
             db.execute("DELETE FROM memories WHERE id = ?", (mid,))
             db.execute("DELETE FROM memories_fts WHERE id = ?", (mid,))
+            db.execute("DELETE FROM memory_vectors WHERE id = ?", (mid,))
 
     def mark_recalled(self, ids: list[str]) -> None:
         if not ids:
@@ -195,7 +197,55 @@ class MemoryStore:
                 (str(Path(path).resolve()), _now(), accepted),
             )
 
+    def set_choice(self, workspace: str, name: str, value: str) -> None:
+        """Remember a person's answer for ``workspace`` (e.g. the declined profile offer)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO workspace_choices (workspace, name, value, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (workspace, name, value, _now()),
+            )
+
+    def put_vectors(self, items: list[tuple[str, str, bytes]]) -> None:
+        """``(id, embedder spec, vector blob)`` rows, replacing a memory's older vector."""
+        with self._tx() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO memory_vectors (id, embedder, vec) VALUES (?, ?, ?)", items
+            )
+
     # -- reading ----------------------------------------------------------------
+
+    def unvectored(self, spec: str) -> list[tuple[str, str]]:
+        """``(id, text)`` of the active memories with no vector from embedder ``spec``."""
+        rows = self._query(
+            "SELECT m.id, m.text FROM memories m WHERE m.archived = 0 AND m.superseded_by IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id AND v.embedder = ?)",
+            (spec,),
+        )
+        return [(str(mid), str(text)) for mid, text in rows]
+
+    def vectors(self, spec: str, workspace: str | None) -> list[tuple[str, bytes]]:
+        """``(id, blob)`` of this workspace's (and every workspace's) active memories with a
+        ``spec`` vector: ids only, the rows are read for the nearest few (``by_ids``)."""
+        rows = self._query(
+            "SELECT m.id, v.vec FROM memories m JOIN memory_vectors v ON v.id = m.id "
+            "WHERE v.embedder = ? AND m.archived = 0 AND m.superseded_by IS NULL "
+            "AND (m.workspace IS NULL OR m.workspace = ?)",
+            (spec, workspace),
+        )
+        return [(str(mid), bytes(vec)) for mid, vec in rows]  # type: ignore[call-overload]
+
+    def by_ids(self, ids: list[str]) -> dict[str, Memory]:
+        marks = ", ".join("?" for _ in ids)
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", tuple(ids))
+        return {m.id: m for m in map(to_memory, rows)}
+
+    def choice(self, workspace: str, name: str) -> str | None:
+        rows = self._query(
+            "SELECT value FROM workspace_choices WHERE workspace = ? AND name = ?",
+            (workspace, name),
+        )
+        return str(rows[0][0]) if rows else None
 
     def get(self, mid: str) -> Memory | None:
         rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (mid,))

@@ -6,20 +6,22 @@ through the same gates as mining: the text is scrubbed (a credential is
 refused, not masked), an exact duplicate is not stored twice, and the person
 is asked first. The answer is what the tool returns, so the ``[[tool:]]``
 note in the scene records it: ``ok`` when stored, ``error: declined …``
-when not.
+when not. Both import the store only when called: every session registers
+them, few use them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harvey.errors import ToolError
-from harvey.memory.recall import memory_line, weighted
-from harvey.memory.scrub import scrub
+from harvey.memory.records import TYPES
 from harvey.memory.startup import memory_db
-from harvey.memory.store import TYPES, Memory, MemoryStore
 from harvey.tools.registry import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from harvey.config import Settings
 
 MAX_TEXT = 500
 
@@ -38,8 +40,9 @@ class RetrieveMemoryTool:
         "preferences, project facts) for QUERY; returns the best matches with scores."
     )
 
-    def __init__(self, harvey_home: Path) -> None:
+    def __init__(self, harvey_home: Path, settings: Settings | None = None) -> None:
         self.db = memory_db(harvey_home)
+        self.settings = settings  # memory.embedder: vectors as well as words, like recall
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {"query": {"type": "string", "description": "what to look for"}},
@@ -47,11 +50,16 @@ class RetrieveMemoryTool:
         }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        from harvey.memory.recall import memory_line, weighted
+        from harvey.memory.store import MemoryStore
+        from harvey.memory.vectors import hybrid_search, open_vectors
+
         query = _text(args, "query")
         if not self.db.exists():
             return "no memories yet"
         with MemoryStore(self.db) as store:
-            hits = store.search(query, workspace=str(ctx.workspace), limit=8)
+            vectors = open_vectors(store, self.settings) if self.settings is not None else None
+            hits = hybrid_search(store, vectors, query, workspace=str(ctx.workspace), limit=8)
         if not hits:
             return "no matching memories"
         return "\n".join(f"{weighted(r, m.confidence):.2f} {memory_line(m)}" for m, r in hits)
@@ -76,6 +84,9 @@ class AddMemoryTool:
         }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        from harvey.memory.scrub import scrub
+        from harvey.memory.store import Memory, MemoryStore
+
         mtype = _text(args, "type")
         if mtype not in TYPES:
             raise ToolError(f"type must be one of {', '.join(TYPES)}")
@@ -99,5 +110,5 @@ class AddMemoryTool:
         return f"stored as {memory.id}"
 
 
-def memory_tools(harvey_home: Path) -> list[Tool]:
-    return [RetrieveMemoryTool(harvey_home), AddMemoryTool(harvey_home)]
+def memory_tools(harvey_home: Path, settings: Settings | None = None) -> list[Tool]:
+    return [RetrieveMemoryTool(harvey_home, settings), AddMemoryTool(harvey_home)]

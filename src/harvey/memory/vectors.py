@@ -1,0 +1,157 @@
+"""Memory vectors: when ``memory.embedder`` names an embedder, memories are found by meaning too.
+
+"Configured" means one setting, ``memory.embedder`` (``none`` by default;
+``local``, ``ollama:MODEL`` or ``openai:MODEL``, the specs of ``harvey rag
+new --embedder``). With ``none`` nothing here is imported or run, and memory
+works on FTS alone exactly as before.
+
+Vectors live in memory.db (``memory_vectors``, one unit-length float32 blob
+per memory, tagged with the embedder that made it, because vectors of two
+models cannot be compared). They are made lazily, before a search: whatever
+active memory has no vector from *this* embedder (new, edited, or made
+under another one) is embedded then, so every write path — mining, the
+profile, ``add_memory``, ``harvey memory edit`` — is covered without each
+one knowing about embedders.
+
+Two uses: near-duplicate candidates for mining are FTS hits ∪ the nearest
+vectors, and recall ranks FTS ∪ vector candidates by ``fused`` relevance
+(word coverage and cosine, each on 0–1, averaged).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from harvey.errors import KnowledgeError
+from harvey.memory.store import Memory, MemoryStore
+from harvey.memory.textmatch import coverage, query_words
+
+if TYPE_CHECKING:
+    from harvey.config import Settings
+    from harvey.knowledge.embedders import Embedder
+
+log = logging.getLogger(__name__)
+
+COS_FLOOR = 0.2  # a cosine at or below this says nothing (unrelated texts score 0.0-0.15)
+COS_FULL = 0.8  # and from this one on a text says the same (paraphrases score ~0.8)
+VECTOR_ONLY_MIN = 0.35  # a memory no word of the query matches must be this close to count
+NEAR_COSINE = 0.6  # from here a proposal may repeat a memory in other words: the model decides
+BATCH = 256
+
+
+def vector_score(cosine: float) -> float:
+    """A cosine on the 0–1 scale of ``coverage``: 0 up to ``COS_FLOOR``, 1 from ``COS_FULL``."""
+    return max(0.0, min(1.0, (cosine - COS_FLOOR) / (COS_FULL - COS_FLOOR)))
+
+
+def fused(word_coverage: float, cosine: float) -> float:
+    """One relevance from both searches: the mean of word coverage and vector score."""
+    return (word_coverage + vector_score(cosine)) / 2
+
+
+class MemoryVectors:
+    """The vectors of one store under one embedder; ``nearest`` embeds what is missing first."""
+
+    def __init__(self, store: MemoryStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    @property
+    def spec(self) -> str:
+        return self.embedder.spec
+
+    def sync(self) -> int:
+        """Embed every active memory without a vector from this embedder; how many were."""
+        rows = self.store.unvectored(self.spec)
+        for start in range(0, len(rows), BATCH):
+            batch = rows[start : start + BATCH]
+            cap = self.embedder.max_chars
+            vectors = self.embedder.embed([text[:cap] for _, text in batch])
+            ids = [mid for mid, _ in batch]
+            self.store.put_vectors(
+                [(mid, self.spec, vec.tobytes()) for mid, vec in zip(ids, vectors, strict=True)]
+            )
+        return len(rows)
+
+    def nearest(
+        self, text: str, *, workspace: str | None, limit: int
+    ) -> list[tuple[Memory, float]]:
+        """The active memories of ``workspace`` (and every workspace) closest to ``text``,
+        best first, each with its cosine."""
+        import numpy as np
+
+        self.sync()
+        rows = self.store.vectors(self.spec, workspace)
+        if not rows or not text.strip():
+            return []
+        query = self.embedder.embed([text[: self.embedder.max_chars]])[0].astype(np.float32)
+        size = query.nbytes  # a remote model that changed its size under one name: its old
+        rows = [row for row in rows if len(row[1]) == size]  # vectors are not comparable
+        if not rows:
+            return []
+        matrix = np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32)
+        matrix = matrix.reshape(len(rows), -1)
+        sims = np.einsum("ij,j->i", matrix, query)  # memory-bound: no BLAS threads (see search)
+        limit = min(limit, len(sims))
+        top = np.argpartition(-sims, limit - 1)[:limit]
+        top = top[np.argsort(-sims[top])]
+        found = self.store.by_ids([rows[i][0] for i in top])
+        return [(found[rows[i][0]], float(sims[i])) for i in top if rows[i][0] in found]
+
+
+def hybrid_search(
+    store: MemoryStore,
+    vectors: MemoryVectors | None,
+    text: str,
+    *,
+    workspace: str | None,
+    limit: int = 50,
+    warn: Callable[[str], None] | None = None,
+) -> list[tuple[Memory, float]]:
+    """FTS hits, and with vectors FTS ∪ nearest, each with its relevance, best first.
+
+    Without vectors this is ``store.search``. With them, every candidate gets
+    both its word coverage and its cosine, so a memory found one way is still
+    scored the other; a memory sharing no word with ``text`` must be close
+    (``VECTOR_ONLY_MIN``) to be a candidate at all. An embedder that fails (a
+    server down) is one warning, and the words alone decide.
+    """
+    hits = store.search(text, workspace=workspace, limit=limit)
+    if vectors is None:
+        return hits
+    try:
+        near = vectors.nearest(text, workspace=workspace, limit=max(limit, 200))
+    except KnowledgeError as exc:
+        (warn or log.warning)(f"memory vectors skipped: {exc}")
+        return hits
+    cosines = {m.id: cos for m, cos in near}
+    words = query_words(text)
+    found: dict[str, tuple[Memory, float]] = {}
+    for m, cov in hits:
+        found[m.id] = (m, fused(cov, cosines.get(m.id, 0.0)))
+    for m, cos in near[:limit]:
+        if m.id not in found and cos >= VECTOR_ONLY_MIN:
+            found[m.id] = (m, fused(coverage(words, m.text), cos))
+    return sorted(found.values(), key=lambda hit: -hit[1])[:limit]
+
+
+def open_vectors(
+    store: MemoryStore, settings: Settings, warn: Callable[[str], None] | None = None
+) -> MemoryVectors | None:
+    """The store's vectors under ``memory.embedder``; None when it is ``none``, or (with a
+    warning) when the embedder cannot be built: memory then works on FTS alone."""
+    spec = settings.memory.embedder
+    if spec == "none":
+        return None
+    from harvey.errors import HarveyError
+    from harvey.knowledge.service import build_embedder  # numpy, the embedder: only now
+
+    try:
+        embedder = build_embedder(spec, settings)
+    except HarveyError as exc:
+        if warn is not None:
+            warn(f"memory.embedder {spec}: {exc}; memories are searched by words only")
+        return None
+    return MemoryVectors(store, embedder) if embedder is not None else None

@@ -1,0 +1,78 @@
+"""Recall costs next to nothing when there is nothing to recall: no memory.db, no SQLite
+open; a memory.db without a memory for this workspace, one query (no migration, no search
+modules loaded). Behaviour is checked, never time."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from harvey.memory.startup import anything_to_recall
+from harvey.memory.store import Memory, MemoryStore
+
+RUN = """
+import sys
+from harvey.config import resolve_paths, load_settings
+from harvey.runtime import open_runtime
+from harvey.ui import HeadlessUI
+from harvey.llm.scripted import ScriptedClient, Reply
+import harvey.runtime as rt
+rt.make_client = lambda settings: ScriptedClient([Reply("hello")])
+paths = resolve_paths(sys.argv[1])
+runtime = open_runtime(paths, load_settings(paths), ui=HeadlessUI(), record=False)
+print(runtime.agent.turn("how do I build?").reply)
+runtime.close()
+loaded = [m for m in ("harvey.memory.store", "harvey.memory.recall", "harvey.memory.vectors",
+                      "harvey.memory.scrub") if m in sys.modules]
+print("loaded:", ",".join(loaded) or "none")
+"""
+
+
+def run(ws: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN, str(ws)],
+        env=dict(os.environ), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def applied(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY name")]
+
+
+def test_nothing_to_recall_opens_nothing(tmp_path: Path, isolated_env: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    db = isolated_env / "memory.db"
+    assert "loaded: none" in run(ws)  # no memory.db: no store, no search
+    assert not db.exists() and not anything_to_recall(db, ws)
+
+    with MemoryStore(db) as store:
+        store.add(Memory("", "tool_use", "other project: build with make", workspace="/elsewhere"))
+    with sqlite3.connect(db) as conn:  # made an older memory.db: only m001 applied
+        conn.execute("DELETE FROM _migrations WHERE name != 'm001_memories'")
+        conn.execute("DROP TABLE workspace_choices")
+        conn.execute("DROP TABLE memory_vectors")
+    assert not anything_to_recall(db, ws.resolve())
+    assert "loaded: none" in run(ws)
+    assert applied(db) == ["m001_memories"]  # one query, no migration
+
+    with MemoryStore(db) as store:  # now one for this workspace: the full recall runs
+        store.add(Memory("", "tool_use", "build with go build first", workspace=str(ws.resolve())))
+    assert anything_to_recall(db, ws.resolve())
+    out = run(ws)
+    assert "harvey.memory.store" in out and "harvey.memory.recall" in out
+    with MemoryStore(db) as store:
+        (mine,) = store.memories(workspace=str(ws.resolve()))
+        assert mine.recall_count == 1
+
+
+def test_an_unreadable_file_goes_to_the_full_open(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    db.write_bytes(b"not a database" * 100)
+    assert anything_to_recall(db, tmp_path)  # the full open then names the problem
