@@ -11,6 +11,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.agent import TurnOutcome
 from harvey.config import ChunkingSettings, Paths, Settings
@@ -19,6 +20,9 @@ from harvey.redact import redact
 from harvey.runtime import open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI
+
+if TYPE_CHECKING:
+    from harvey.cluster.executor import RayExecutor
 
 
 def run_once(
@@ -77,6 +81,21 @@ def check_readable_text(path: Path) -> None:
         raise UsageError(f"{path} looks like a binary file; analyze reads text files")
 
 
+def open_executor(
+    settings: Settings, executor: str | None, ray_address: str | None
+) -> RayExecutor | None:
+    """The Ray executor, attached to its cluster, when the run asks for one (flag, else
+    ``analysis.executor``); ``None`` runs the map calls here, as always."""
+    choice = executor or settings.analysis.executor
+    if choice != "ray":
+        if ray_address is not None:
+            raise UsageError("--ray-address needs --executor ray")
+        return None
+    from harvey.cluster.executor import RayExecutor
+
+    return RayExecutor.connect(ray_address or settings.analysis.ray_address)
+
+
 def analyze_once(
     paths: Paths,
     settings: Settings,
@@ -87,16 +106,26 @@ def analyze_once(
     auto_yes: bool,
     record: bool,
     fresh: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> int:
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
+    map_executor = open_executor(settings, executor, ray_address)  # before anything is written
     ui = HeadlessUI(auto_yes=auto_yes)
-    runtime = open_runtime(paths, settings, ui=ui, record=record)
+    try:
+        runtime = open_runtime(paths, settings, ui=ui, record=record)
+    except BaseException:
+        if map_executor is not None:
+            map_executor.close()
+        raise
     try:
         agent = runtime.agent
-        result = agent.chunks.analyze(path.resolve(), instruction, overrides=options, fresh=fresh)
+        result = agent.chunks.analyze(
+            path.resolve(), instruction, overrides=options, fresh=fresh, executor=map_executor
+        )
         text = result.text
         if not result.answered:
             print(
@@ -108,5 +137,7 @@ def analyze_once(
         agent.record_analysis(str(file), instruction, text)
     finally:
         runtime.close()
+        if map_executor is not None:
+            map_executor.close()
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0
