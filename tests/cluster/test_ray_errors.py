@@ -78,7 +78,7 @@ def test_the_executor_can_come_from_harvey_yaml(harvey: Run, workspace: Path) ->
     write_doc(workspace)
     port = _closed_port()
     (workspace / "harvey.yaml").write_text(
-        f"analysis:\n  executor: ray\n  ray_address: '127.0.0.1:{port}'\n"
+        f"retries: 0\nanalysis:\n  executor: ray\n  ray_address: '127.0.0.1:{port}'\n"
     )
     proc = _analyze(harvey)
     assert_one_line_error(proc, 1, f"cannot reach the Ray cluster at 127.0.0.1:{port}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import socket
 
@@ -128,7 +129,7 @@ def test_map_call_turns_a_refusal_into_an_outcome(monkeypatch: pytest.MonkeyPatc
         recipe = recipe_for(OpenAIClient(srv.url, "fake-model", retries=0))
         short = map_call(recipe, MapTask("k1", "hi"))
         long = map_call(recipe, MapTask("k2", "word " * 400))
-    assert short == Outcome("k1", "fine", "node-1")
+    assert short == Outcome("k1", "fine", "node-1", os.getpid())
     assert (long.key, long.text, long.kind, long.node) == ("k2", None, "ContextTooLong", "node-1")
     assert long.window == 10
 

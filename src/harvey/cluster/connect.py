@@ -13,7 +13,8 @@ opens its session, so a cluster that is not there leaves nothing half-written
 in ``sessions.db``.
 
 Ray's own chatter is kept off the terminal (``log_to_driver=False``, its
-loggers at ERROR, file descriptor 2 silenced while it starts) and its usage
+loggers at ERROR, file descriptor 2 silenced while it starts, the cluster's
+error messages sent to the log instead of stdout) and its usage
 statistics stay off unless the person turned them on
 (``RAY_USAGE_STATS_ENABLED``): a local-first tool does not report on its
 user's behalf.
@@ -32,6 +33,8 @@ from typing import Any
 from harvey.errors import ClusterError, UsageError
 
 INSTALL_HINT = "pip install 'harvey-agent[ray]'"
+log = logging.getLogger(__name__)
+
 CONNECT_TIMEOUT = 3.0  # seconds the TCP check of --ray-address waits
 DEFAULT_PORT = 6379  # the Ray head's GCS port when an address names none
 NAMESPACE = "harvey"
@@ -109,7 +112,30 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> tuple[Any, b
         where = address or os.environ.get("RAY_ADDRESS") or "this machine"
         first = (str(exc).strip() or type(exc).__name__).splitlines()[0]
         raise ClusterError(f"cannot join the Ray cluster at {where}: {first}") from exc
+    _errors_to_log(ray)
     return ray, True
+
+
+def _errors_to_log(ray: Any) -> None:
+    """Send the cluster's error messages to Harvey's log instead of stdout.
+
+    A driver prints what the cluster reports to it ("Task map_call failed. There
+    are 3 retries remaining...") on ``sys.stdout`` from a thread of its own,
+    whatever ``log_to_driver`` says — and ``harvey analyze``'s stdout is the
+    answer. Those retries are handled (the call runs again, or the executor
+    sends it elsewhere), so they belong in the debug log. Ray offers no option
+    for this: the module function that thread calls is replaced; a Ray without
+    it is left as it is.
+    """
+    module = getattr(getattr(ray, "_private", None), "worker", None)
+    if module is None or not callable(getattr(module, "print_to_stdstream", None)):
+        return
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines") or ():
+            log.info("ray (%s): %s", data.get("pid", "?"), line)
+
+    module.print_to_stdstream = to_log
 
 
 @contextlib.contextmanager
@@ -142,4 +168,4 @@ def disconnect(ray: Any) -> None:
     try:
         ray.shutdown()
     except Exception as exc:  # any of Ray's; the analysis is over either way
-        logging.getLogger(__name__).debug("ray.shutdown failed: %s", exc)
+        log.debug("ray.shutdown failed: %s", exc)

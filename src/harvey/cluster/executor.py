@@ -226,13 +226,14 @@ class RayExecutor:
 
     ``actors`` forces (``True``) or forbids (``False``) model actors; by default the
     embedded model gets actors and HTTP backends get tasks. ``served`` records, per
-    result key, the node that answered it: what the tests and the benchmark look at.
+    result key, the node and worker process that answered it: what the tests and the
+    benchmark look at.
     """
 
     ray: Any
     attached: bool = False
     actors: bool | None = None
-    served: dict[str, str] = field(default_factory=dict)
+    served: dict[str, tuple[str, int]] = field(default_factory=dict)
     duplicates: int = 0  # answers dropped because their key had one already
 
     @classmethod
@@ -369,5 +370,5 @@ class RayExecutor:
                 f"the cluster lost this chunk's call {item.attempts} times: {_line(exc)}"
             )
         workers.finished(item.worker)
-        self.served[outcome.key] = outcome.node
+        self.served[outcome.key] = (outcome.node, outcome.pid)
         return outcome.result()

@@ -20,6 +20,7 @@ and the coordinator hands over one result per key whatever Ray retried.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -56,6 +57,7 @@ class Outcome:
     key: str
     text: str | None
     node: str = ""
+    pid: int = 0  # the worker process on that node
     error: str | None = None
     kind: str = ""
     prompt_tokens: int | None = None
@@ -96,18 +98,20 @@ def map_call(recipe: Recipe, task: MapTask) -> Outcome:
     """Run one map call on this node; a failure of the model is an ``Outcome``, not a raise."""
     from harvey.llm.base import chat
 
-    node = node_id()
+    node, pid = node_id(), os.getpid()
     try:
         reply = chat(client_for(recipe), [Message(role="user", content=task.prompt)])
     except ContextTooLong as exc:
         line = _first_line(exc)
-        return Outcome(task.key, None, node, line, "ContextTooLong", exc.prompt_tokens, exc.window)
+        return Outcome(
+            task.key, None, node, pid, line, "ContextTooLong", exc.prompt_tokens, exc.window
+        )
     except HarveyError as exc:
-        return Outcome(task.key, None, node, _first_line(exc), type(exc).__name__)
+        return Outcome(task.key, None, node, pid, _first_line(exc), type(exc).__name__)
     except Exception as exc:  # a bug on the node: still one line at the coordinator
         line = f"the Ray worker failed: {type(exc).__name__}: {_first_line(exc)}"
-        return Outcome(task.key, None, node, line, "BackendError")
-    return Outcome(task.key, reply.text, node)
+        return Outcome(task.key, None, node, pid, line, "BackendError")
+    return Outcome(task.key, reply.text, node, pid)
 
 
 class ModelActor:
