@@ -27,6 +27,7 @@ from harvey.cluster.executor import RayExecutor
 from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.map_support import MapTask, result_key
 from harvey.context.progress import NullProgress
+from harvey.errors import Cancelled
 from harvey.llm.local import LocalClient
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import ScriptedClient
@@ -189,6 +190,19 @@ def test_a_lost_node_retires_its_actor_and_the_other_takes_its_calls(two_nodes: 
     order = list(calls.done)  # the order calls were handed over
     after = [executor.served[tasks[j].key][0] for j in order[4:]]
     assert removed[0] not in after  # nothing came from the lost node once it was gone
+
+
+def test_cancel_stops_sending_and_raises(two_nodes: Any) -> None:
+    executor = _executor()
+    tasks = _tasks(12)
+    calls = Calls(tasks)
+    cancel = threading.Event()
+    calls.after_done.append(lambda j: cancel.set())
+    with EchoLlamaCpp(slots=4, delay_per_call=0.3) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        with pytest.raises(Cancelled):
+            executor.run_map(client, tasks, 4, cancel, calls.on_start, calls.on_done)
+    assert 1 <= len(calls.done) <= len(calls.started) == 4  # no call sent after the cancel
 
 
 def test_analyze_survives_a_node_removed_mid_run(

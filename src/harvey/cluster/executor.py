@@ -57,6 +57,7 @@ ACTOR_TASK_RETRIES = 3  # ... and re-runs the call it was in
 RESENDS = 3  # the coordinator sends a call again after Ray gave it up
 CALLS_PER_ACTOR = 2  # one running, one queued behind it: no idle gap between calls
 HTTP_TASK_CPUS = 1.0
+NO_CPU_GRACE = 60.0  # seconds a cluster may have no CPU before the run gives up
 READY_TIMEOUT = 300.0  # seconds to wait for the first model actor to load
 READY_GRACE = 30.0  # ... and then for the others
 
@@ -91,6 +92,7 @@ class _Tasks:
         self.limit = max(1, limit)
         self.in_flight = 0
         self.remote = ray.remote(map_call)
+        self._no_cpu_since: float | None = None
 
     def room(self) -> int:
         return self.limit - self.in_flight
@@ -105,8 +107,17 @@ class _Tasks:
         self.in_flight -= 1
 
     def check(self) -> None:
-        if self.ray.cluster_resources().get("CPU", 0) < HTTP_TASK_CPUS:
-            raise ClusterError("no node of the Ray cluster has a CPU left for the map calls")
+        """A cluster with no CPU for ``NO_CPU_GRACE`` seconds will not run the calls (a
+        shorter gap may be an autoscaler bringing a node up)."""
+        if self.ray.cluster_resources().get("CPU", 0) >= HTTP_TASK_CPUS:
+            self._no_cpu_since = None
+            return
+        now = time.monotonic()
+        self._no_cpu_since = self._no_cpu_since or now
+        if now - self._no_cpu_since >= NO_CPU_GRACE:
+            raise ClusterError(
+                f"no node of the Ray cluster has had a CPU for the map calls for {NO_CPU_GRACE:g} s"
+            )
 
     def close(self) -> None:
         pass
