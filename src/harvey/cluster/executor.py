@@ -23,6 +23,9 @@ Where a call runs (``harvey.cluster.workers``):
   looks at the nodes every second, retires it and sends its calls to the
   actors that remain.
 
+A chunk a server refuses as too long comes back as ``ContextTooLong`` and is
+split and analysed by the engine, in this process, like any other.
+
 Every result is handed to the engine once per key: a call Ray re-ran returns
 through its one reference, a call the coordinator sent again after losing
 its actor is dropped if an answer for its key already arrived. Results that
