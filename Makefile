@@ -36,11 +36,11 @@ $(VENV)/.local-installed: pyproject.toml $(VENV)/.llama-installed
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed
-	$(PIP) install -e '.[local,dev]'
+	$(PIP) install -e '.[local,dev,ray]'
 	touch $@
 
 $(VENV)/.bench-installed: pyproject.toml $(VENV)/.dev-installed
-	$(PIP) install -e '.[local,dev,bench]'
+	$(PIP) install -e '.[local,dev,ray,bench]'
 	touch $@
 
 install: $(VENV)/.local-installed

@@ -213,7 +213,7 @@ def run() -> str:
         "",
         "Loopback `FakeLlamaCpp` servers (OpenAI-compatible chat plus llama.cpp's `/health` "
         "and `/slots`) answering each call after a fixed delay; the real engine over a "
-        "`PooledClient`; one run per case. Ray is not measured (not in this round).",
+        "`PooledClient`; one run per case. Ray has its own section (`bench_ray`).",
         "",
         *four_by_one(),
     ]

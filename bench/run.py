@@ -39,6 +39,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("plan_budget", "bench.bench_plan_budget", "Plan injection budget"),
     ("startup", "bench.bench_startup", "Start-up"),
     ("pool", "bench.bench_pool", "Endpoint pool"),
+    ("ray", "bench.bench_ray", "Ray"),
     ("rag", "bench.bench_rag", "Knowledge stores"),
     ("memory", "bench.bench_memory", "Long-term memory"),
 ]

@@ -183,6 +183,13 @@ class ChunkingSettings(_Strict):
         return ChunkingSettings.model_validate(merged)
 
 
+class AnalysisSettings(_Strict):
+    """Where ``harvey analyze`` runs its map calls: here, or on a Ray cluster."""
+
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, min_length=1)  # None: start Ray here (or RAY_ADDRESS)
+
+
 class OffloadSettings(_Strict):
     enabled: bool = True
     threshold: int = Field(10_000, ge=100)
@@ -226,6 +233,7 @@ class Settings(_Strict):
     session: SessionSettings = Field(default_factory=SessionSettings)
     routes: list[RouteSettings] = Field(default_factory=list)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
     offload: OffloadSettings = Field(default_factory=OffloadSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)

@@ -9,7 +9,8 @@
     │   ├── StreamError         a malformed or truncated stream
     │   ├── ModelNotFound       the server does not know the model
     │   ├── ContextTooLong      the server rejected the prompt as longer than its context
-    │   └── SynthesisError      the reduce phase of a chunked analysis failed
+    │   ├── SynthesisError      the reduce phase of a chunked analysis failed
+    │   └── ClusterError        --executor ray: no Ray, no cluster, or no worker left
     ├── WorkspaceError          a path escapes the workspace or is unusable
     ├── ToolError               a tool failed (becomes an ``error:`` tool result)
     │   └── HookDenied          a before-hook refused the call (its message goes to the model)
@@ -93,6 +94,11 @@ class ContextTooLong(BackendError):
 
 class SynthesisError(BackendError):
     """The reduce phase of a chunked analysis failed; ``harvey analyze`` exits 1."""
+
+
+class ClusterError(BackendError):
+    """``--executor ray`` could not run the map phase: Ray is not installed, the cluster
+    does not answer, or every worker that could hold the model is gone (exit 1)."""
 
 
 class WorkspaceError(HarveyError):

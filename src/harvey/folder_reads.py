@@ -35,6 +35,7 @@ from harvey.config import ChunkingSettings
 from harvey.context.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
 from harvey.context.folder_analysis import FolderResult, FolderRun
 from harvey.context.folder_map import FileChunks
+from harvey.context.map_support import MapExecutor
 from harvey.context.progress import make_progress
 from harvey.errors import UsageError, WorkspaceError
 from harvey.oversize import ChunkedReads, chunk_config, chunks_of, regular_size
@@ -185,6 +186,7 @@ def analyze_files(
     *,
     overrides: ChunkingSettings | None = None,
     fresh: bool = False,
+    executor: MapExecutor | None = None,
 ) -> FolderOutcome:
     """Chunk ``files`` and run the whole-folder analysis; CANCELLED when the person
     refused more than ``max_chunks``. Raises ``WorkspaceError`` for a file that cannot
@@ -246,6 +248,7 @@ def analyze_files(
         bytes_per_token=reads.budget.bytes_per_token(client),
         results=reads.results(fresh) if reads.results is not None else None,
         cancel=reads.cancel,
+        executor=executor,
     )
     result = run.run(chunked, make_progress(reads.ui.progress_stream()))
     if result.reused or result.reused_files:

@@ -41,6 +41,7 @@ from harvey.config import ChunkingSettings
 from harvey.context.analysis import (
     AnalysisRecorder,
     ChunkAnalysisParams,
+    MapExecutor,
     ResultCache,
     run_chunked_analysis,
 )
@@ -262,6 +263,7 @@ class ChunkedReads:
         alert: str | None = None,
         overrides: ChunkingSettings | None = None,
         fresh: bool = False,
+        executor: MapExecutor | None = None,
     ) -> ChunkResult:
         """Chunk ``path`` and run the map-reduce analysis: ANSWERED with the synthesis,
         or CANCELLED when the person refused more than ``max_chunks``.
@@ -320,6 +322,7 @@ class ChunkedReads:
             context_window=self.budget.capabilities(map_client).context_window,
             bytes_per_token=self.budget.bytes_per_token(map_client),
             results=self.results(fresh) if self.results is not None else None,
+            executor=executor,
         )
         self._say_reused(result.reused, total)
         return ChunkResult(ChunkStatus.ANSWERED, result.text)

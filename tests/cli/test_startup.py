@@ -17,7 +17,14 @@ import pytest
 from tests.fakes.servers import FakeOpenAI
 
 # Never needed before a command that uses them runs.
-HEAVY = ("tree_sitter", "tree_sitter_language_pack", "llama_cpp", "prompt_toolkit", "pygments")
+HEAVY = (
+    "tree_sitter",
+    "tree_sitter_language_pack",
+    "llama_cpp",
+    "prompt_toolkit",
+    "pygments",
+    "ray",
+)
 
 
 def modules_after(code: str) -> set[str]:

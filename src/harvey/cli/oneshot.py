@@ -15,6 +15,7 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.agent import TurnOutcome
 from harvey.config import ChunkingSettings, Paths, Settings
@@ -23,6 +24,9 @@ from harvey.redact import redact
 from harvey.runtime import open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI
+
+if TYPE_CHECKING:
+    from harvey.cluster.executor import RayExecutor
 
 
 def run_once(
@@ -81,6 +85,21 @@ def check_readable_text(path: Path) -> None:
         raise UsageError(f"{path} looks like a binary file; analyze reads text files")
 
 
+def open_executor(
+    settings: Settings, executor: str | None, ray_address: str | None
+) -> RayExecutor | None:
+    """The Ray executor, attached to its cluster, when the run asks for one (flag, else
+    ``analysis.executor``); ``None`` runs the map calls here, as always."""
+    choice = executor or settings.analysis.executor
+    if choice != "ray":
+        if ray_address is not None:
+            raise UsageError("--ray-address needs --executor ray")
+        return None
+    from harvey.cluster.executor import RayExecutor
+
+    return RayExecutor.connect(ray_address or settings.analysis.ray_address)
+
+
 def analyze_once(
     paths: Paths,
     settings: Settings,
@@ -91,16 +110,26 @@ def analyze_once(
     auto_yes: bool,
     record: bool,
     fresh: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> int:
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
+    map_executor = open_executor(settings, executor, ray_address)  # before anything is written
     ui = HeadlessUI(auto_yes=auto_yes)
-    runtime = open_runtime(paths, settings, ui=ui, record=record)
+    try:
+        runtime = open_runtime(paths, settings, ui=ui, record=record)
+    except BaseException:
+        if map_executor is not None:
+            map_executor.close()
+        raise
     try:
         agent = runtime.agent
-        result = agent.chunks.analyze(path.resolve(), instruction, overrides=options, fresh=fresh)
+        result = agent.chunks.analyze(
+            path.resolve(), instruction, overrides=options, fresh=fresh, executor=map_executor
+        )
         text = result.text
         if not result.answered:
             print(
@@ -112,6 +141,8 @@ def analyze_once(
         agent.record_analysis(str(file), instruction, text)
     finally:
         runtime.close()
+        if map_executor is not None:
+            map_executor.close()
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0
 
@@ -129,6 +160,8 @@ def analyze_folder_once(
     auto_yes: bool,
     record: bool,
     fresh: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> int:
     """``harvey analyze`` of folders and several files: the overall answer on stdout,
     or with ``per_file`` a Markdown section per file followed by it."""
@@ -142,11 +175,23 @@ def analyze_folder_once(
     ui = HeadlessUI(auto_yes=auto_yes)
     if collected.skipped:
         ui.warn(collected.skipped_line())
-    runtime = open_runtime(paths, settings, ui=ui, record=record)
+    map_executor = open_executor(settings, executor, ray_address)  # before anything is written
+    try:
+        runtime = open_runtime(paths, settings, ui=ui, record=record)
+    except BaseException:
+        if map_executor is not None:
+            map_executor.close()
+        raise
     try:
         agent = runtime.agent
         outcome = analyze_files(
-            agent.chunks, collected.files, label, instruction, overrides=options, fresh=fresh
+            agent.chunks,
+            collected.files,
+            label,
+            instruction,
+            overrides=options,
+            fresh=fresh,
+            executor=map_executor,
         )
         if outcome.result is None or outcome.status is not FolderStatus.ANSWERED:
             print(
@@ -159,5 +204,7 @@ def analyze_folder_once(
         agent.record_analysis(label, instruction, text)
     finally:
         runtime.close()
+        if map_executor is not None:
+            map_executor.close()
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0

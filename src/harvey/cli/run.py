@@ -126,6 +126,20 @@ def run(
     is_flag=True,
     help="Make every map call again, ignoring results an earlier run of the same analysis stored.",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default=None,
+    help="Where the map calls run: here, or on a Ray cluster (needs harvey-agent[ray]; "
+    "default: analysis.executor).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    metavar="ADDR",
+    help="The Ray cluster to join (HOST:PORT, ray://HOST:PORT, auto); without it Ray starts "
+    "on this machine.",
+)
 @no_record_option
 @click.pass_context
 @handle_errors
@@ -147,6 +161,8 @@ def analyze(
     max_chunks: int | None,
     yes: bool,
     fresh: bool,
+    executor: str | None,
+    ray_address: str | None,
     no_record: bool,
 ) -> None:
     """Analyse PATHs chunk by chunk (map-reduce) and print the synthesized result.
@@ -183,6 +199,8 @@ def analyze(
                 auto_yes=yes,
                 record=not no_record,
                 fresh=fresh,
+                executor=executor,
+                ray_address=ray_address,
             )
         )
     sys.exit(
@@ -198,5 +216,7 @@ def analyze(
             auto_yes=yes,
             record=not no_record,
             fresh=fresh,
+            executor=executor,
+            ray_address=ray_address,
         )
     )

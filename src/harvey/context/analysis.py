@@ -21,7 +21,9 @@ here does the same) stops within a poll interval: queued calls never start,
 running streams stop at their next event, the synthesis note records
 ``error: cancelled`` and ``Cancelled`` is raised — nothing is returned to
 inject. Calls run in daemon threads so a server that never answers cannot
-hold the process.
+hold the process — or, given an ``executor`` (``map_support.MapExecutor``),
+wherever it runs them (a Ray cluster); stored results, notes and the reduce
+stay here either way.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
 from harvey.context.chunking import Chunk, ChunkConfig, DocType
 from harvey.context.map_support import (
+    MapExecutor,
+    MapTask,
     ResultCache,
     endpoints_served,
     map_concurrency,
@@ -246,8 +250,10 @@ class _Analysis:
         context_window: int | None,
         bytes_per_token: float,
         results: ResultCache | None = None,
+        executor: MapExecutor | None = None,
     ) -> None:
         self.client = client
+        self.executor = executor
         self.results = results
         self.reused = 0
         self._called: list[tuple[int, str]] = []  # call j of the map phase → (chunk, key)
@@ -289,8 +295,8 @@ class _Analysis:
         self._split_status[i] = split.status
         return split.text, None
 
-    def _prompts(self, n: int, reuse: Callable[[int, str], None]) -> Iterator[str]:
-        """The map prompts, made one by one as call slots free up; a chunk whose result
+    def _tasks(self, n: int, reuse: Callable[[int, str], None]) -> Iterator[MapTask]:
+        """The map calls, made one by one as call slots free up; a chunk whose result
         is stored goes to ``reuse`` instead and costs no call."""
         i = -1
         for i, chunk in enumerate(self.params.chunks):
@@ -305,7 +311,7 @@ class _Analysis:
                 reuse(i, stored)
                 continue
             self._called.append((i, key))
-            yield prompt
+            yield MapTask(key, prompt)
         if i + 1 != n:  # a streamed file that changed between the count and the map
             raise WorkspaceError(
                 f"{self.params.filename} changed while it was being analysed "
@@ -351,15 +357,19 @@ class _Analysis:
             self.progress.chunk_started(i + 1, n)
             done(i, text, None)
 
-        _run_bounded(
-            self.client,
-            self._prompts(n, reuse),
-            map_concurrency(self.client, self.params.config.concurrency),
-            self.cancel,
-            lambda j: self.progress.chunk_started(self._called[j][0] + 1, n),
-            called,
-        )
-        self.served = endpoints_served(self.client, before)
+        tasks = self._tasks(n, reuse)
+        concurrency = map_concurrency(self.client, self.params.config.concurrency)
+
+        def started(j: int) -> None:
+            self.progress.chunk_started(self._called[j][0] + 1, n)
+
+        if self.executor is not None:
+            self.executor.run_map(self.client, tasks, concurrency, self.cancel, started, called)
+        else:
+            prompts = (t.prompt for t in tasks)
+            _run_bounded(self.client, prompts, concurrency, self.cancel, started, called)
+        # Calls a Ray executor makes run on the nodes' own clients: not counted here.
+        self.served = endpoints_served(self.client, before) if self.executor is None else None
         return [p or "" for p in partials], sorted(failures)
 
     def _keep(self, key: str, text: str) -> None:
@@ -484,6 +494,7 @@ def run_chunked_analysis(
     context_window: int | None = None,
     bytes_per_token: float = BYTES_PER_TOKEN,
     results: ResultCache | None = None,
+    executor: MapExecutor | None = None,
 ) -> AnalysisResult:
     """Map every chunk through ``client``, then synthesize; returns an ``AnalysisResult``.
 
@@ -491,6 +502,7 @@ def run_chunked_analysis(
     stderr: a rich bar on a terminal, plain lines otherwise); pass
     ``NullProgress()`` for none. ``context_window`` (the synthesis model's)
     enables the hierarchical reduce; without it the synthesis is one call.
+    ``executor`` runs the map calls elsewhere (``--executor ray``); default: here.
     Raises ``SynthesisError`` when synthesis fails and ``Cancelled`` on cancel.
     """
     if params.count < 1:
@@ -510,6 +522,7 @@ def run_chunked_analysis(
         context_window,
         bytes_per_token,
         results,
+        executor,
     )
     return analysis.run()
 
@@ -518,6 +531,8 @@ __all__ = [
     "AnalysisRecorder",
     "AnalysisResult",
     "ChunkAnalysisParams",
+    "MapExecutor",
+    "MapTask",
     "NullProgress",
     "ResultCache",
     "SynthesisError",

@@ -43,7 +43,7 @@ from harvey.context.folder_map import (
     every_chunk,
     text_hash,
 )
-from harvey.context.map_support import map_concurrency, pool_size
+from harvey.context.map_support import MapExecutor, map_concurrency, pool_size
 from harvey.context.phases import run_map_phase, synthesize
 from harvey.context.progress import ProgressReporter
 from harvey.errors import Cancelled, HarveyError, SynthesisError
@@ -98,6 +98,7 @@ class FolderRun:
     bytes_per_token: float = BYTES_PER_TOKEN
     results: ResultCache | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    executor: MapExecutor | None = None  # where the map calls run (None: here)
 
     @property
     def synth(self) -> LLMClient:
@@ -121,6 +122,7 @@ class FolderRun:
                 progress=tracker,
                 cancel=self.cancel,
                 results=self.results,
+                executor=self.executor,
             )
             if self.recorder is not None and outcome.served is not None:
                 self.recorder.record_chunk_served(outcome.served, pool_size(self.client) or 0)

@@ -1,4 +1,4 @@
-"""What the map phase asks of stored results and of an endpoint pool.
+"""What the map phase asks of stored results, of an endpoint pool and of an executor.
 
 Kept apart from ``analysis.py`` (the engine) so the engine reads as map, then
 reduce: the key a stored result is found by, the cache protocol sessions.db
@@ -7,17 +7,30 @@ questions put to a client that may be a ``PooledClient`` — how many calls to
 keep in flight, how many endpoints it has (the ``[[chunk:]]`` note) and how many
 of them completed calls during the map phase (the ``[[chunk-served:]]`` note).
 Clients are asked by attribute, so this module never imports the pool.
+
+``MapExecutor`` is the seam where the map calls may leave this process: by
+default the engine runs them in its own threads; ``harvey analyze --executor
+ray`` passes ``harvey.cluster.executor.RayExecutor``, which runs them on a Ray
+cluster. Each call travels as a ``MapTask`` with its stored-result key, so an
+executor that retries a call can tell a second answer for the same key from a
+new one and hand over only the first.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from harvey.context.analysis import ChunkAnalysisParams
     from harvey.llm.base import LLMClient
+
+OnStart = Callable[[int], None]  # call j (0-based, in the order the tasks were yielded) began
+OnDone = Callable[[int, "str | None", "BaseException | None"], None]  # call j: its text or error
 
 
 class ResultCache(Protocol):
@@ -74,3 +87,32 @@ def map_concurrency(client: LLMClient, configured: int) -> int:
     so every slot of every endpoint has work (the pool queues what exceeds a slot)."""
     capacity = getattr(client, "total_capacity", None)
     return max(configured, capacity) if isinstance(capacity, int) else configured
+
+
+@dataclass(frozen=True)
+class MapTask:
+    """One map call: its prompt, and the key its result is stored under (``result_key``)."""
+
+    key: str
+    prompt: str
+
+
+class MapExecutor(Protocol):
+    """Runs the map calls of one analysis somewhere (``harvey.cluster.executor.RayExecutor``).
+
+    ``run_map`` takes tasks from ``tasks`` only as it has room for them (the
+    iterable may be lazy), keeps at most ``concurrency`` in flight unless it
+    knows its workers better, calls ``on_start(j)`` when task j is sent and
+    ``on_done(j, text, error)`` exactly once per task, in the calling thread;
+    it raises ``Cancelled`` soon after ``cancel`` is set.
+    """
+
+    def run_map(
+        self,
+        client: LLMClient,
+        tasks: Iterable[MapTask],
+        concurrency: int,
+        cancel: threading.Event,
+        on_start: OnStart,
+        on_done: OnDone,
+    ) -> None: ...

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from harvey.context.analysis import AnalysisRecorder, ChunkAnalysisParams, _Analysis
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.context.chunking import ChunkConfig
-from harvey.context.map_support import ResultCache
+from harvey.context.map_support import MapExecutor, ResultCache
 from harvey.context.progress import NullProgress, ProgressReporter
 from harvey.errors import Cancelled
 from harvey.llm.base import LLMClient
@@ -43,12 +43,13 @@ def run_map_phase(
     progress: ProgressReporter,
     cancel: threading.Event,
     results: ResultCache | None = None,
+    executor: MapExecutor | None = None,
 ) -> MapOutcome:
     """Only the map phase, for a caller that reduces its own way (whole-folder analysis):
     ``[[chunk-result:]]`` notes, no start note, no synthesis; ``progress`` is not started
     or closed here. Raises ``Cancelled`` on cancel."""
     analysis = _Analysis(
-        client, params, recorder, progress, cancel, client, None, BYTES_PER_TOKEN, results
+        client, params, recorder, progress, cancel, client, None, BYTES_PER_TOKEN, results, executor
     )
     try:
         partials, failures = analysis.map_phase()

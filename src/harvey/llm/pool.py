@@ -210,6 +210,11 @@ class PooledClient:
     # --- the hook the map phase, /status and `harvey models` read ---------------
 
     @property
+    def policy(self) -> str:
+        """The dispatch policy's name (a Ray worker's copy of the pool keeps it)."""
+        return self._policy.name
+
+    @property
     def total_capacity(self) -> int:
         """Calls the pool can serve at once: the map phase keeps this many in flight."""
         return sum(e.capacity for e in self.endpoints if e.health != "refused")

@@ -1,0 +1,86 @@
+"""Fixtures for the Ray tests: a private place for Ray's files, and a fake that echoes chunks.
+
+Ray writes its sockets and logs under ``RAY_TMPDIR`` (default ``/tmp/ray``) and a
+little under ``~/.ray``; every Ray test points both at a fresh folder, so nothing
+lands in the user's home or meets another run's cluster. The folder's path is
+kept short: a Unix socket path may not exceed about 107 bytes, and Ray's session
+folders add some 60 of their own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvey.llm.scripted import Reply
+from tests.cli.conftest import harvey, workspace  # the same `harvey` subprocess runner
+from tests.conftest import missing_dependency
+from tests.fakes.base import Step, _Handler
+from tests.fakes.llamacpp import FakeLlamaCpp
+
+CHUNK = re.compile(r"\n---\nChunk (\d+) of (\d+)")
+
+
+class EchoLlamaCpp(FakeLlamaCpp):
+    """A fake llama.cpp server whose answer names the chunk it was asked about
+    (``result 3 of 12``) and ``synthesis`` for anything else, so a test can see
+    every chunk's result arrive exactly once and in order."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._body = threading.local()
+
+    def _chat(self, h: _Handler, body: Any) -> None:
+        self._body.value = body
+        super()._chat(h, body)
+
+    def _next_step(self) -> Step | None:
+        body = getattr(self._body, "value", None)
+        content = str(((body or {}).get("messages") or [{}])[-1].get("content", ""))
+        match = CHUNK.search(content)
+        return Reply(f"result {match[1]} of {match[2]}" if match else "synthesis")
+
+    def map_calls(self) -> list[int]:
+        """The chunk numbers of the map calls received, in arrival order."""
+        found = []
+        for body in self.chat_requests:
+            match = CHUNK.search(str(body["messages"][-1]["content"]))
+            if match:
+                found.append(int(match[1]))
+        return found
+
+
+@pytest.fixture(scope="module")
+def ray_env() -> Iterator[dict[str, str]]:
+    """HOME, RAY_TMPDIR and no RAY_ADDRESS for this process and the ``harvey`` it spawns;
+    the folder is removed afterwards."""
+    if importlib.util.find_spec("ray") is None:
+        missing_dependency("ray is not installed (pip install 'harvey-agent[ray]')")
+    folder = tempfile.mkdtemp(prefix="hr", dir="/tmp" if os.path.isdir("/tmp") else None)
+    env = {"HOME": folder, "RAY_TMPDIR": folder, "RAY_USAGE_STATS_ENABLED": "0"}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        mp.delenv("RAY_ADDRESS", raising=False)
+        yield env
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_doc(folder: Path, paragraphs: int = 12, name: str = "doc.md") -> Path:
+    """A document that makes one chunk per paragraph at ``--chunk-size 1000``."""
+    text = "\n\n".join(f"Paragraph {i}. " + "Some words here. " * 30 for i in range(paragraphs))
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+__all__ = ["EchoLlamaCpp", "harvey", "ray_env", "workspace", "write_doc"]
