@@ -10,10 +10,11 @@ files are collected and before anything is opened or recorded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from harvey.agent import TurnOutcome
 from harvey.config import ChunkingSettings, Paths, Settings
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
-from harvey.runtime import open_runtime
+from harvey.runtime import Runtime, open_runtime
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI
 
@@ -100,6 +101,27 @@ def open_executor(
     return RayExecutor.connect(ray_address or settings.analysis.ray_address)
 
 
+@contextlib.contextmanager
+def analysis_runtime(
+    paths: Paths,
+    settings: Settings,
+    ui: HeadlessUI,
+    *,
+    record: bool,
+    executor: str | None,
+    ray_address: str | None,
+) -> Iterator[tuple[Runtime, RayExecutor | None]]:
+    """The runtime and the map executor of one ``harvey analyze``: the cluster is joined
+    before the session opens, so an unreachable one writes nothing; both are closed after."""
+    map_executor = open_executor(settings, executor, ray_address)
+    with contextlib.ExitStack() as stack:
+        if map_executor is not None:
+            stack.callback(map_executor.close)
+        runtime = open_runtime(paths, settings, ui=ui, record=record)
+        stack.callback(runtime.close)
+        yield runtime, map_executor
+
+
 def analyze_once(
     paths: Paths,
     settings: Settings,
@@ -117,15 +139,11 @@ def analyze_once(
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
-    map_executor = open_executor(settings, executor, ray_address)  # before anything is written
     ui = HeadlessUI(auto_yes=auto_yes)
-    try:
-        runtime = open_runtime(paths, settings, ui=ui, record=record)
-    except BaseException:
-        if map_executor is not None:
-            map_executor.close()
-        raise
-    try:
+    opened = analysis_runtime(
+        paths, settings, ui, record=record, executor=executor, ray_address=ray_address
+    )
+    with opened as (runtime, map_executor):
         agent = runtime.agent
         result = agent.chunks.analyze(
             path.resolve(), instruction, overrides=options, fresh=fresh, executor=map_executor
@@ -139,10 +157,6 @@ def analyze_once(
             )
             return 1
         agent.record_analysis(str(file), instruction, text)
-    finally:
-        runtime.close()
-        if map_executor is not None:
-            map_executor.close()
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0
 
@@ -175,14 +189,10 @@ def analyze_folder_once(
     ui = HeadlessUI(auto_yes=auto_yes)
     if collected.skipped:
         ui.warn(collected.skipped_line())
-    map_executor = open_executor(settings, executor, ray_address)  # before anything is written
-    try:
-        runtime = open_runtime(paths, settings, ui=ui, record=record)
-    except BaseException:
-        if map_executor is not None:
-            map_executor.close()
-        raise
-    try:
+    opened = analysis_runtime(
+        paths, settings, ui, record=record, executor=executor, ray_address=ray_address
+    )
+    with opened as (runtime, map_executor):
         agent = runtime.agent
         outcome = analyze_files(
             agent.chunks,
@@ -202,9 +212,5 @@ def analyze_folder_once(
             return 1
         text = per_file_markdown(outcome.result) if per_file else outcome.result.text
         agent.record_analysis(label, instruction, text)
-    finally:
-        runtime.close()
-        if map_executor is not None:
-            map_executor.close()
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0
