@@ -267,6 +267,15 @@ class KnowledgeStore:
             )
             return {r[0]: ChunkRow(*r) for r in rows}
 
+    def paths_of(self, ids: Sequence[int]) -> dict[int, str]:
+        """Each chunk id's file path (no text: fusion only needs to know which file)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._translated():
+            rows = self._db.execute(f"SELECT id, path FROM chunks WHERE id IN ({marks})", list(ids))
+            return {int(r[0]): str(r[1]) for r in rows}
+
     def fts(self, match: str, limit: int) -> list[tuple[int, float]]:
         """``(chunk id, bm25)`` best first; bm25 is FTS5's (more negative is better)."""
         with self._translated():
@@ -276,6 +285,23 @@ class KnowledgeStore:
                 (match, limit),
             )
             return [(int(r[0]), float(r[1])) for r in rows]
+
+    def match_counts(self, terms: Sequence[str], cap: int) -> list[int]:
+        """How many chunks match each FTS term, counting no further than ``cap``.
+
+        Counting walks a term's doclist without scoring, so it costs a small fraction of
+        ranking the same rows; the cap bounds it for the commonest words."""
+        with self._translated():
+            return [
+                int(
+                    self._db.execute(
+                        "SELECT count(*) FROM (SELECT rowid FROM chunks_fts "
+                        "WHERE chunks_fts MATCH ? LIMIT ?)",
+                        (term, cap),
+                    ).fetchone()[0]
+                )
+                for term in terms
+            ]
 
     # -- vectors --------------------------------------------------------------------
 
