@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.corpora import CORPORA_DIR, code_corpus, prose_corpus, total_bytes
+from bench.rag_chunk_paths import run as chunk_paths
 from bench.rag_questions import QUESTIONS
 from harvey.knowledge.embedders import LocalEmbedder
 from harvey.knowledge.ingest import Ingester
@@ -290,6 +291,8 @@ def run() -> str:
             *(f"| {name} | {hit:.3f} | {mrr:.3f} |" for name, hit, mrr in quality),
             "",
             *_quality_verdicts(quality),
+            "",
+            *chunk_paths(),
         ]
     )
 
