@@ -37,7 +37,7 @@ from harvey.context.chunking import (
     detect_doc_type,
     language_for_path,
 )
-from harvey.errors import KnowledgeError, UsageError, WorkspaceError
+from harvey.errors import UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.tools.files import looks_binary, open_regular, safe_path
@@ -263,10 +263,7 @@ class Ingester:
             vectors = self.embedder.embed([text for _h, text in batch])
             bound = int(self.store.meta("dims") or 0)
             if bound and vectors.shape[1] != bound:
-                raise KnowledgeError(
-                    f"store {self.store.name!r} holds {bound}-dimension vectors but "
-                    f"{self.embedder.spec} made {vectors.shape[1]}"
-                )
+                raise self.store.dimension_error(bound, self.embedder.spec, vectors.shape[1])
             if not bound:
                 self.store.set_meta("dims", str(vectors.shape[1]))
             self.store.put_vectors(

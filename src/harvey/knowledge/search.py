@@ -145,7 +145,12 @@ class Searcher:
             # a prompt longer than the embedder takes is searched by its opening (stored
             # chunks are never cut: an over-long one is an error at ingest)
             query = self.embedder.embed([text[: self.embedder.max_chars]])[0]
-            dense = self._vectors().nearest(query, pool)
+            index = self._vectors()
+            if len(index.ids) and index.matrix.shape[1] != query.shape[0]:
+                raise self.store.dimension_error(
+                    index.matrix.shape[1], self.embedder.spec, query.shape[0]
+                )
+            dense = index.nearest(query, pool)
             if mode == "vector":
                 ranked = [(cid, max(0.0, s)) for cid, s in dense[:k]]
             else:

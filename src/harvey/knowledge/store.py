@@ -195,6 +195,14 @@ class KnowledgeStore:
     def embedder_spec(self) -> str:
         return self.meta("embedder") or "none"
 
+    def dimension_error(self, bound: int, spec: str, got: int) -> KnowledgeError:
+        """The one error for vectors of another size than the store's: both named."""
+        return KnowledgeError(
+            f"store {self.name!r} was made with embedder {self.embedder_spec} "
+            f"({bound}-dimension vectors) but {spec} now answers with {got} dimensions "
+            "(its model changed?); make a new store for it"
+        )
+
     # -- files and chunks ---------------------------------------------------------
 
     def file_row(self, path: str) -> FileRow | None:
