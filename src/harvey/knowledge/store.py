@@ -17,21 +17,38 @@ is damaged, is one ``KnowledgeError`` line naming it.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harvey.errors import KnowledgeError, UsageError
+from harvey.knowledge.names import (  # re-exported: store.py is where callers look
+    NAME_RE,
+    check_name,
+    rag_dir,
+    store_names,
+    store_path,
+    with_active,
+)
 
-if TYPE_CHECKING:
-    from harvey.config import Settings
+__all__ = [
+    "NAME_RE",
+    "ChunkRow",
+    "FileRow",
+    "KnowledgeStore",
+    "NewChunk",
+    "check_name",
+    "create_store",
+    "open_store",
+    "rag_dir",
+    "store_names",
+    "store_path",
+    "with_active",
+]
 
-NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SCHEMA_VERSION = 1
 _BUSY_MS = 5000
 
@@ -53,38 +70,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 );
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
 """
-
-
-def check_name(name: str) -> str:
-    """A store name is ``[A-Za-z0-9_-]{1,64}``: it becomes a file name, so nothing else."""
-    if not NAME_RE.fullmatch(name):
-        raise UsageError(
-            f"bad store name {name!r}: use 1-64 letters, digits, '_' or '-' (e.g. notes)"
-        )
-    return name
-
-
-def with_active(settings: Settings, name: str | None) -> Settings:
-    """``settings`` with ``rag.active`` set to ``name`` (``--rag``, ``/rag use``), if given."""
-    if not name:
-        return settings
-    rag = settings.rag.model_copy(update={"active": check_name(name)})
-    return settings.model_copy(update={"rag": rag})
-
-
-def rag_dir(workspace: Path) -> Path:
-    return workspace / ".harvey" / "rag"
-
-
-def store_path(workspace: Path, name: str) -> Path:
-    return rag_dir(workspace) / f"{check_name(name)}.db"
-
-
-def store_names(workspace: Path) -> list[str]:
-    folder = rag_dir(workspace)
-    if not folder.is_dir():
-        return []
-    return sorted(p.stem for p in folder.glob("*.db") if NAME_RE.fullmatch(p.stem))
 
 
 @dataclass(frozen=True)
