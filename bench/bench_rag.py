@@ -266,7 +266,8 @@ def run() -> str:
         [
             "## Knowledge stores (`harvey rag`)",
             "",
-            "Chunk size 1,500 bytes (Harvey's chunker, heuristic cuts, no overlap); the hybrid "
+            "Chunk size 1,500 bytes (Harvey's chunker, no overlap; heuristic cuts for reST and "
+            "Python, as measured below); the hybrid "
             "store uses the offline `local` embedder (wordllama 256-d). bm25s's time is "
             "tokenising plus indexing the chunks Harvey stored (no chunking, no storage). "
             "Target: FTS-only ingest ≥ half of bm25s's speed; unchanged re-ingest ≤ 3% of "

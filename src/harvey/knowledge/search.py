@@ -1,6 +1,6 @@
 """Query a store: FTS5 BM25, cosine over vectors, score fusion per file, 0–1 scores.
 
-Scores are on one 0–1 scale so ``rag.min_score`` means the same for every store:
+Scores are on one 0–1 scale, so one ``rag.min_score`` serves every store:
 
 * BM25-only: FTS5's ``bm25()`` is unbounded (more negative is better), so a
   chunk with BM25 ``b`` (as a positive number) scores ``b / (b + 5)`` — a
@@ -10,8 +10,10 @@ Scores are on one 0–1 scale so ``rag.min_score`` means the same for every stor
   list's scores min-max normalised (the list's best 1, its worst 0) and
   averaged, with a file's best chunk carrying the file's pooled evidence
   (see ``fuse``): first in both lists scores 1.0, found by one list only at
-  most 0.5. Measured on the benchmark's questions, this beat reciprocal-rank
-  fusion (k = 60) at chunk level, which lost to the embedding alone.
+  most 0.5. The score is relative to the query's candidates (``min_score``
+  drops the weakest of them). Measured on the benchmark's questions, this
+  beat reciprocal-rank fusion (k = 60) at chunk level, which lost to the
+  embedding alone.
 * Embedding-only (the benchmark's row): the cosine itself, floored at 0.
 
 The query text goes into ``MATCH`` only as double-quoted words joined by
