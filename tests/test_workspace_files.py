@@ -161,3 +161,15 @@ def test_walk_agrees_with_git(
     root = tmp_path_factory.mktemp("ws")
     _tree(root, files)
     assert _walk(root) == _git_untracked(root)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_or_symlinked_gitignore_is_no_rules_and_no_hang(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("*\n")
+    ws = tmp_path / "ws"
+    _tree(ws, {"a.txt": "", "sub/b.txt": "", "link/c.txt": ""})
+    os.mkfifo(ws / ".gitignore")
+    os.mkfifo(ws / "sub" / ".gitignore")
+    (ws / "link" / ".gitignore").symlink_to(outside)
+    assert _walk(ws) == {"a.txt", "sub/b.txt", "link/c.txt"}

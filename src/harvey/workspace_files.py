@@ -95,12 +95,22 @@ def _parse(text: str) -> list[_Rule]:
     return rules
 
 
-def _read_rules(folder: Path) -> list[_Rule]:
+def _read_text(path: Path) -> str:
+    """A ``.gitignore``'s text; "" unless it is a regular file (git does not follow a
+    symlinked one either, and a FIFO must not hang the walk)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(folder / ".gitignore", encoding="utf-8", errors="replace") as fh:
-            return _parse(fh.read(1_000_000))
-    except OSError:  # none there (the usual case), a folder, unreadable: no rules
-        return []
+        fd = os.open(path, flags)
+    except OSError:  # none there (the usual case), a symlink, unreadable: no rules
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return fh.read(1_000_000).decode("utf-8", errors="replace")
+
+
+def _read_rules(folder: Path) -> list[_Rule]:
+    return _parse(_read_text(folder / ".gitignore"))
 
 
 class GitIgnore:
@@ -115,11 +125,7 @@ class GitIgnore:
 
     @classmethod
     def of_workspace(cls, workspace: Path) -> GitIgnore:
-        try:
-            with open(workspace / ".gitignore", encoding="utf-8", errors="replace") as fh:
-                return cls(fh.read(1_000_000), workspace)
-        except OSError:
-            return cls("", workspace)
+        return cls(_read_text(workspace / ".gitignore"), workspace)
 
     def _rules_of(self, folder: str) -> list[_Rule]:
         if not folder:
