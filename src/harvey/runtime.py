@@ -251,7 +251,7 @@ def _register_search_knowledge(
     registry: ToolRegistry, settings: Settings, workspace: Path, agent: Callable[[], Agent]
 ) -> None:
     """``search_knowledge`` when a store is active or this workspace has one (``/rag use``)."""
-    from harvey.knowledge.store import store_names
+    from harvey.knowledge.names import store_names  # a stat: no SQLite, no numpy
 
     if not settings.rag.active and not store_names(workspace):
         return

@@ -1,4 +1,4 @@
-"""Walk a workspace's files the way a person means "all my files".
+r"""Walk a workspace's files the way a person means "all my files".
 
 Ingesting a folder into a knowledge store and whole-folder analysis
 (``harvey analyze FOLDER``) want the same set: regular files under the folder, never inside
@@ -6,11 +6,15 @@ Ingesting a folder into a knowledge store and whole-folder analysis
 workspace's ``.gitignore`` ignores. This module owns that rule so every
 caller skips the same things.
 
-The ``.gitignore`` support covers what real projects write: blank lines and
-``#`` comments, ``!`` negation, a trailing ``/`` for folders only, a leading
-or inner ``/`` anchoring the pattern at the workspace root, ``*``/``?``/
-``[...]`` globs and ``**`` across folders. Only the workspace root's file is
-read; nested ``.gitignore`` files are not (said in the docs).
+``.gitignore`` files follow git's rules: the workspace root's and every
+nested one (read lazily, once per folder), each pattern relative to the folder
+of its file; blank lines and ``#`` comments, ``\#``/``\!`` escapes, ``!``
+negation, a trailing ``/`` for folders only, a leading or inner ``/``
+anchoring the pattern at its file's folder, ``*``/``?``/``[...]`` globs and
+``**`` across folders. A deeper file's rules win over a shallower one's, the
+last matching rule of a file wins, and nothing inside an ignored folder can be
+re-included (git does not look inside it either). ``.git/info/exclude`` and a
+global excludes file are not read: they are one person's, not the project's.
 """
 
 from __future__ import annotations
@@ -52,13 +56,17 @@ def _glob_regex(pattern: str, anchored: bool) -> re.Pattern[str]:
         elif pattern[i] == "?":
             parts.append("[^/]")
             i += 1
+        elif pattern[i] == "\\" and i + 1 < len(pattern):
+            parts.append(re.escape(pattern[i + 1]))
+            i += 2
         elif pattern[i] == "[":
             end = pattern.find("]", i + 1)
             if end == -1:
                 parts.append(re.escape("["))
                 i += 1
-            else:
-                parts.append(fnmatch.translate(pattern[i : end + 1])[4:-3])
+            else:  # git's [^...] is fnmatch's [!...]
+                bracket = pattern[i : end + 1].replace("[^", "[!", 1)
+                parts.append(fnmatch.translate(bracket)[4:-3])
                 i = end + 1
         else:
             parts.append(re.escape(pattern[i]))
@@ -74,41 +82,90 @@ def matches_any(relative: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
-class GitIgnore:
-    """The rules of one ``.gitignore``; the last matching rule wins, as in git."""
+def _parse(text: str) -> list[_Rule]:
+    rules: list[_Rule] = []
+    for raw in text.splitlines():
+        line = raw.rstrip(" ")
+        if line.endswith("\\") and len(raw) > len(line):
+            line += " "  # "\\ " at the end: the escaped space is part of the pattern
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate or line.startswith(("\\#", "\\!")):  # "!x" negates; "\\!x" is literal
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        rules.append(_Rule(_glob_regex(line.lstrip("/"), anchored), negate, dir_only))
+    return rules
 
-    def __init__(self, text: str) -> None:
-        self.rules: list[_Rule] = []
-        for raw in text.splitlines():
-            line = raw.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negate = line.startswith("!")
-            if negate:
-                line = line[1:]
-            dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            if not line:
-                continue
-            anchored = "/" in line
-            self.rules.append(_Rule(_glob_regex(line.lstrip("/"), anchored), negate, dir_only))
+
+def _read_text(path: Path) -> str:
+    """A ``.gitignore``'s text; "" unless it is a regular file (git does not follow a
+    symlinked one either, and a FIFO must not hang the walk)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:  # none there (the usual case), a symlink, unreadable: no rules
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return fh.read(1_000_000).decode("utf-8", errors="replace")
+
+
+def _read_rules(folder: Path) -> list[_Rule]:
+    return _parse(_read_text(folder / ".gitignore"))
+
+
+class GitIgnore:
+    """The ``.gitignore`` rules of a workspace: its root file's (``text``) and, when
+    ``root`` is given, every nested file's, read when a path under it is first asked
+    about."""
+
+    def __init__(self, text: str, root: Path | None = None) -> None:
+        self.rules = _parse(text)
+        self._root = root
+        self._nested: dict[str, list[_Rule]] = {}  # folder (workspace-relative) -> rules
 
     @classmethod
     def of_workspace(cls, workspace: Path) -> GitIgnore:
-        try:
-            with open(workspace / ".gitignore", encoding="utf-8", errors="replace") as fh:
-                return cls(fh.read(1_000_000))
-        except OSError:
-            return cls("")
+        return cls(_read_text(workspace / ".gitignore"), workspace)
+
+    def _rules_of(self, folder: str) -> list[_Rule]:
+        if not folder:
+            return self.rules
+        if self._root is None:
+            return []
+        if folder not in self._nested:
+            self._nested[folder] = _read_rules(self._root / folder)
+        return self._nested[folder]
+
+    def _verdict(self, relative: str, is_dir: bool) -> bool:
+        """Whether the path itself is ignored, its folders taken as not ignored."""
+        parts = relative.split("/")
+        verdict = False
+        # the root's file first, the deepest last: a later match wins, as in git
+        for depth in range(len(parts)):
+            folder = "/".join(parts[:depth])
+            rest = "/".join(parts[depth:])
+            for rule in self._rules_of(folder):
+                if rule.dir_only and not is_dir:
+                    continue
+                if rule.regex.match(rest):
+                    verdict = not rule.negate
+        return verdict
 
     def ignored(self, relative: str, is_dir: bool) -> bool:
-        verdict = False
-        for rule in self.rules:
-            if rule.dir_only and not is_dir:
-                continue
-            if rule.regex.match(relative):
-                verdict = not rule.negate
-        return verdict
+        """Whether ``relative`` (``/``-separated, from the workspace root) is ignored:
+        by its own rules, or because a folder above it is (git never looks inside one)."""
+        parts = relative.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            if self._verdict("/".join(parts[:depth]), True):
+                return True
+        return self._verdict("/".join(parts), is_dir)
 
 
 def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -> Iterator[Path]:
@@ -137,8 +194,9 @@ def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -
             if stat.S_ISDIR(mode):
                 if entry.name in SKIPPED_DIRS or (path / "pyvenv.cfg").exists():
                     continue
-                if not ignore.ignored(relative, True):
+                # the walk never enters an ignored folder, so only the entry itself is judged
+                if not ignore._verdict(relative, True):
                     subdirs.append(path)
-            elif stat.S_ISREG(mode) and not ignore.ignored(relative, False):
+            elif stat.S_ISREG(mode) and not ignore._verdict(relative, False):
                 yield path
         stack.extend(reversed(subdirs))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harvey.knowledge.retrieval import merge, render
-from harvey.knowledge.search import Hit, bm25_score, fts_query, fuse
+from harvey.knowledge.search import Hit, bm25_score, fts_query, fuse, prune_terms
 from harvey.knowledge.store import ChunkRow, create_store
 
 
@@ -29,11 +29,33 @@ def test_no_user_text_is_an_fts_error(tmp_path: Path, text: str) -> None:
 def test_scores_are_zero_to_one() -> None:
     assert bm25_score(0.0) == 0 and bm25_score(-5.0) == 0.5 and 0 < bm25_score(-100) < 1
     assert bm25_score(3.0) == 0  # FTS5 never returns a positive BM25; a bad one scores 0
-    fused = dict(fuse([1, 2, 3], [1, 3, 4]))
-    assert fused[1] == pytest.approx(1.0)
-    assert fused[3] < fused[1] and fused[2] < 0.51 and fused[4] < 0.51
-    tie = dict(fuse([5, 6], [6, 5]))
+    files = {1: "a", 2: "b", 3: "c", 4: "d"}
+    fused = dict(fuse([(1, 9.0), (2, 5.0), (3, 1.0)], [(1, 0.9), (3, 0.5), (4, 0.1)], files))
+    assert fused[1] == pytest.approx(1.0)  # best in both lists
+    assert fused[3] < fused[1] and fused[2] <= 0.5 and fused[4] == 0  # one list only: ≤ ½
+    assert all(0 <= s <= 1 for s in fused.values())
+    tie = dict(fuse([(5, 2.0), (6, 1.0)], [(6, 0.8), (5, 0.4)], {5: "x", 6: "y"}))
     assert tie[5] == pytest.approx(tie[6])
+
+
+def test_fusion_pools_a_files_evidence() -> None:
+    """BM25 finds file f by chunk 1, cosine by chunk 2: f's best chunk gets both."""
+    files = {1: "f", 2: "f", 3: "g", 4: "h"}
+    lexical = [(1, 10.0), (3, 8.0), (4, 0.0)]
+    dense = [(3, 0.8), (2, 0.7), (4, 0.1)]
+    ranked = fuse(lexical, dense, files)
+    assert [c for c, _s in ranked][:2] == [1, 3]  # chunk-level fusion would put 3 first
+    scores = dict(ranked)
+    assert scores[1] == pytest.approx((1.0 + (0.7 - 0.1) / 0.7) / 2)
+    assert scores[2] < scores[1]  # the file's other chunk keeps its own score
+    assert [s for _c, s in ranked] == sorted((s for _c, s in ranked), reverse=True)
+
+
+def test_common_words_are_dropped_once_the_budget_is_spent() -> None:
+    terms = ['"rare"', '"common"', '"mid"', '"none"']
+    assert prune_terms(terms, [10, 9_000, 500, 0], 8_000) == ['"none"', '"rare"', '"mid"']
+    assert prune_terms(terms, [9_000, 9_500, 8_500, 9_900], 8_000) == ['"mid"']  # one at least
+    assert prune_terms(terms, [1, 2, 3, 4], 8_000) == ['"rare"', '"common"', '"mid"', '"none"']
 
 
 def _hit(path: str, start: int, end: int, lines: tuple[int, int], text: str, score: float) -> Hit:

@@ -63,7 +63,7 @@ def no_record_option(func: F) -> F:
 
 def with_rag(settings: Settings, name: str | None) -> Settings:
     """``settings`` with ``rag.active`` set to ``name`` (checked), if given."""
-    from harvey.knowledge.store import with_active
+    from harvey.knowledge.names import with_active
 
     return with_active(settings, name)
 

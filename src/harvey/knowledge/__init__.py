@@ -2,6 +2,6 @@
 
 ``store`` (the SQLite file), ``ingest`` (files → chunks → rows), ``embedders``
 (none / local wordllama / Ollama / OpenAI-compatible), ``search`` (BM25, cosine,
-reciprocal-rank fusion), ``service`` (a store opened with its bound embedder)
+score fusion), ``service`` (a store opened with its bound embedder)
 and ``retrieval`` (the per-turn step and its ``[[rag:]]`` provenance).
 """

@@ -14,9 +14,11 @@ file is its own transaction and vectors are added after the files, a Ctrl-C
 leaves the store consistent and the next ingest continues where it stopped.
 
 Chunking is Harvey's own chunker (``chunk_document``) at
-``rag.chunk_size_bytes`` without overlap; its heuristic source splitter is
-used for every language (tree-sitter parses Python at about 7 MB/s here, the
-heuristic at over 200 MB/s with the same share of definition-led chunks).
+``rag.chunk_size_bytes`` without overlap. Its source splitter is chosen per
+language by measurement (``TREE_SITTER_LANGUAGES``, ``bench/rag_chunk_paths.py``):
+the heuristic runs at 150+ MB/s and tree-sitter at 5-9 MB/s; on Python and C
+both cut at a definition equally often, so the heuristic is used; on
+JavaScript tree-sitter cuts there clearly more often, so it is used.
 """
 
 from __future__ import annotations
@@ -28,14 +30,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvey.context.chunking import ChunkConfig, chunk_document, detect_doc_type
-from harvey.errors import KnowledgeError, UsageError, WorkspaceError
+from harvey.context.chunking import (
+    ChunkConfig,
+    chunk_document,
+    detect_doc_type,
+    language_for_path,
+)
+from harvey.errors import UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.tools.files import looks_binary, open_regular, safe_path
 from harvey.workspace_files import GitIgnore, matches_any, walk_files
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# Languages whose files are split at tree-sitter's definition starts; every other source
+# file uses the heuristic. Chosen by measurement (``bench/rag_chunk_paths.py``): tree-sitter
+# earns its slower parse only where it cuts at definitions clearly more often.
+TREE_SITTER_LANGUAGES: frozenset[str] = frozenset({"javascript"})
 EMBED_BATCH = 64
 
 
@@ -191,9 +202,16 @@ class Ingester:
             report.unchanged += 1
             return
         content = data.decode("utf-8", errors="replace")
+        language = language_for_path(path)
+        pieces = chunk_document(
+            content,
+            self.cfg,
+            detect_doc_type(path),
+            language=language if language in TREE_SITTER_LANGUAGES else None,
+        )
         chunks = [
             NewChunk(c.start, c.end, c.start_line, c.end_line, text_hash(c.text.encode()), c.text)
-            for c in chunk_document(content, self.cfg, detect_doc_type(path))
+            for c in pieces
             if c.text.strip()
         ]
         self.store.replace_file(row, chunks)
@@ -239,10 +257,7 @@ class Ingester:
             vectors = self.embedder.embed([text for _h, text in batch])
             bound = int(self.store.meta("dims") or 0)
             if bound and vectors.shape[1] != bound:
-                raise KnowledgeError(
-                    f"store {self.store.name!r} holds {bound}-dimension vectors but "
-                    f"{self.embedder.spec} made {vectors.shape[1]}"
-                )
+                raise self.store.dimension_error(bound, self.embedder.spec, vectors.shape[1])
             if not bound:
                 self.store.set_meta("dims", str(vectors.shape[1]))
             self.store.put_vectors(

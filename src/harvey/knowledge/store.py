@@ -17,21 +17,38 @@ is damaged, is one ``KnowledgeError`` line naming it.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harvey.errors import KnowledgeError, UsageError
+from harvey.knowledge.names import (  # re-exported: store.py is where callers look
+    NAME_RE,
+    check_name,
+    rag_dir,
+    store_names,
+    store_path,
+    with_active,
+)
 
-if TYPE_CHECKING:
-    from harvey.config import Settings
+__all__ = [
+    "NAME_RE",
+    "ChunkRow",
+    "FileRow",
+    "KnowledgeStore",
+    "NewChunk",
+    "check_name",
+    "create_store",
+    "open_store",
+    "rag_dir",
+    "store_names",
+    "store_path",
+    "with_active",
+]
 
-NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SCHEMA_VERSION = 1
 _BUSY_MS = 5000
 
@@ -53,38 +70,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 );
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
 """
-
-
-def check_name(name: str) -> str:
-    """A store name is ``[A-Za-z0-9_-]{1,64}``: it becomes a file name, so nothing else."""
-    if not NAME_RE.fullmatch(name):
-        raise UsageError(
-            f"bad store name {name!r}: use 1-64 letters, digits, '_' or '-' (e.g. notes)"
-        )
-    return name
-
-
-def with_active(settings: Settings, name: str | None) -> Settings:
-    """``settings`` with ``rag.active`` set to ``name`` (``--rag``, ``/rag use``), if given."""
-    if not name:
-        return settings
-    rag = settings.rag.model_copy(update={"active": check_name(name)})
-    return settings.model_copy(update={"rag": rag})
-
-
-def rag_dir(workspace: Path) -> Path:
-    return workspace / ".harvey" / "rag"
-
-
-def store_path(workspace: Path, name: str) -> Path:
-    return rag_dir(workspace) / f"{check_name(name)}.db"
-
-
-def store_names(workspace: Path) -> list[str]:
-    folder = rag_dir(workspace)
-    if not folder.is_dir():
-        return []
-    return sorted(p.stem for p in folder.glob("*.db") if NAME_RE.fullmatch(p.stem))
 
 
 @dataclass(frozen=True)
@@ -195,6 +180,14 @@ class KnowledgeStore:
     def embedder_spec(self) -> str:
         return self.meta("embedder") or "none"
 
+    def dimension_error(self, bound: int, spec: str, got: int) -> KnowledgeError:
+        """The one error for vectors of another size than the store's: both named."""
+        return KnowledgeError(
+            f"store {self.name!r} was made with embedder {self.embedder_spec} "
+            f"({bound}-dimension vectors) but {spec} now answers with {got} dimensions "
+            "(its model changed?); make a new store for it"
+        )
+
     # -- files and chunks ---------------------------------------------------------
 
     def file_row(self, path: str) -> FileRow | None:
@@ -267,6 +260,15 @@ class KnowledgeStore:
             )
             return {r[0]: ChunkRow(*r) for r in rows}
 
+    def paths_of(self, ids: Sequence[int]) -> dict[int, str]:
+        """Each chunk id's file path (no text: fusion only needs to know which file)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._translated():
+            rows = self._db.execute(f"SELECT id, path FROM chunks WHERE id IN ({marks})", list(ids))
+            return {int(r[0]): str(r[1]) for r in rows}
+
     def fts(self, match: str, limit: int) -> list[tuple[int, float]]:
         """``(chunk id, bm25)`` best first; bm25 is FTS5's (more negative is better)."""
         with self._translated():
@@ -276,6 +278,23 @@ class KnowledgeStore:
                 (match, limit),
             )
             return [(int(r[0]), float(r[1])) for r in rows]
+
+    def match_counts(self, terms: Sequence[str], cap: int) -> list[int]:
+        """How many chunks match each FTS term, counting no further than ``cap``.
+
+        Counting walks a term's doclist without scoring, so it costs a small fraction of
+        ranking the same rows; the cap bounds it for the commonest words."""
+        with self._translated():
+            return [
+                int(
+                    self._db.execute(
+                        "SELECT count(*) FROM (SELECT rowid FROM chunks_fts "
+                        "WHERE chunks_fts MATCH ? LIMIT ?)",
+                        (term, cap),
+                    ).fetchone()[0]
+                )
+                for term in terms
+            ]
 
     # -- vectors --------------------------------------------------------------------
 
