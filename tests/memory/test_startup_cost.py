@@ -57,7 +57,11 @@ def test_nothing_to_recall_opens_nothing(tmp_path: Path, isolated_env: Path) -> 
     with sqlite3.connect(db) as conn:  # made an older memory.db: only m001 applied
         conn.execute("DELETE FROM _migrations WHERE name != 'm001_memories'")
         conn.execute("DROP TABLE workspace_choices")
-        conn.execute("DROP TABLE memory_vectors")
+        conn.execute("DROP TABLE memory_vectors")  # its triggers go with it
+        conn.execute("DROP TABLE memory_vector_packs")
+        for name in ("insert", "delete", "update"):
+            conn.execute(f"DROP TRIGGER memory_generation_memories_{name}")
+        conn.execute("DROP TABLE memory_generation")
     assert not anything_to_recall(db, ws.resolve())
     assert "loaded: none" in run(ws)
     assert applied(db) == ["m001_memories"]  # one query, no migration

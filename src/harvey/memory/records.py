@@ -88,10 +88,55 @@ def _m003_memory_vectors(db: sqlite3.Connection) -> None:
     )
 
 
+# What a recalled vector depends on: a change to any of these makes every pack stale.
+_VECTOR_INPUTS = ("id", "text", "workspace", "archived", "superseded_by")
+_M004_STATEMENTS = (
+    "CREATE TABLE memory_generation (n INTEGER NOT NULL)",
+    "INSERT INTO memory_generation (n) VALUES (0)",
+    """CREATE TABLE memory_vector_packs (
+        embedder TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        generation INTEGER NOT NULL,
+        ids TEXT NOT NULL,
+        vecs BLOB NOT NULL,
+        PRIMARY KEY (embedder, scope)
+    )""",
+)
+
+
+def _generation_triggers() -> list[str]:
+    """One trigger per write to ``memories`` and ``memory_vectors`` that bumps the
+    generation; an UPDATE of memories only when it changes a ``_VECTOR_INPUTS`` column."""
+    changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in _VECTOR_INPUTS)
+    out = []
+    for table in ("memories", "memory_vectors"):
+        for event in ("INSERT", "DELETE", "UPDATE"):
+            when = f"WHEN {changed}" if (table, event) == ("memories", "UPDATE") else ""
+            out.append(
+                f"CREATE TRIGGER memory_generation_{table}_{event.lower()} AFTER {event} "
+                f"ON {table} {when} BEGIN UPDATE memory_generation SET n = n + 1; END"
+            )
+    return out
+
+
+def _m004_memory_vector_packs(db: sqlite3.Connection) -> None:
+    """Packed vectors: one row (ids, one float32 matrix) per embedder and workspace scope,
+    tagged with the generation it was built at. Triggers bump the generation on every
+    write that can change a recalled vector (a memory added, deleted, edited, moved,
+    archived or superseded; a vector made or removed; recall counts do not), so a pack
+    whose generation is not the current one is never read. The per-row vectors of m003
+    stay the source the packs are built from: an older memory.db upgrades without
+    re-embedding anything. (Statement by statement: a trigger body holds ``;``.)"""
+    for statement in (*_M004_STATEMENTS, *_generation_triggers()):
+        db.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_memories", _m001_memories),
     ("m002_workspace_choices", _m002_workspace_choices),
     ("m003_memory_vectors", _m003_memory_vectors),
+    ("m004_memory_vector_packs", _m004_memory_vector_packs),
 ]
 
 

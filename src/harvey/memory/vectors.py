@@ -7,7 +7,9 @@ works on FTS alone exactly as before.
 
 Vectors live in memory.db (``memory_vectors``, one unit-length float32 blob
 per memory, tagged with the embedder that made it, because vectors of two
-models cannot be compared). They are made lazily, before a search: whatever
+models cannot be compared); a search scans them packed (``vector_pack``: one
+row per scope, rebuilt after any write that could make it stale). They are
+made lazily, before a search that finds its pack out of date: whatever
 active memory has no vector from *this* embedder (new, edited, or made
 under another one) is embedded then, so every write path — mining, the
 profile, ``add_memory``, ``harvey memory edit`` — is covered without each
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 from harvey.errors import KnowledgeError
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.textmatch import coverage, query_words
+from harvey.memory.vector_pack import build_pack, read_pack
 
 if TYPE_CHECKING:
     from harvey.config import Settings
@@ -82,23 +85,26 @@ class MemoryVectors:
         best first, each with its cosine."""
         import numpy as np
 
-        self.sync()
-        rows = self.store.vectors(self.spec, workspace)
-        if not rows or not text.strip():
+        if not text.strip():
             return []
         query = self.embedder.embed([text[: self.embedder.max_chars]])[0].astype(np.float32)
-        size = query.nbytes  # a remote model that changed its size under one name: its old
-        rows = [row for row in rows if len(row[1]) == size]  # vectors are not comparable
-        if not rows:
+        dims = query.size
+        pack = read_pack(self.store, self.spec, workspace, dims)
+        if pack is None:  # something was written since the pack was built: embed, repack
+            self.sync()
+            pack = build_pack(self.store, self.spec, workspace, dims)
+        if not pack.ids:
             return []
-        matrix = np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), -1)
-        sims = np.einsum("ij,j->i", matrix, query)  # memory-bound: no BLAS threads (see search)
+        sims = np.einsum("ij,j->i", pack.matrix, query)  # memory-bound: no BLAS threads
         limit = min(limit, len(sims))
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top])]
-        found = self.store.by_ids([rows[i][0] for i in top])
-        return [(found[rows[i][0]], float(sims[i])) for i in top if rows[i][0] in found]
+        found = self.store.by_ids([pack.ids[i] for i in top])
+        return [
+            (found[pack.ids[i]], float(sims[i]))
+            for i in top
+            if pack.ids[i] in found and found[pack.ids[i]].active  # another process may have
+        ]  # archived it since the pack was read
 
 
 def hybrid_search(
