@@ -5,7 +5,9 @@ Three questions, each with a target from the issue:
 * **Scrubber** — every credential shape rejected, at most one harmless look-alike
   (prose, hex colours, UUIDs, SHAs, URLs without a password) rejected.
 * **Recall latency** with 10,000 memories in one workspace: p50 and p95 of one
-  ``recall`` (FTS5 query, scoring, budget), target p95 ≤ 10 ms.
+  ``recall`` (FTS5 query, scoring, budget; with vectors also the prompt's embedding and
+  the packed scan), target p95 ≤ 10 ms; with vectors, on the store's connection, on a
+  new one, and (no target) just after a write, when the pack is rebuilt.
 * **Structured output** — the share of the embedded model's mining answers
   that are schema-valid JSON, with ``response_schema`` (a llama.cpp grammar)
   and without, over ten recordings written by Harvey's own recorder; target
@@ -174,65 +176,110 @@ def _fill(store: MemoryStore, workspace: str) -> None:
             store._insert(db, memory)
 
 
-def _timed(store: MemoryStore, ws: str, vectors: object | None) -> tuple[list[float], object]:
-    queries = ["how do I run pytest with docker", "lint the go module", "retry http timeout"]
-    for q in queries:  # warm the page cache (and, with vectors, make them all)
-        recall(store, Path(ws), q, context_window=32_768, vectors=vectors)  # type: ignore[arg-type]
+QUERIES = ["how do I run pytest with docker", "lint the go module", "retry http timeout"]
+AFTER_WRITE = 10  # recalls timed each just after an edit (the pack rebuilt): ~0.1 s each
+
+
+def _recall_ms(store: MemoryStore, ws: str, query: str, vectors: object | None) -> float:
+    start = time.perf_counter()
+    recall(store, Path(ws), query, context_window=32_768, vectors=vectors)  # type: ignore[arg-type]
+    return (time.perf_counter() - start) * 1000
+
+
+def _timed(store: MemoryStore, ws: str, vectors: object | None) -> list[float]:
+    for q in QUERIES:  # warm the page cache (and, with vectors, make them all and the pack)
+        _recall_ms(store, ws, q, vectors)
+    return sorted(_recall_ms(store, ws, QUERIES[i % 3], vectors) for i in range(RECALLS))
+
+
+def _after_write(store: MemoryStore, ws: str, vectors: object) -> list[float]:
+    """Recall just after one memory was edited: the pack is stale, so this recall embeds
+    the edited memory, reads the 10,000 vector rows and stores a new pack."""
     times = []
-    for i in range(RECALLS):
-        start = time.perf_counter()
-        found = recall(store, Path(ws), queries[i % 3], context_window=32_768,
-                       vectors=vectors)  # type: ignore[arg-type]  # fmt: skip
-        times.append((time.perf_counter() - start) * 1000)
-    return sorted(times), found
+    for i in range(AFTER_WRITE):
+        index = 21 + 3 * (10 + i)  # a tool_use memory of ``_fill`` (types cycle after 21)
+        store.set_text(f"tool_use_{index:06x}", f"edited note {i} about docker builds")
+        times.append(_recall_ms(store, ws, QUERIES[i % 3], vectors))
+    return sorted(times)
+
+
+def _fresh_connection(path: Path, ws: str, embedder: object) -> list[float]:
+    """Recall as a new session does it: a new connection (the page cache empty), the pack
+    current; opening the store is not counted, the embedder is loaded already."""
+    from harvey.memory.vectors import MemoryVectors
+
+    times = []
+    for i in range(30):
+        with MemoryStore(path) as store:
+            vectors = MemoryVectors(store, embedder)  # type: ignore[arg-type]
+            times.append(_recall_ms(store, ws, QUERIES[i % 3], vectors))
+    return sorted(times)
+
+
+def _p95(times: list[float]) -> float:
+    return times[max(0, int(len(times) * 0.95) - 1)]
 
 
 def latency_section() -> tuple[str, bool]:
     from harvey.memory.vectors import MemoryVectors
 
-    rows = []
+    rows: list[tuple[str, list[float], bool]] = []  # label, sorted times, has the target
     with tempfile.TemporaryDirectory(prefix="harvey-bench-memory-") as tmp:
-        store = MemoryStore(Path(tmp) / "memory.db")
+        path = Path(tmp) / "memory.db"
+        store = MemoryStore(path)
         ws = "/bench/ws"
         _fill(store, ws)
-        times, found = _timed(store, ws, None)
-        rows.append(("FTS5 (`memory.embedder: none`, the default)", times))
+        found = recall(store, Path(ws), QUERIES[0], context_window=32_768)
+        rows.append(("FTS5 (`memory.embedder: none`, the default)", _timed(store, ws, None), True))
         if importlib.util.find_spec("wordllama") is not None:
             from harvey.knowledge.embedders import LocalEmbedder
 
-            vectors = MemoryVectors(store, LocalEmbedder())
+            embedder = LocalEmbedder()  # loaded once per process, before any timing
+            vectors = MemoryVectors(store, embedder)
+            label = "FTS5 ∪ vectors (`memory.embedder: local`)"
+            rows.append((f"{label}, same connection", _timed(store, ws, vectors), True))
+            store.close()
+            rows.append((f"{label}, new connection", _fresh_connection(path, ws, embedder), True))
+            store = MemoryStore(path)
+            vectors = MemoryVectors(store, embedder)
             rows.append(
-                ("FTS5 ∪ vectors (`memory.embedder: local`)", _timed(store, ws, vectors)[0])
+                (f"{label}, first recall after a write", _after_write(store, ws, vectors), False)
             )
         store.close()
     ok = True
-    table = ["| search | p50 ms | p95 ms | target p95 |", "| --- | ---: | ---: | --- |"]
-    for label, times in rows:
-        p50 = statistics.median(times)
-        p95 = times[int(len(times) * 0.95) - 1]
+    table = [
+        "| search | recalls | p50 ms | p95 ms | target p95 |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for label, times, targeted in rows:
+        p95 = _p95(times)
         met = p95 <= TARGET_P95_MS
-        ok = ok and met
+        ok = ok and (met or not targeted)
+        verdict = f"≤ {TARGET_P95_MS:.0f} ms: **{'met' if met else 'NOT met'}**"
         table.append(
-            f"| {label} | {p50:.2f} | {p95:.2f} | ≤ {TARGET_P95_MS:.0f} ms: "
-            f"**{'met' if met else 'NOT met'}** |"
+            f"| {label} | {len(times)} | {statistics.median(times):.2f} | {p95:.2f} | "
+            f"{verdict if targeted else 'none (once per write)'} |"
         )
-    recalled = found.items, found.left_out  # type: ignore[attr-defined]
     lines = [
         "### Recall latency",
         "",
-        f"{MEMORIES:,} memories, {RECALLS} recalls against a 32,768-token window "
-        f"({len(recalled[0])} recalled, {len(recalled[1])} left out over the budget). With "
-        "vectors, every recall embeds the prompt and scores all 10,000 vectors (made once, "
-        "before the timing).",
+        f"{MEMORIES:,} memories, recalls against a 32,768-token window "
+        f"({len(found.items)} recalled, {len(found.left_out)} left out over the budget). With "
+        "vectors (256-dimension float32, wordllama), every recall embeds the prompt (the "
+        "model is loaded once per process, before the timing, and not counted) and scores "
+        "all 10,000 vectors, read as one packed row (`memory/vector_pack.py`).",
         "",
         *table,
     ]
     if len(rows) > 1:
         lines += [
             "",
-            "With vectors the time is SQLite handing back 10,000 vector rows (one per memory) "
-            "and the check for memories without one; recall runs once per session, and the "
-            "local embedder's load (under a second) is paid then too.",
+            "A pack is tagged with the write generation it was built at; any write that can "
+            "change a recalled vector (a memory added, edited, archived, superseded or "
+            "forgotten) makes it stale, and the next vector search embeds what is new, reads "
+            "the per-memory vector rows and stores a new pack: the last row, paid once per "
+            "write (after a mining run: by the first search, usually the next session's "
+            "recall).",
         ]
     return "\n".join(lines), ok
 
