@@ -267,19 +267,19 @@ def latency_section() -> tuple[str, bool]:
         f"({len(found.items)} recalled, {len(found.left_out)} left out over the budget). With "
         "vectors (256-dimension float32, wordllama), every recall embeds the prompt (the "
         "model is loaded once per process, before the timing, and not counted) and scores "
-        "all 10,000 vectors, read as one packed row (`memory/vector_pack.py`).",
+        "all 10,000 vectors, read as 16 packed rows (`memory/vector_pack.py`).",
         "",
         *table,
     ]
     if len(rows) > 1:
         lines += [
             "",
-            "A pack is tagged with the write generation it was built at; any write that can "
-            "change a recalled vector (a memory added, edited, archived, superseded or "
-            "forgotten) makes it stale, and the next vector search embeds what is new, reads "
-            "the per-memory vector rows and stores a new pack: the last row, paid once per "
-            "write (after a mining run: by the first search, usually the next session's "
-            "recall).",
+            "The ids are split in 16 buckets, each packed row tagged with its bucket's "
+            "write generation; a write that can change a recalled vector (a memory added, "
+            "edited, archived, superseded or forgotten) makes its bucket stale, and the next "
+            "vector search embeds what is new and rebuilds that bucket from the per-memory "
+            "vector rows: the last row, paid once per write (after a mining run, by the "
+            "first search, usually the next session's recall).",
         ]
     return "\n".join(lines), ok
 

@@ -88,46 +88,63 @@ def _m003_memory_vectors(db: sqlite3.Connection) -> None:
     )
 
 
-# What a recalled vector depends on: a change to any of these makes every pack stale.
+# What a recalled vector depends on: a change to any of these makes its bucket's packs stale.
 _VECTOR_INPUTS = ("id", "text", "workspace", "archived", "superseded_by")
+PACK_BUCKETS = 16
+
+
+def bucket_sql(column: str) -> str:
+    """The pack bucket of an id, in SQL: its last character's code point mod 16 (ids end
+    in random hex, so buckets are even; any other id still lands in one). ``vector_pack``
+    selects it from SQL too, so Python never has to compute it the same way."""
+    return f"coalesce(unicode(substr({column}, -1)), 0) % {PACK_BUCKETS}"
+
+
 _M004_STATEMENTS = (
-    "CREATE TABLE memory_generation (n INTEGER NOT NULL)",
-    "INSERT INTO memory_generation (n) VALUES (0)",
+    "CREATE TABLE memory_generation (bucket INTEGER PRIMARY KEY, n INTEGER NOT NULL)",
+    *(f"INSERT INTO memory_generation (bucket, n) VALUES ({b}, 0)" for b in range(PACK_BUCKETS)),
     """CREATE TABLE memory_vector_packs (
         embedder TEXT NOT NULL,
         scope TEXT NOT NULL,
+        bucket INTEGER NOT NULL,
         dims INTEGER NOT NULL,
         generation INTEGER NOT NULL,
         ids TEXT NOT NULL,
         vecs BLOB NOT NULL,
-        PRIMARY KEY (embedder, scope)
+        PRIMARY KEY (embedder, scope, bucket)
     )""",
 )
 
 
 def _generation_triggers() -> list[str]:
     """One trigger per write to ``memories`` and ``memory_vectors`` that bumps the
-    generation; an UPDATE of memories only when it changes a ``_VECTOR_INPUTS`` column."""
+    generation of the row's bucket (both the old and the new id's on an UPDATE); an
+    UPDATE of memories only when it changes a ``_VECTOR_INPUTS`` column."""
     changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in _VECTOR_INPUTS)
+    rows = {"INSERT": ("NEW",), "DELETE": ("OLD",), "UPDATE": ("OLD", "NEW")}
     out = []
     for table in ("memories", "memory_vectors"):
-        for event in ("INSERT", "DELETE", "UPDATE"):
+        for event, sides in rows.items():
             when = f"WHEN {changed}" if (table, event) == ("memories", "UPDATE") else ""
+            buckets = ", ".join(bucket_sql(f"{side}.id") for side in sides)
             out.append(
                 f"CREATE TRIGGER memory_generation_{table}_{event.lower()} AFTER {event} "
-                f"ON {table} {when} BEGIN UPDATE memory_generation SET n = n + 1; END"
+                f"ON {table} {when} BEGIN UPDATE memory_generation SET n = n + 1 "
+                f"WHERE bucket IN ({buckets}); END"
             )
     return out
 
 
 def _m004_memory_vector_packs(db: sqlite3.Connection) -> None:
-    """Packed vectors: one row (ids, one float32 matrix) per embedder and workspace scope,
-    tagged with the generation it was built at. Triggers bump the generation on every
-    write that can change a recalled vector (a memory added, deleted, edited, moved,
-    archived or superseded; a vector made or removed; recall counts do not), so a pack
-    whose generation is not the current one is never read. The per-row vectors of m003
-    stay the source the packs are built from: an older memory.db upgrades without
-    re-embedding anything. (Statement by statement: a trigger body holds ``;``.)"""
+    """Packed vectors: per embedder, workspace scope and bucket (1/16 of the ids), one row
+    of ids and one float32 matrix, tagged with the bucket's generation when it was built.
+    Triggers bump a bucket's generation on every write that can change one of its
+    recalled vectors (a memory added, deleted, edited, moved, archived or superseded; a
+    vector made or removed; recall counts do not), so a pack whose generation is not its
+    bucket's current one is never read, and a write makes only its bucket be rebuilt.
+    The per-row vectors of m003 stay the source the packs are built from: an older
+    memory.db upgrades without re-embedding anything. (Statement by statement: a trigger
+    body holds ``;``.)"""
     for statement in (*_M004_STATEMENTS, *_generation_triggers()):
         db.execute(statement)
 

@@ -3,21 +3,24 @@
 Reading one vector row per memory is what made a vector recall slow (10,000
 rows for SQLite to hand back, then a join of 10,000 small byte strings), so
 the vectors of one embedder and one workspace scope (that workspace's memories
-and the every-workspace ones, as recall searches them) are also kept as one
-packed row in memory.db (``memory_vector_packs``, migration m004): the ids,
+and the every-workspace ones, as recall searches them) are also kept packed in
+memory.db (``memory_vector_packs``, migration m004): one row per bucket (the
+ids are split in 16 by their last character), holding the ids,
 newline-separated, and one float32 matrix, read with ``numpy.frombuffer``
 without a copy.
 
-A pack is a cache of ``memory_vectors``, not a second truth. It carries the
-generation it was built at; triggers bump the generation in the same
-transaction as every write that can change a recalled vector (see
-``records._m004_memory_vector_packs``), so a pack is used only while nothing it
-was built from has changed, and otherwise built anew from the per-row vectors.
-Building reads the generation, the rows and the check for memories still
-without a vector in one snapshot, and stores the pack only when none is
-missing (a memory written by another process in between would otherwise be
-left out until the next write). Storing is best effort: a busy or read-only
-database still gets the right answer, only not cached.
+A pack is a cache of ``memory_vectors``, not a second truth. It carries its
+bucket's generation when it was built; triggers bump that generation in the
+same transaction as every write that can change one of the bucket's recalled
+vectors (see ``records._m004_memory_vector_packs``), so a pack is used only
+while nothing it was built from has changed, and otherwise built anew from the
+per-row vectors: after one write, one bucket (a sixteenth of the rows).
+Building reads the generations, the current packs, the stale buckets' rows and
+the check for memories still without a vector in one snapshot, and stores the
+new packs only when none is missing (a memory written by another process in
+between would otherwise be left out until the next write). Storing is best
+effort: a busy or read-only database still gets the right answer, only not
+cached.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harvey.errors import StoreError
+from harvey.memory.records import PACK_BUCKETS, bucket_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,11 +38,17 @@ if TYPE_CHECKING:
     from harvey.memory.store import MemoryStore
 
 ACTIVE = "m.archived = 0 AND m.superseded_by IS NULL"
+CURRENT = (
+    "SELECT p.bucket, p.ids, p.vecs FROM memory_vector_packs p JOIN memory_generation g "
+    "ON p.bucket = g.bucket AND p.generation = g.n "
+    "WHERE p.embedder = ? AND p.scope = ? AND p.dims = ?"
+)
 
 
 @dataclass
 class Pack:
-    """The ids and unit vectors (one row each, ``dims`` wide) of one scope's active memories."""
+    """The ids and unit vectors (one row each, ``dims`` wide) of one bucket's active
+    memories in one scope."""
 
     ids: list[str]
     matrix: np.ndarray
@@ -59,75 +69,113 @@ def _unpack(ids_text: object, blob: object, dims: int) -> Pack | None:
     return Pack(ids, np.frombuffer(data, dtype=np.float32).reshape(len(ids), dims))
 
 
-def read_pack(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> Pack | None:
-    """The current pack (built at the current generation), or None: one statement, so the
-    generation and the pack come from one snapshot."""
+def _current(
+    db: sqlite3.Connection, spec: str, workspace: str | None, dims: int
+) -> dict[int, Pack]:
+    out = {}
+    for bucket, ids_text, blob in db.execute(CURRENT, (spec, _scope(workspace), dims)):
+        pack = _unpack(ids_text, blob, dims)
+        if pack is not None:
+            out[int(bucket)] = pack
+    return out
+
+
+def read_packs(
+    store: MemoryStore, spec: str, workspace: str | None, dims: int
+) -> list[Pack] | None:
+    """Every bucket's pack when all are current, else None: one statement, so the
+    generations and the packs come from one snapshot."""
     try:
-        rows = store.db.execute(
-            "SELECT p.ids, p.vecs FROM memory_vector_packs p JOIN memory_generation g "
-            "ON p.generation = g.n WHERE p.embedder = ? AND p.scope = ? AND p.dims = ?",
-            (spec, _scope(workspace), dims),
-        ).fetchall()
+        current = _current(store.db, spec, workspace, dims)
     except sqlite3.Error as exc:
         raise StoreError(f"memory.db: {exc}") from exc
-    return _unpack(rows[0][0], rows[0][1], dims) if rows else None
+    return [current[b] for b in range(PACK_BUCKETS)] if len(current) == PACK_BUCKETS else None
 
 
-def build_pack(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> Pack:
-    """The pack from the per-row vectors (those ``dims`` wide: a remote model that changed
-    its size under one name has vectors the query cannot be compared with), stored when
-    every active memory has a vector."""
-    import numpy as np
-
+def build_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> list[Pack]:
+    """Every bucket's pack, the stale ones built from the per-row vectors (those ``dims``
+    wide: a remote model that changed its size under one name has vectors the query
+    cannot be compared with) and stored when every active memory has a vector."""
     db = store.db
     try:
         db.execute("BEGIN")
         try:
-            (generation,) = db.execute("SELECT n FROM memory_generation").fetchone()
-            rows = db.execute(
-                f"SELECT m.id, v.vec FROM memories m JOIN memory_vectors v ON v.id = m.id "
-                f"WHERE v.embedder = ? AND {ACTIVE} "
-                "AND (m.workspace IS NULL OR m.workspace = ?) ORDER BY m.id",
-                (spec, workspace),
-            ).fetchall()
-            missing = db.execute(
-                f"SELECT 1 FROM memories m WHERE {ACTIVE} AND NOT EXISTS (SELECT 1 FROM "
-                "memory_vectors v WHERE v.id = m.id AND v.embedder = ?) LIMIT 1",
-                (spec,),
-            ).fetchone()
-            rows = [(str(mid), bytes(vec)) for mid, vec in rows if len(vec) == dims * 4]
-            ids = [mid for mid, _ in rows]
-            blob = b"".join(vec for _, vec in rows)
-            if missing is None:
-                _store(db, spec, workspace, dims, generation, ids, blob)
+            current = _current(db, spec, workspace, dims)
+            stale = [b for b in range(PACK_BUCKETS) if b not in current]
+            built = _from_rows(db, spec, workspace, dims, stale)
+            missing = None  # a current bucket had none missing when built, nor since
+            if stale:
+                missing = db.execute(
+                    f"SELECT 1 FROM memories m WHERE {ACTIVE} AND {bucket_sql('m.id')} IN "
+                    f"({', '.join(map(str, stale))}) AND NOT EXISTS (SELECT 1 FROM "
+                    "memory_vectors v WHERE v.id = m.id AND v.embedder = ?) LIMIT 1",
+                    (spec,),
+                ).fetchone()
+            if stale and missing is None:
+                _store(db, spec, workspace, dims, built)
         finally:
             if db.in_transaction:
                 db.execute("COMMIT")
     except sqlite3.Error as exc:
         raise StoreError(f"memory.db: {exc}") from exc
-    return Pack(ids, np.frombuffer(blob, dtype=np.float32).reshape(len(ids), dims))
+    current.update(built)
+    return [current[b] for b in range(PACK_BUCKETS)]
+
+
+def _from_rows(
+    db: sqlite3.Connection, spec: str, workspace: str | None, dims: int, buckets: list[int]
+) -> dict[int, Pack]:
+    import numpy as np
+
+    if not buckets:
+        return {}
+    rows = db.execute(
+        f"SELECT {bucket_sql('m.id')}, m.id, v.vec FROM memories m "
+        f"JOIN memory_vectors v ON v.id = m.id WHERE v.embedder = ? AND {ACTIVE} "
+        "AND (m.workspace IS NULL OR m.workspace = ?) "
+        f"AND {bucket_sql('m.id')} IN ({', '.join(map(str, buckets))}) ORDER BY m.id",
+        (spec, workspace),
+    ).fetchall()
+    grouped: dict[int, list[tuple[str, bytes]]] = {b: [] for b in buckets}
+    for bucket, mid, vec in rows:
+        if len(vec) == dims * 4:
+            grouped[int(bucket)].append((str(mid), bytes(vec)))
+    return {
+        b: Pack(
+            [mid for mid, _ in items],
+            np.frombuffer(b"".join(vec for _, vec in items), dtype=np.float32).reshape(
+                len(items), dims
+            ),
+        )
+        for b, items in grouped.items()
+    }
 
 
 def _store(
-    db: sqlite3.Connection,
-    spec: str,
-    workspace: str | None,
-    dims: int,
-    generation: int,
-    ids: list[str],
-    blob: bytes,
+    db: sqlite3.Connection, spec: str, workspace: str | None, dims: int, built: dict[int, Pack]
 ) -> None:
-    """Replace this scope's pack and drop the stale ones; given up (rolled back) when
-    another process wrote first or the file is read-only, since the pack is only a cache."""
+    """Replace the rebuilt buckets' packs and drop this embedder's stale ones; given up
+    (rolled back) when another process wrote first or the file is read-only, since a
+    pack is only a cache."""
     try:
         db.execute(
-            "DELETE FROM memory_vector_packs WHERE embedder = ? AND (scope = ? OR generation != ?)",
-            (spec, _scope(workspace), generation),
+            "DELETE FROM memory_vector_packs WHERE embedder = ? AND generation != "
+            "(SELECT n FROM memory_generation g WHERE g.bucket = memory_vector_packs.bucket)",
+            (spec,),
         )
-        db.execute(
-            "INSERT INTO memory_vector_packs (embedder, scope, dims, generation, ids, vecs) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (spec, _scope(workspace), dims, generation, "\n".join(ids), blob),
-        )
+        db.executemany(
+            "INSERT OR REPLACE INTO memory_vector_packs "
+            "(embedder, scope, bucket, dims, generation, ids, vecs) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (spec, _scope(workspace), b, dims, _generation(db, b), "\n".join(pack.ids),
+                 pack.matrix.tobytes())
+                for b, pack in built.items()
+            ],
+        )  # fmt: skip
     except sqlite3.Error:
         db.execute("ROLLBACK")
+
+
+def _generation(db: sqlite3.Connection, bucket: int) -> int:
+    row = db.execute("SELECT n FROM memory_generation WHERE bucket = ?", (bucket,)).fetchone()
+    return int(row[0])

@@ -8,7 +8,7 @@ works on FTS alone exactly as before.
 Vectors live in memory.db (``memory_vectors``, one unit-length float32 blob
 per memory, tagged with the embedder that made it, because vectors of two
 models cannot be compared); a search scans them packed (``vector_pack``: one
-row per scope, rebuilt after any write that could make it stale). They are
+rows per scope, a bucket rebuilt after any write that could make it stale). They are
 made lazily, before a search that finds its pack out of date: whatever
 active memory has no vector from *this* embedder (new, edited, or made
 under another one) is embedded then, so every write path — mining, the
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from harvey.errors import KnowledgeError
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.textmatch import coverage, query_words
-from harvey.memory.vector_pack import build_pack, read_pack
+from harvey.memory.vector_pack import build_packs, read_packs
 
 if TYPE_CHECKING:
     from harvey.config import Settings
@@ -83,28 +83,36 @@ class MemoryVectors:
     ) -> list[tuple[Memory, float]]:
         """The active memories of ``workspace`` (and every workspace) closest to ``text``,
         best first, each with its cosine."""
+        return self.load(self.ranked(text, workspace=workspace, limit=limit))
+
+    def load(self, ranked: list[tuple[str, float]]) -> list[tuple[Memory, float]]:
+        """The memories of ``ranked`` ids, in order, without those another process
+        archived, superseded or forgot since the packs were read."""
+        found = self.store.by_ids([mid for mid, _ in ranked]) if ranked else {}
+        return [(found[mid], cos) for mid, cos in ranked if mid in found and found[mid].active]
+
+    def ranked(self, text: str, *, workspace: str | None, limit: int) -> list[tuple[str, float]]:
+        """The ids (and cosines) of the ``limit`` memories closest to ``text``, best first,
+        from the packs: current ones, or rebuilt after the missing vectors are made."""
         import numpy as np
 
         if not text.strip():
             return []
         query = self.embedder.embed([text[: self.embedder.max_chars]])[0].astype(np.float32)
         dims = query.size
-        pack = read_pack(self.store, self.spec, workspace, dims)
-        if pack is None:  # something was written since the pack was built: embed, repack
+        packs = read_packs(self.store, self.spec, workspace, dims)
+        if packs is None:  # something was written since a pack was built: embed, repack
             self.sync()
-            pack = build_pack(self.store, self.spec, workspace, dims)
-        if not pack.ids:
+            packs = build_packs(self.store, self.spec, workspace, dims)
+        ids = [mid for pack in packs for mid in pack.ids]
+        if not ids:
             return []
-        sims = np.einsum("ij,j->i", pack.matrix, query)  # memory-bound: no BLAS threads
+        # memory-bound: no BLAS threads (see knowledge search)
+        sims = np.concatenate([np.einsum("ij,j->i", pack.matrix, query) for pack in packs])
         limit = min(limit, len(sims))
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top])]
-        found = self.store.by_ids([pack.ids[i] for i in top])
-        return [
-            (found[pack.ids[i]], float(sims[i]))
-            for i in top
-            if pack.ids[i] in found and found[pack.ids[i]].active  # another process may have
-        ]  # archived it since the pack was read
+        return [(ids[i], float(sims[i])) for i in top]
 
 
 def hybrid_search(
@@ -128,18 +136,19 @@ def hybrid_search(
     if vectors is None:
         return hits
     try:
-        near = vectors.nearest(text, workspace=workspace, limit=max(limit, 200))
+        near = vectors.ranked(text, workspace=workspace, limit=max(limit, 200))
     except KnowledgeError as exc:
         (warn or log.warning)(f"memory vectors skipped: {exc}")
         return hits
-    cosines = {m.id: cos for m, cos in near}
+    cosines = dict(near)
     words = query_words(text)
     found: dict[str, tuple[Memory, float]] = {}
     for m, cov in hits:
         found[m.id] = (m, fused(cov, cosines.get(m.id, 0.0)))
-    for m, cos in near[:limit]:
-        if m.id not in found and cos >= VECTOR_ONLY_MIN:
-            found[m.id] = (m, fused(coverage(words, m.text), cos))
+    # only the close ones found by meaning alone are read from the store
+    close = [(mid, cos) for mid, cos in near[:limit] if mid not in found and cos >= VECTOR_ONLY_MIN]
+    for m, cos in vectors.load(close):
+        found[m.id] = (m, fused(coverage(words, m.text), cos))
     return sorted(found.values(), key=lambda hit: -hit[1])[:limit]
 
 
