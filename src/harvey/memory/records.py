@@ -113,6 +113,8 @@ _M004_STATEMENTS = (
         vecs BLOB NOT NULL,
         PRIMARY KEY (embedder, scope, bucket)
     )""",
+    # a stale bucket's vector rows are found without reading every memory's vector
+    f"CREATE INDEX memory_vectors_bucket ON memory_vectors(embedder, {bucket_sql('id')})",
 )
 
 

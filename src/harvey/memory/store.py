@@ -29,6 +29,7 @@ from harvey.memory.records import (
     MIGRATIONS,
     TYPES,
     Memory,
+    bucket_sql,
     normalise,
     to_memory,
 )
@@ -219,11 +220,14 @@ class MemoryStore:
 
     # -- reading ----------------------------------------------------------------
 
-    def unvectored(self, spec: str) -> list[tuple[str, str]]:
-        """``(id, text)`` of the active memories with no vector from embedder ``spec``."""
+    def unvectored(self, spec: str, buckets: list[int] | None = None) -> list[tuple[str, str]]:
+        """``(id, text)`` of the active memories with no vector from embedder ``spec``
+        (only those of the pack ``buckets`` when given: the others are known complete)."""
+        only = f"AND {bucket_sql('m.id')} IN ({', '.join(map(str, buckets))}) " if buckets else ""
         rows = self._query(
             "SELECT m.id, m.text FROM memories m WHERE m.archived = 0 AND m.superseded_by IS NULL "
-            "AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id AND v.embedder = ?)",
+            f"{only}AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id "
+            "AND v.embedder = ?)",
             (spec,),
         )
         return [(str(mid), str(text)) for mid, text in rows]

@@ -80,19 +80,16 @@ def _current(
     return out
 
 
-def read_packs(
-    store: MemoryStore, spec: str, workspace: str | None, dims: int
-) -> list[Pack] | None:
-    """Every bucket's pack when all are current, else None: one statement, so the
-    generations and the packs come from one snapshot."""
+def read_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> dict[int, Pack]:
+    """The current packs by bucket (all ``PACK_BUCKETS`` of them when nothing is stale):
+    one statement, so the generations and the packs come from one snapshot."""
     try:
-        current = _current(store.db, spec, workspace, dims)
+        return _current(store.db, spec, workspace, dims)
     except sqlite3.Error as exc:
         raise StoreError(f"memory.db: {exc}") from exc
-    return [current[b] for b in range(PACK_BUCKETS)] if len(current) == PACK_BUCKETS else None
 
 
-def build_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> list[Pack]:
+def build_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> dict[int, Pack]:
     """Every bucket's pack, the stale ones built from the per-row vectors (those ``dims``
     wide: a remote model that changed its size under one name has vectors the query
     cannot be compared with) and stored when every active memory has a vector."""
@@ -119,7 +116,7 @@ def build_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int)
     except sqlite3.Error as exc:
         raise StoreError(f"memory.db: {exc}") from exc
     current.update(built)
-    return [current[b] for b in range(PACK_BUCKETS)]
+    return current
 
 
 def _from_rows(
@@ -130,10 +127,10 @@ def _from_rows(
     if not buckets:
         return {}
     rows = db.execute(
-        f"SELECT {bucket_sql('m.id')}, m.id, v.vec FROM memories m "
-        f"JOIN memory_vectors v ON v.id = m.id WHERE v.embedder = ? AND {ACTIVE} "
+        f"SELECT {bucket_sql('v.id')}, m.id, v.vec FROM memory_vectors v "
+        f"JOIN memories m ON m.id = v.id WHERE v.embedder = ? AND {ACTIVE} "
         "AND (m.workspace IS NULL OR m.workspace = ?) "
-        f"AND {bucket_sql('m.id')} IN ({', '.join(map(str, buckets))}) ORDER BY m.id",
+        f"AND {bucket_sql('v.id')} IN ({', '.join(map(str, buckets))}) ORDER BY m.id",
         (spec, workspace),
     ).fetchall()
     grouped: dict[int, list[tuple[str, bytes]]] = {b: [] for b in buckets}

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from harvey.errors import KnowledgeError
+from harvey.memory.records import PACK_BUCKETS
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.textmatch import coverage, query_words
 from harvey.memory.vector_pack import build_packs, read_packs
@@ -65,9 +66,10 @@ class MemoryVectors:
     def spec(self) -> str:
         return self.embedder.spec
 
-    def sync(self) -> int:
-        """Embed every active memory without a vector from this embedder; how many were."""
-        rows = self.store.unvectored(self.spec)
+    def sync(self, buckets: list[int] | None = None) -> int:
+        """Embed every active memory (of the pack ``buckets``, when given) without a vector
+        from this embedder; how many were."""
+        rows = self.store.unvectored(self.spec, buckets)
         for start in range(0, len(rows), BATCH):
             batch = rows[start : start + BATCH]
             cap = self.embedder.max_chars
@@ -101,14 +103,14 @@ class MemoryVectors:
         query = self.embedder.embed([text[: self.embedder.max_chars]])[0].astype(np.float32)
         dims = query.size
         packs = read_packs(self.store, self.spec, workspace, dims)
-        if packs is None:  # something was written since a pack was built: embed, repack
-            self.sync()
+        if len(packs) < PACK_BUCKETS:  # written since some were built: embed, repack those
+            self.sync([b for b in range(PACK_BUCKETS) if b not in packs])
             packs = build_packs(self.store, self.spec, workspace, dims)
-        ids = [mid for pack in packs for mid in pack.ids]
+        ids = [mid for pack in packs.values() for mid in pack.ids]
         if not ids:
             return []
         # memory-bound: no BLAS threads (see knowledge search)
-        sims = np.concatenate([np.einsum("ij,j->i", pack.matrix, query) for pack in packs])
+        sims = np.concatenate([np.einsum("ij,j->i", pack.matrix, query) for pack in packs.values()])
         limit = min(limit, len(sims))
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top])]
