@@ -1,4 +1,4 @@
-"""Packed memory vectors: the matrix a vector recall scans, read as one row, never stale.
+"""Packed memory vectors: the matrix a vector recall scans, read in 16 rows, never stale.
 
 Reading one vector row per memory is what made a vector recall slow (10,000
 rows for SQLite to hand back, then a join of 10,000 small byte strings), so
