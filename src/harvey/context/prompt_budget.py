@@ -33,6 +33,7 @@ from harvey.context.budget import (
     remaining_context,
     serialize_history,
 )
+from harvey.context.estimate import text_units
 from harvey.context.tokens import TokenCounter
 from harvey.errors import HarveyError, StoreError
 from harvey.history_fit import FittedHistory, fit_history
@@ -136,21 +137,44 @@ class PromptBudget:
         return self._system_prompts[tools]
 
     def bytes_per_token(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
-        """The calibrated ratio for this model and document type (``"prose"`` or
-        ``"source"``) when known, else the 4-bytes heuristic."""
+        """The calibrated units-per-token ratio for texts of this model and document type
+        (``"prose"`` or ``"source"``) when known, else the 4-bytes heuristic."""
         client = self._client(client)
         ratio = self.store.calibration_ratio(client.model, doc_type) if self.store else None
         return ratio or BYTES_PER_TOKEN
 
-    def calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
-        """Keep a real usage report as a calibration sample for ``client``'s model."""
-        self.last_usage = usage
+    def size_ratio(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
+        """The calibrated bytes-per-token ratio for sizes alone (a file not read, a chunk
+        size to choose), else the 4-bytes heuristic."""
+        client = self._client(client)
+        store = self.store
+        ratio = store.calibration_ratio(client.model, doc_type, "bytes") if store else None
+        return ratio or BYTES_PER_TOKEN
+
+    def calibrate(
+        self, client: LLMClient, prompt: list[Message], usage: Usage, doc_type: str = "prose"
+    ) -> None:
+        """Keep a real usage report as a calibration sample for ``client``'s model.
+
+        Chat turns are prose samples; the map calls of an analysis of a source
+        file are ``"source"`` samples (``ChunkedReads``), so code calibration
+        learns from real code chunks.
+        """
+        if doc_type == "prose":
+            self.last_usage = usage
         if self.store is None or not usage.prompt_tokens:
             return
-        # the same bytes the estimator counts (tool-call arguments included)
-        prompt_bytes = len(serialize_history(prompt).encode("utf-8", "surrogatepass"))
+        # the same text the estimator counts (tool-call arguments included)
+        text = serialize_history(prompt)
+        prompt_bytes = len(text.encode("utf-8", "surrogatepass"))
         try:
-            self.store.record_calibration(client.model, prompt_bytes, usage.prompt_tokens)
+            self.store.record_calibration(
+                client.model,
+                prompt_bytes,
+                usage.prompt_tokens,
+                doc_type,
+                text_units(text, doc_type),
+            )
         except StoreError as exc:  # calibration is advisory; never fail a turn on it
             log.warning("could not record calibration: %s", exc)
 
@@ -207,16 +231,26 @@ class PromptBudget:
         )
 
     def read_budget(
-        self,
-        client: LLMClient | None = None,
-        pending: Sequence[Message] = (),
-        doc_type: str = "prose",
+        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
     ) -> ReadBudget:
         """What one file read may use: the remaining room times ``chunking.threshold``,
-        estimated with the ratio of the file's document type."""
+        with the ratios of every document type (``ReadBudget.check`` picks the file's)
+        and the exact counter, asked for only if a check needs it."""
         client = self._client(client)
         tokens = int(self.remaining(client, pending) * self.settings.chunking.threshold)
-        return ReadBudget(tokens, self.bytes_per_token(client, doc_type))
+        types = ("prose", "source")
+
+        def count(text: str) -> int | None:
+            counter = self.counter(client)
+            return None if counter is None else counter.count(text)
+
+        return ReadBudget(
+            tokens,
+            self.size_ratio(client),
+            sizes={t: self.size_ratio(client, t) for t in types},
+            texts={t: self.bytes_per_token(client, t) for t in types},
+            count=count,
+        )
 
     def report(self, client: LLMClient | None = None) -> BudgetReport:
         """Everything already in the prompt, in tokens; ``/status`` shows it."""
