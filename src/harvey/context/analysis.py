@@ -37,12 +37,16 @@ from harvey.context.chunking import Chunk, ChunkConfig, DocType
 from harvey.context.map_support import ResultCache, map_concurrency, pool_size, result_key
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import LLMClient, Usage, chat
 from harvey.messages import Message
 
 MAX_LEVELS = 5
 POLL_SECONDS = 0.1
 _SEPARATOR = "\n\n---\n"
+
+# A map prompt as sent and the server's usage for it: a calibration sample (PromptBudget).
+UsageSink = Callable[[str, Usage], None]
+_Done = tuple[int, str | None, BaseException | None, str, Usage | None]
 
 
 class AnalysisRecorder(Protocol):
@@ -137,21 +141,23 @@ def _run_bounded(
     cancel: threading.Event,
     on_start: Callable[[int], None],
     on_done: Callable[[int, str | None, BaseException | None], None],
+    on_usage: UsageSink | None = None,
 ) -> None:
     """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
 
     A prompt is taken from ``prompts`` only when a call slot is free, and a
     call drops it when it ends: a lazy iterable keeps memory to the calls in
-    flight.
+    flight. ``on_usage`` gets each answered prompt with the server's usage
+    report, in this (the coordinating) thread.
     """
-    results: queue.Queue[tuple[int, str | None, BaseException | None]] = queue.Queue()
+    results: queue.Queue[_Done] = queue.Queue()
 
     def work(i: int, prompt: str) -> None:
         try:
             reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-            results.put((i, reply.text, None))
+            results.put((i, reply.text, None, prompt if on_usage else "", reply.usage))
         except BaseException as exc:  # reported to the coordinator, never lost
-            results.put((i, None, exc))
+            results.put((i, None, exc, "", None))
 
     pending: Iterator[str] | None = iter(prompts)
     next_i = in_flight = 0
@@ -168,7 +174,7 @@ def _run_bounded(
             next_i += 1
             in_flight += 1
         try:
-            i, text, err = results.get(timeout=POLL_SECONDS)
+            i, text, err, sent, usage = results.get(timeout=POLL_SECONDS)
         except queue.Empty:
             if cancel.is_set():
                 raise Cancelled("chunk analysis cancelled") from None
@@ -176,6 +182,8 @@ def _run_bounded(
         in_flight -= 1
         if cancel.is_set() or isinstance(err, Cancelled):
             raise Cancelled("chunk analysis cancelled")
+        if on_usage is not None and usage is not None and usage.prompt_tokens:
+            on_usage(sent, usage)
         on_done(i, text, err)
 
 
@@ -193,8 +201,10 @@ class _Analysis:
         context_window: int | None,
         bytes_per_token: float,
         results: ResultCache | None = None,
+        on_usage: UsageSink | None = None,
     ) -> None:
         self.client = client
+        self.on_usage = on_usage
         self.results = results
         self.reused = 0
         self._called: list[tuple[int, str]] = []  # call j of the map phase → (chunk, key)
@@ -303,6 +313,7 @@ class _Analysis:
             self.cancel,
             lambda j: self.progress.chunk_started(self._called[j][0] + 1, n),
             called,
+            self.on_usage,
         )
         return [p or "" for p in partials], sorted(failures)
 
@@ -426,6 +437,7 @@ def run_chunked_analysis(
     context_window: int | None = None,
     bytes_per_token: float = BYTES_PER_TOKEN,
     results: ResultCache | None = None,
+    on_usage: UsageSink | None = None,
 ) -> AnalysisResult:
     """Map every chunk through ``client``, then synthesize; returns an ``AnalysisResult``.
 
@@ -433,7 +445,9 @@ def run_chunked_analysis(
     stderr: a rich bar on a terminal, plain lines otherwise); pass
     ``NullProgress()`` for none. ``context_window`` (the synthesis model's)
     enables the hierarchical reduce; without it the synthesis is one call.
-    Raises ``SynthesisError`` when synthesis fails and ``Cancelled`` on cancel.
+    ``on_usage`` gets every map prompt with its usage report (calibration
+    samples of the document's type). Raises ``SynthesisError`` when synthesis
+    fails and ``Cancelled`` on cancel.
     """
     if params.count < 1:
         raise ValueError("run_chunked_analysis needs at least one chunk")
@@ -452,6 +466,7 @@ def run_chunked_analysis(
         context_window,
         bytes_per_token,
         results,
+        on_usage,
     )
     return analysis.run()
 
