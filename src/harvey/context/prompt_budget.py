@@ -30,11 +30,10 @@ from harvey.context.budget import (
     ReadBudget,
     budget_report,
     estimate_tokens,
-    remaining_context,
     serialize_history,
 )
 from harvey.context.estimate import text_units
-from harvey.context.tokens import TokenCounter
+from harvey.context.tokens import TokenCounter, message_text
 from harvey.errors import HarveyError, StoreError
 from harvey.history_fit import FittedHistory, fit_history
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
@@ -43,6 +42,12 @@ from harvey.prompts import build_system_prompt
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)
+
+# Exact counting costs a probe and a request per new message on a remote server, and the
+# embedded vocabulary's load; it is only worth it near the limit. While the estimate of
+# what is committed stays under this share of the window the estimate decides (it would
+# have to be off by half to overflow); above it, every figure is counted.
+COUNT_ABOVE_SHARE = 0.5
 
 
 class PromptBudget:
@@ -191,6 +196,35 @@ class PromptBudget:
         """Injected text plus the turn in flight's retrieved text: all of it is sent."""
         return self.injected_texts() + self.turn_texts
 
+    def _counted(
+        self,
+        client: LLMClient,
+        history: Sequence[Message],
+        also: Sequence[Message] = (),
+    ) -> BudgetReport:
+        """The budget of a prompt: estimated, and counted exactly once the estimate
+        (with ``also``, messages not in this report that the prompt will carry) comes
+        near the window (``COUNT_ABOVE_SHARE``) — the only time the counter is asked for."""
+        window = self.capabilities(client).context_window
+        ratio = self.bytes_per_token(client)
+
+        def report(counter: TokenCounter | None) -> BudgetReport:
+            return budget_report(
+                window,
+                history=history,
+                system_prompt=self.system_prompt(client),
+                injected=self._all_injected(),
+                bytes_per_token=ratio,
+                counter=counter,
+            )
+
+        estimated = report(None)
+        more = sum(estimate_tokens(message_text(m), ratio) for m in also)
+        if estimated.used + more <= window * COUNT_ABOVE_SHARE:
+            return estimated
+        counter = self.counter(client)
+        return estimated if counter is None else report(counter)
+
     def fitted_history(
         self, client: LLMClient | None = None, pending: Sequence[Message] = ()
     ) -> FittedHistory:
@@ -201,15 +235,9 @@ class PromptBudget:
         are counted, so the turn in progress always has priority over the past.
         """
         client = self._client(client)
-        room = budget_report(
-            self.capabilities(client).context_window,
-            history=list(pending),
-            system_prompt=self.system_prompt(client),
-            injected=self._all_injected(),
-            bytes_per_token=self.bytes_per_token(client),
-            counter=self.counter(client),
-        )
-        return fit_history(self._history(), room.remaining, room.bytes_per_token)
+        history = self._history()
+        room = self._counted(client, list(pending), also=history)
+        return fit_history(history, room.remaining, room.bytes_per_token)
 
     def _sent_history(self, client: LLMClient, pending: Sequence[Message]) -> list[Message]:
         """What of the history a prompt now costs: the kept messages and the note."""
@@ -220,15 +248,7 @@ class PromptBudget:
     def remaining(self, client: LLMClient | None = None, pending: Sequence[Message] = ()) -> int:
         """Tokens left for new content once the prompt so far and ``pending`` are counted."""
         client = self._client(client)
-        history = self._sent_history(client, pending) + list(pending)
-        return remaining_context(
-            self.capabilities(client).context_window,
-            history=history,
-            system_prompt=self.system_prompt(client),
-            injected=self._all_injected(),
-            bytes_per_token=self.bytes_per_token(client),
-            counter=self.counter(client),
-        )
+        return self._counted(client, self._sent_history(client, pending) + list(pending)).remaining
 
     def read_budget(
         self, client: LLMClient | None = None, pending: Sequence[Message] = ()
@@ -255,11 +275,4 @@ class PromptBudget:
     def report(self, client: LLMClient | None = None) -> BudgetReport:
         """Everything already in the prompt, in tokens; ``/status`` shows it."""
         client = self._client(client)
-        return budget_report(
-            self.capabilities(client).context_window,
-            history=self._sent_history(client, []),
-            system_prompt=self.system_prompt(client),
-            injected=self._all_injected(),
-            bytes_per_token=self.bytes_per_token(client),
-            counter=self.counter(client),
-        )
+        return self._counted(client, self._sent_history(client, []))
