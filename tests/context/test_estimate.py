@@ -68,3 +68,12 @@ def test_indentation_is_one_piece_however_deep() -> None:
 def test_code_and_prose_weigh_differently() -> None:
     code = "    def __init__(self, a, b):\n        self._a = a\n        self._b = b\n" * 20
     assert text_units(code, "source") != text_units(code, "prose")
+
+
+def test_a_long_text_is_estimated_but_not_kept_by_the_cache() -> None:
+    from harvey.context import estimate
+
+    before = estimate._cached_units.cache_info().currsize
+    big = "a map prompt of a large file " * 40_000  # over a megabyte
+    assert text_units(big) == text_units(big) > 0
+    assert estimate._cached_units.cache_info().currsize == before

@@ -110,14 +110,29 @@ def piece_tokens(text: str, doc_type: str = "prose") -> float:
     return sum(weights[kind] * n for kind, n in piece_counts(text).items())
 
 
-@lru_cache(maxsize=4096)
+CACHED_CHARS = 16_384  # longer texts are estimated afresh: the cache must not hold big texts
+
+
 def text_units(text: str, doc_type: str = "prose") -> int:
     """``text``'s estimated tokens × ``UNITS_PER_TOKEN``, from its character classes.
 
-    Cached: a history is estimated every round and its messages do not change.
+    Cached for texts up to ``CACHED_CHARS``: a history is estimated every round
+    and its messages do not change; a long text is not kept alive by the cache
+    (a map prompt may be megabytes), and its pass is cheap next to its use.
     """
     if not text:
         return 0
+    if len(text) <= CACHED_CHARS:
+        return _cached_units(text, doc_type)
+    return _units(text, doc_type)
+
+
+@lru_cache(maxsize=1024)  # at most 1024 texts of CACHED_CHARS: a few MB
+def _cached_units(text: str, doc_type: str) -> int:
+    return _units(text, doc_type)
+
+
+def _units(text: str, doc_type: str) -> int:
     size = len(text.encode("utf-8", "surrogatepass"))
     tokens = piece_tokens(text, doc_type)
     return max(1, min(UNITS_PER_TOKEN * size, round(UNITS_PER_TOKEN * tokens)))

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 # what is committed stays under this share of the window the estimate decides (it would
 # have to be off by half to overflow); above it, every figure is counted.
 COUNT_ABOVE_SHARE = 0.5
+MAX_SAMPLE_CHARS = 1_000_000  # prompts longer than this are not calibration samples
 
 
 class PromptBudget:
@@ -169,6 +170,8 @@ class PromptBudget:
             self.last_usage = usage
         if self.store is None or not usage.prompt_tokens:
             return
+        if sum(len(m.content) for m in prompt) > MAX_SAMPLE_CHARS:
+            return  # a few recent samples make the ratio; a huge one only costs its pass
         # the same text the estimator counts (tool-call arguments included)
         text = serialize_history(prompt)
         prompt_bytes = len(text.encode("utf-8", "surrogatepass"))
