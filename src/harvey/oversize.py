@@ -49,7 +49,6 @@ from harvey.context.budget import (
     BYTES_PER_TOKEN,
     FIXED_CHUNK_BYTES,
     auto_chunk_bytes,
-    file_exceeds_budget,
 )
 from harvey.context.chunking import (
     Chunk,
@@ -279,7 +278,7 @@ class ChunkedReads:
         mention, without_route = find_mention(instruction)
         map_client = self.clients.resolve(mention) if mention else turn.client
         doc_type = detect_doc_type(path)
-        ratio = self.budget.bytes_per_token(map_client, doc_type.value)
+        ratio = self.budget.size_ratio(map_client, doc_type.value)
         cfg = chunk_config(
             self.settings, map_client, overrides, instruction=without_route, bytes_per_token=ratio
         )
@@ -320,9 +319,12 @@ class ChunkedReads:
             progress=self.ui.progress_stream(),
             cancel=self.cancel,
             context_window=self.budget.capabilities(map_client).context_window,
-            bytes_per_token=self.budget.bytes_per_token(map_client),
+            bytes_per_token=self.budget.size_ratio(map_client),
             results=self.results(fresh) if self.results is not None else None,
             executor=executor,
+            on_usage=lambda sent, usage: self.budget.calibrate(
+                map_client, [Message("user", sent)], usage, doc_type.value
+            ),
         )
         self._say_reused(result.reused, total)
         return ChunkResult(ChunkStatus.ANSWERED, result.text)
@@ -368,9 +370,9 @@ class ChunkedReads:
         name = self._name(path)
         if self.settings.enabled:
             budget = self.budget.read_budget(turn.client, turn.pending)
-            exceeds, size = file_exceeds_budget(path, budget.tokens, budget.bytes_per_token)
-            if exceeds:
-                chunked = self.oversize(path, size, budget.tokens_for(size), turn)
+            checked = budget.check(path)  # at the ratio of the file's type (prose, source)
+            if checked.exceeds:
+                chunked = self.oversize(path, checked.size, checked.tokens, turn)
                 return ContextRead(f"[{name}: {chunked.text}]", chunked)
         return ContextRead(_attachment(path, name), NOT_NEEDED)
 

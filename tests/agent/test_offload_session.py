@@ -41,7 +41,7 @@ def test_big_tool_output_is_offloaded_paged_back_and_deleted(
 
     while True:
         result = agent.executor.execute(
-            ctx, ToolCall("p", "read_file", {"path": rel, "offset": offset, "limit": 16000})
+            ctx, ToolCall("p", "read_file", {"path": rel, "offset": offset, "limit": 8000})
         )
         text = result.content
         m = re.search(

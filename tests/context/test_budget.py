@@ -21,6 +21,7 @@ from harvey.context.budget import (
     remaining_context,
     tokens_for_bytes,
 )
+from harvey.context.estimate import text_units
 from harvey.messages import Message, ToolCall
 
 
@@ -28,22 +29,24 @@ def test_estimate_tokens_empty() -> None:
     assert estimate_tokens("") == 0
 
 
-def test_estimate_tokens_known_length() -> None:
-    assert estimate_tokens("x" * 400) == 100
-    assert estimate_tokens("x" * 401) == 101  # rounded up: the safe direction
-    assert estimate_tokens("é" * 200) == 100  # bytes, not characters
+def test_estimate_tokens_counts_pieces_not_bytes() -> None:
+    # one digit is one token whatever its bytes: a table of numbers is not "4 bytes a token"
+    assert estimate_tokens("7" * 400) >= 400
+    assert estimate_tokens("the cat sat on the mat " * 20) < len("the cat sat on the mat " * 20)
 
 
 def test_estimate_tokens_uses_the_ratio() -> None:
-    assert estimate_tokens("x" * 300, bytes_per_token=3.0) == 100
+    text = "A plain sentence of prose, as a chat turn has. " * 10
+    assert estimate_tokens(text, bytes_per_token=2.0) == -(-text_units(text) // 2)
+    assert estimate_tokens(text, 2.0) > estimate_tokens(text, 4.0)
 
 
 @given(st.text(st.characters(exclude_categories=())), st.floats(min_value=1.0, max_value=8.0))
-def test_estimate_never_below_the_ratio(text: str, ratio: float) -> None:
-    size = len(text.encode("utf-8", "surrogatepass"))
-    tokens = estimate_tokens(text, ratio)  # never raises, lone surrogates included
-    assert tokens * ratio >= size
-    assert (tokens - 1) * ratio < size or tokens == 0
+def test_estimate_is_the_units_over_the_ratio(text: str, ratio: float) -> None:
+    units = text_units(text)  # never raises, lone surrogates included
+    tokens = estimate_tokens(text, ratio)
+    assert tokens * ratio >= units
+    assert (tokens - 1) * ratio < units or tokens == 0
 
 
 def test_file_exceeds_budget_small_file(tmp_path: Path) -> None:
@@ -101,14 +104,16 @@ def test_remaining_context_subtracts_history() -> None:
 
 
 def test_remaining_context_arithmetic() -> None:
-    # 10_000 window - 100 history - 50 system - (25 + 25) injected - 1_000 margin
+    # window - history - system - injected - 1_000 margin (10 %), each estimated alone
+    texts = {"history": "the history " * 40, "system": "be brief. " * 20, "m": "a memory " * 11}
     got = remaining_context(
         10_000,
-        history="h" * 400,
-        system_prompt="s" * 200,
-        injected=["m" * 100, "p" * 100],
+        history=texts["history"],
+        system_prompt=texts["system"],
+        injected=[texts["m"], texts["m"]],
     )
-    assert got == 10_000 - 100 - 50 - 50 - 1000
+    used = estimate_tokens(texts["history"]) + estimate_tokens(texts["system"])
+    assert got == 10_000 - used - 2 * estimate_tokens(texts["m"]) - 1000
 
 
 def test_remaining_context_counts_tool_call_arguments() -> None:
@@ -123,8 +128,9 @@ def test_remaining_context_clamps_at_zero() -> None:
 
 def test_budget_report_for_status() -> None:
     report = budget_report(4096, history="x" * 400, bytes_per_token=2.0)
-    assert (report.window, report.used, report.margin) == (4096, 200, 410)
-    assert report.remaining == 4096 - 200 - 410
+    used = estimate_tokens("x" * 400, 2.0)
+    assert (report.window, report.used, report.margin) == (4096, used, 410)
+    assert report.remaining == 4096 - used - 410
     assert report.bytes_per_token == 2.0
 
 
@@ -169,6 +175,8 @@ def test_calibration_keeps_recent_samples_and_ignores_missing_counts() -> None:
         cal.add(5000, 1000)
     assert len(cal.samples) == MAX_SAMPLES
     assert cal.bytes_per_token() == 5.0  # the old 3.0 sample aged out
+    text = "words of prose " * 50
     for _ in range(MAX_SAMPLES // 10):  # a tenth of the samples: above the 5th percentile
-        cal.add_messages([Message(role="user", content="x" * 700)], 200)
-    assert cal.bytes_per_token() == 3.5
+        cal.add_messages([Message(role="user", content=text)], 200)
+    assert cal.bytes_per_token() == text_units(text) / 200  # units per token, for texts
+    assert cal.size_ratio == len(text) / 200  # bytes per token, for sizes

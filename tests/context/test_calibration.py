@@ -81,3 +81,40 @@ def test_migration_m006_labels_old_samples_prose(tmp_path: Path) -> None:
     assert store.calibration_ratio("m") == 3.3
     assert store.calibration_ratio("m", "source") is None
     store.close()
+
+
+def test_the_store_keeps_units_for_texts_and_bytes_for_sizes(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    store.record_calibration("m", 2200, 1000, "source", 3800)
+    assert store.calibration_ratio("m", "source") == 3.8  # units per token: texts
+    assert store.calibration_ratio("m", "source", "bytes") == 2.2  # bytes per token: sizes
+    assert store.calibration_samples("m", "source", "units") == [(3800, 1000)]
+    store.close()
+
+
+def test_migration_m007_keeps_old_samples_with_their_bytes_for_units(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, function in MIGRATIONS[:6]:
+        function(db)
+        db.execute("INSERT INTO _migrations VALUES (?, 'then')", (name,))
+    db.execute(
+        "INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, created_at, "
+        "doc_type) VALUES ('m', 3300, 1000, 'then', 'source')"
+    )
+    db.close()
+    store = SessionStore(path)
+    assert "m007_calibration_units" in store.applied_migrations()
+    # units read like bytes, and bytes are the fewer for code: the safe stand-in
+    assert store.calibration_ratio("m", "source") == 3.3
+    assert store.calibration_ratio("m", "source", "bytes") == 3.3
+    store.close()
+
+
+def test_in_memory_calibration_learns_units_from_texts() -> None:
+    cal = Calibration("m", doc_type="source")
+    text = "    for item in items:\n        total += item.price * 3\n" * 40
+    cal.add_text(text, 500)
+    assert cal.ratio is not None and cal.size_ratio == len(text) / 500
+    assert cal.ratio != cal.size_ratio  # units are not bytes

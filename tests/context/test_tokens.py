@@ -68,7 +68,7 @@ def test_budget_report_uses_the_counter() -> None:
     exact = budget_report(1000, history=history, system_prompt="be brief", counter=counter)
     assert exact.history == 400 + 2 and exact.system_prompt == 2 + 2
     estimated = budget_report(1000, history=history, system_prompt="be brief")
-    assert estimated.history == 200  # bytes/4
+    assert estimated.history == estimate_tokens("x " * 400)  # from character classes
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harvey.context.budget import estimate_tokens
 from harvey.errors import BackendError, ConfigError
 from harvey.llm.base import LLMClient, chat
 from harvey.llm.scripted import Reply, ScriptedClient
@@ -49,7 +50,8 @@ def test_with_model_shares_the_script() -> None:
 def test_usage_defaults_to_the_four_bytes_per_token_estimate() -> None:
     model = ScriptedClient([Reply("x" * 40), Reply("y", prompt_tokens=5, completion_tokens=9)])
     first = chat(model, [Message("user", "z" * 400)])
-    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (100, 10)
+    expected = (estimate_tokens("z" * 400), estimate_tokens("x" * 40))
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == expected
     second = chat(model, [Message("user", "z")])
     assert (second.usage.prompt_tokens, second.usage.completion_tokens) == (5, 9)
 

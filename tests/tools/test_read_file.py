@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.context.budget import ReadBudget
-from harvey.tools import files
+from harvey.context.budget import ReadBudget, estimate_tokens
 from harvey.tools.files import DEFAULT_READ_LIMIT, ReadFileTool
 from harvey.tools.registry import ToolContext
 
@@ -161,7 +160,9 @@ def guarded_ctx(
         calls.append((path, size, tokens, remaining))
         return f"chunked analysis of {path.name}"
 
-    return ctx.evolve(read_budget=lambda: ReadBudget(budget, ratio), on_oversize=on_oversize)
+    ratios = {"prose": ratio, "source": ratio}
+    read_budget = ReadBudget(budget, ratio, sizes=ratios, texts=ratios)
+    return ctx.evolve(read_budget=lambda: read_budget, on_oversize=on_oversize)
 
 
 def test_guard_fires_for_a_whole_file_read_over_budget(ctx: ToolContext) -> None:
@@ -170,7 +171,8 @@ def test_guard_fires_for_a_whole_file_read_over_budget(ctx: ToolContext) -> None
     tool = ReadFileTool()
     result = tool.run(guarded_ctx(ctx, 500, calls), {"path": "big.txt", "limit": 0})
     assert result == "chunked analysis of big.txt"
-    assert calls == [(ctx.workspace / "big.txt", 4000, 1000, 500)]
+    # close to the budget by its size, so its text was estimated
+    assert calls == [(ctx.workspace / "big.txt", 4000, estimate_tokens("x" * 4000), 500)]
 
 
 def test_guard_lets_a_small_page_of_a_big_file_through(ctx: ToolContext) -> None:
@@ -194,10 +196,10 @@ def test_guard_fires_when_the_page_itself_is_over_budget(ctx: ToolContext) -> No
 def test_no_budget_means_no_check(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
     (ctx.workspace / "big.txt").write_text("x" * 4000)
 
-    def explode(path: Path, budget: int, ratio: float) -> tuple[bool, int]:
+    def explode(self: ReadBudget, path: Path) -> None:
         raise AssertionError("must not be called")
 
-    monkeypatch.setattr(files, "file_exceeds_budget", explode)
+    monkeypatch.setattr(ReadBudget, "check", explode)
     result = ReadFileTool().run(ctx, {"path": "big.txt", "limit": 0})
     assert result == "x" * 4000
 
@@ -209,14 +211,14 @@ def test_exceeding_without_a_handler_reads_normally(ctx: ToolContext) -> None:
 
 
 def test_calibrated_ratio_is_used(ctx: ToolContext) -> None:
-    (ctx.workspace / "f.txt").write_text("x" * 4000)  # 1000 tokens at 4 B/t, 2000 at 2 B/t
+    (ctx.workspace / "f.txt").write_text("x" * 4000)  # about 1000 tokens at 4, 2000 at 2
     calls: list[tuple[Path, int, int, int]] = []
     assert ReadFileTool().run(guarded_ctx(ctx, 1500, calls), {"path": "f.txt", "limit": 0}) == (
         "x" * 4000
     )
     result = ReadFileTool().run(guarded_ctx(ctx, 1500, calls, 2), {"path": "f.txt", "limit": 0})
     assert result == "chunked analysis of f.txt"
-    assert calls == [(ctx.workspace / "f.txt", 4000, 2000, 1500)]
+    assert calls == [(ctx.workspace / "f.txt", 4000, estimate_tokens("x" * 4000, 2), 1500)]
 
 
 def test_under_budget_reads_normally(ctx: ToolContext) -> None:

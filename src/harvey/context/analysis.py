@@ -48,7 +48,7 @@ from harvey.context.map_support import (
 )
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import LLMClient, Usage, chat
 from harvey.messages import Message
 
 if TYPE_CHECKING:
@@ -57,6 +57,10 @@ if TYPE_CHECKING:
 MAX_LEVELS = 5
 POLL_SECONDS = 0.1
 _SEPARATOR = "\n\n---\n"
+
+# A map prompt as sent and the server's usage for it: a calibration sample (PromptBudget).
+UsageSink = Callable[[str, Usage], None]
+_Done = tuple[int, str | None, BaseException | None, str, Usage | None]
 
 
 class AnalysisRecorder(Protocol):
@@ -163,24 +167,26 @@ def _run_bounded(
     on_start: Callable[[int], None],
     on_done: Callable[[int, str | None, BaseException | None], None],
     call: Callable[[str], str] | None = None,
+    on_usage: UsageSink | None = None,
 ) -> None:
     """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
 
     A prompt is taken from ``prompts`` only when a call slot is free, and a
     call drops it when it ends: a lazy iterable keeps memory to the calls in
-    flight. ``call`` replaces the plain chat call (``map_calls``).
+    flight. ``call`` replaces the plain chat call (``map_calls``); ``on_usage`` gets each
+    answered prompt with the server's usage report, in this (the coordinating) thread.
     """
-    results: queue.Queue[tuple[int, str | None, BaseException | None]] = queue.Queue()
+    results: queue.Queue[_Done] = queue.Queue()
 
     def work(i: int, prompt: str) -> None:
         try:
             if call is not None:
-                results.put((i, call(prompt), None))
+                results.put((i, call(prompt), None, "", None))
                 return
             reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-            results.put((i, reply.text, None))
+            results.put((i, reply.text, None, prompt if on_usage else "", reply.usage))
         except BaseException as exc:  # reported to the coordinator, never lost
-            results.put((i, None, exc))
+            results.put((i, None, exc, "", None))
 
     pending: Iterator[str] | None = iter(prompts)
     next_i = in_flight = 0
@@ -197,7 +203,7 @@ def _run_bounded(
             next_i += 1
             in_flight += 1
         try:
-            i, text, err = results.get(timeout=POLL_SECONDS)
+            i, text, err, sent, usage = results.get(timeout=POLL_SECONDS)
         except queue.Empty:
             if cancel.is_set():
                 raise Cancelled("chunk analysis cancelled") from None
@@ -205,6 +211,8 @@ def _run_bounded(
         in_flight -= 1
         if cancel.is_set() or isinstance(err, Cancelled):
             raise Cancelled("chunk analysis cancelled")
+        if on_usage is not None and usage is not None and usage.prompt_tokens:
+            on_usage(sent, usage)
         on_done(i, text, err)
 
 
@@ -251,9 +259,11 @@ class _Analysis:
         bytes_per_token: float,
         results: ResultCache | None = None,
         executor: MapExecutor | None = None,
+        on_usage: UsageSink | None = None,
     ) -> None:
         self.client = client
         self.executor = executor
+        self.on_usage = on_usage
         self.results = results
         self.reused = 0
         self._called: list[tuple[int, str]] = []  # call j of the map phase → (chunk, key)
@@ -367,7 +377,9 @@ class _Analysis:
             self.executor.run_map(self.client, tasks, concurrency, self.cancel, started, called)
         else:
             prompts = (t.prompt for t in tasks)
-            _run_bounded(self.client, prompts, concurrency, self.cancel, started, called)
+            _run_bounded(
+                self.client, prompts, concurrency, self.cancel, started, called, None, self.on_usage
+            )
         # Calls a Ray executor makes run on the nodes' own clients: not counted here.
         self.served = endpoints_served(self.client, before) if self.executor is None else None
         return [p or "" for p in partials], sorted(failures)
@@ -495,6 +507,7 @@ def run_chunked_analysis(
     bytes_per_token: float = BYTES_PER_TOKEN,
     results: ResultCache | None = None,
     executor: MapExecutor | None = None,
+    on_usage: UsageSink | None = None,
 ) -> AnalysisResult:
     """Map every chunk through ``client``, then synthesize; returns an ``AnalysisResult``.
 
@@ -503,7 +516,9 @@ def run_chunked_analysis(
     ``NullProgress()`` for none. ``context_window`` (the synthesis model's)
     enables the hierarchical reduce; without it the synthesis is one call.
     ``executor`` runs the map calls elsewhere (``--executor ray``); default: here.
-    Raises ``SynthesisError`` when synthesis fails and ``Cancelled`` on cancel.
+    ``on_usage`` gets every map prompt with its usage report (calibration
+    samples of the document's type). Raises ``SynthesisError`` when synthesis
+    fails and ``Cancelled`` on cancel.
     """
     if params.count < 1:
         raise ValueError("run_chunked_analysis needs at least one chunk")
@@ -523,6 +538,7 @@ def run_chunked_analysis(
         bytes_per_token,
         results,
         executor,
+        on_usage,
     )
     return analysis.run()
 

@@ -3,10 +3,12 @@
 Harvey's reason to exist is never overflowing a model's context silently. The
 accounting here is deliberately simple and conservative:
 
-* ``estimate_tokens`` counts UTF-8 bytes and divides by a bytes-per-token
-  ratio (4 by default, the usual figure for English prose). Measured against
-  SmolLM2's tokenizer it under-counts a little (prose −1.5 %, code −11 %, see
-  BENCHMARKS.md); the 10 % margin and calibration cover that.
+* ``estimate_tokens`` estimates a text from its character classes
+  (``estimate.text_units``: words, digits, indentation, punctuation runs,
+  non-ASCII bytes, weighted per document type) divided by a ratio of units
+  per token, 4 by default; units read like bytes, so the default is the old
+  4-bytes heuristic. ``tokens_for_bytes`` is the estimate for a size alone
+  (a file not read), with a bytes-per-token ratio.
 * ``remaining_context`` subtracts everything already committed to the prompt
   (history, system prompt, injected memory / retrieval / plan text) and a
   safety margin (10 % of the window, room for the reply and tool calls) from
@@ -15,26 +17,29 @@ accounting here is deliberately simple and conservative:
   asking about a 1 GB file costs the same as asking about a 1 KB one.
 
 Calibration: backends report real prompt token counts (Ollama
-``prompt_eval_count``, OpenAI ``usage.prompt_tokens``). ``calibrated_ratio``
-turns ``(prompt_bytes, prompt_tokens)`` pairs into a ratio per model and per
+``prompt_eval_count``, OpenAI ``usage.prompt_tokens``). Each sample keeps
+the prompt's bytes, its units and the reported tokens, per model and per
 document type (prose and code tokenise very differently — the chunker's
 ``DocType``); the session store keeps the recent samples in ``sessions.db``.
-The rule that keeps it safe but tight: the ratio in use is a low quantile
-(the 5th percentile) of the recent samples' bytes-per-token, the smallest one
-while there are few, so an estimate is below the real count for about one
-prompt in twenty at most. Samples include the chat template's tokens, which
-only lowers the ratio further — the safe direction.
+Two ratios come out: units per token (for texts) and bytes per token (for
+sizes). The rule that keeps them safe but tight: the ratio in use is a low
+quantile (the 5th percentile) of the recent samples, the smallest one while
+there are few, so an estimate is below the real count for about one prompt
+in twenty at most. Samples include the chat template's tokens, which only
+lowers the ratio further — the safe direction.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harvey.context.estimate import text_units
 from harvey.messages import Message
 
 if TYPE_CHECKING:
@@ -54,12 +59,17 @@ CALIBRATION_QUANTILE = 0.05
 MIN_QUANTILE_SAMPLES = 20
 
 
-def estimate_tokens(text: str, bytes_per_token: float = BYTES_PER_TOKEN) -> int:
-    """Conservative token count: ``ceil(utf8_bytes / bytes_per_token)``; ``""`` → 0."""
+def estimate_tokens(
+    text: str, bytes_per_token: float = BYTES_PER_TOKEN, doc_type: str = "prose"
+) -> int:
+    """Token estimate of a text: ``ceil(text_units(text) / ratio)``; ``""`` → 0.
+
+    ``bytes_per_token`` is the calibrated units-per-token ratio (units read
+    like bytes, so the name stays); ``doc_type`` picks the class weights.
+    """
     if not text:
         return 0
-    # surrogatepass: text from undecodable argv/stdin bytes must be counted, not crash
-    return tokens_for_bytes(len(text.encode("utf-8", "surrogatepass")), bytes_per_token)
+    return tokens_for_bytes(text_units(text, doc_type), bytes_per_token)
 
 
 def tokens_for_bytes(size: int, bytes_per_token: float = BYTES_PER_TOKEN) -> int:
@@ -219,25 +229,91 @@ def file_exceeds_budget(
 
 
 @dataclass(frozen=True)
+class FileCheck:
+    """The pre-read guard's answer for one file: over budget?, its size, its tokens."""
+
+    exceeds: bool
+    size: int
+    tokens: int
+
+
+@dataclass(frozen=True)
 class ReadBudget:
-    """What one file read may use: a token budget and the ratio to estimate bytes with.
+    """What one file read may use: a token budget and the ratios to estimate with.
 
     Built in one place (``PromptBudget.read_budget``) so every path that asks
     "does this file fit?" — ``read_file``, ``/read``, files named to a tool-less
-    model — asks ``file_exceeds_budget`` with the same budget and the same
-    calibrated ratio (``harvey analyze`` sizes its synthesis with that ratio too).
+    model — asks ``check`` with the same budget and the same calibrated ratios
+    (``harvey analyze`` sizes its synthesis with that ratio too). The ratios are
+    per document type (the chunker's ``detect_doc_type`` of the file's name):
+    ``bytes_per_token`` for prose sizes, ``sizes`` and ``texts`` for the others
+    (bytes per token for a size, units per token for a text); ``count`` is the
+    backend's exact counter (``None`` from it: the backend cannot count).
     """
 
     tokens: int
     bytes_per_token: float = BYTES_PER_TOKEN
+    sizes: Mapping[str, float] = field(default_factory=dict)
+    texts: Mapping[str, float] = field(default_factory=dict)
+    count: Callable[[str], int | None] | None = field(default=None, compare=False)
 
-    def tokens_for(self, size: int) -> int:
-        """The estimated tokens of ``size`` bytes, at this budget's ratio."""
-        return tokens_for_bytes(size, self.bytes_per_token)
+    def size_ratio(self, doc_type: str = "prose") -> float:
+        return self.sizes.get(doc_type, self.bytes_per_token)
 
-    def fits(self, size: int) -> bool:
+    def tokens_for(self, size: int, doc_type: str = "prose") -> int:
+        """The estimated tokens of ``size`` bytes, at this budget's ratio for the type."""
+        return tokens_for_bytes(size, self.size_ratio(doc_type))
+
+    def fits(self, size: int, doc_type: str = "prose") -> bool:
         """Whether ``size`` bytes fit in this budget."""
-        return self.tokens_for(size) <= self.tokens
+        return self.tokens_for(size, doc_type) <= self.tokens
+
+    def check(self, path: str | os.PathLike[str]) -> FileCheck:
+        """Whether the file at ``path`` fits, cheaply and tightly.
+
+        From ``os.stat`` first, at the size ratio of the file's type: a file
+        that fits by that (conservative) ratio fits, and one too big to fit at
+        ``MAX_RATIO`` bytes per token exceeds — a 1 GB file costs one ``stat``.
+        Only in between, where a bytes ratio cannot tell (code's spread is
+        wide), is the file read — at most ``tokens × MAX_RATIO`` bytes — and its
+        text counted exactly (``count``) or estimated from its character
+        classes. A file that cannot be read keeps the answer from its size.
+        Raises ``FileNotFoundError`` for a missing path (from ``os.stat``).
+        """
+        from harvey.context.chunking import detect_doc_type
+
+        doc_type = detect_doc_type(Path(path)).value
+        size = os.stat(path).st_size
+        by_size = self.tokens_for(size, doc_type)
+        if by_size <= self.tokens or size > self.tokens * MAX_RATIO:
+            return FileCheck(by_size > self.tokens, size, by_size)
+        text = _read_small(path, size)
+        if text is None:
+            return FileCheck(True, size, by_size)
+        tokens = self.count(text) if self.count is not None else None
+        if tokens is None:
+            tokens = estimate_tokens(text, self.texts.get(doc_type, BYTES_PER_TOKEN), doc_type)
+        return FileCheck(tokens > self.tokens, size, tokens)
+
+
+def _read_small(path: str | os.PathLike[str], size: int) -> str | None:
+    """A regular file's text (``size`` bytes at most), never blocking on a FIFO; ``None``
+    when it cannot be read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "replace")
 
 
 def calibrated_ratio(
@@ -270,30 +346,46 @@ class Calibration:
     """An in-memory calibration: the same rule as the session store applies
     to its ``calibration_samples`` rows, for code without a store (benchmarks).
 
-    Only the most recent ``MAX_SAMPLES`` are kept, so a changed chat template
-    is forgotten in time.
+    ``samples`` are ``(units, tokens)`` pairs (the text ratio), ``sizes``
+    ``(bytes, tokens)`` pairs (the size ratio). Only the most recent
+    ``MAX_SAMPLES`` are kept, so a changed chat template is forgotten in time.
     """
 
     model: str
     samples: list[tuple[int, int]] = field(default_factory=list)
     doc_type: str = "prose"  # the chunker's DocType value the samples are of
+    sizes: list[tuple[int, int]] = field(default_factory=list)
 
-    def add(self, prompt_bytes: int, prompt_tokens: int | None) -> None:
-        """Record one request; reports without a token count are ignored."""
+    def add(self, prompt_bytes: int, prompt_tokens: int | None, units: int | None = None) -> None:
+        """Record one request; reports without a token count are ignored. Without
+        ``units`` the bytes stand in (as the store does for samples from before units)."""
         if prompt_tokens is None or prompt_tokens <= 0 or prompt_bytes <= 0:
             return
-        self.samples.append((int(prompt_bytes), int(prompt_tokens)))
+        self.samples.append((int(prompt_bytes if units is None else units), int(prompt_tokens)))
+        self.sizes.append((int(prompt_bytes), int(prompt_tokens)))
         del self.samples[:-MAX_SAMPLES]
+        del self.sizes[:-MAX_SAMPLES]
+
+    def add_text(self, text: str, prompt_tokens: int | None) -> None:
+        """Record one request given its text and the reported prompt tokens."""
+        size = len(text.encode("utf-8", "surrogatepass"))
+        self.add(size, prompt_tokens, text_units(text, self.doc_type) if text else None)
 
     def add_messages(self, messages: Sequence[Message], prompt_tokens: int | None) -> None:
         """Record a request given the messages sent and the reported prompt tokens."""
-        self.add(len(serialize_history(messages).encode("utf-8")), prompt_tokens)
+        self.add_text(serialize_history(messages), prompt_tokens)
 
     @property
     def ratio(self) -> float | None:
+        """Units per token for texts (``estimate_tokens``)."""
         return calibrated_ratio(self.samples)
 
+    @property
+    def size_ratio(self) -> float | None:
+        """Bytes per token for sizes (``tokens_for_bytes``)."""
+        return calibrated_ratio(self.sizes)
+
     def bytes_per_token(self, default: float = BYTES_PER_TOKEN) -> float:
-        """The ratio to estimate with: the calibrated one, else ``default``."""
+        """The text ratio to estimate with: the calibrated one, else ``default``."""
         ratio = self.ratio
         return default if ratio is None else ratio

@@ -30,10 +30,10 @@ from harvey.context.budget import (
     ReadBudget,
     budget_report,
     estimate_tokens,
-    remaining_context,
     serialize_history,
 )
-from harvey.context.tokens import TokenCounter
+from harvey.context.estimate import text_units
+from harvey.context.tokens import TokenCounter, message_text
 from harvey.errors import HarveyError, StoreError
 from harvey.history_fit import FittedHistory, fit_history
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
@@ -42,6 +42,13 @@ from harvey.prompts import build_system_prompt
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)
+
+# Exact counting costs a probe and a request per new message on a remote server, and the
+# embedded vocabulary's load; it is only worth it near the limit. While the estimate of
+# what is committed stays under this share of the window the estimate decides (it would
+# have to be off by half to overflow); above it, every figure is counted.
+COUNT_ABOVE_SHARE = 0.5
+MAX_SAMPLE_CHARS = 1_000_000  # prompts longer than this are not calibration samples
 
 
 class PromptBudget:
@@ -136,21 +143,46 @@ class PromptBudget:
         return self._system_prompts[tools]
 
     def bytes_per_token(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
-        """The calibrated ratio for this model and document type (``"prose"`` or
-        ``"source"``) when known, else the 4-bytes heuristic."""
+        """The calibrated units-per-token ratio for texts of this model and document type
+        (``"prose"`` or ``"source"``) when known, else the 4-bytes heuristic."""
         client = self._client(client)
         ratio = self.store.calibration_ratio(client.model, doc_type) if self.store else None
         return ratio or BYTES_PER_TOKEN
 
-    def calibrate(self, client: LLMClient, prompt: list[Message], usage: Usage) -> None:
-        """Keep a real usage report as a calibration sample for ``client``'s model."""
-        self.last_usage = usage
+    def size_ratio(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
+        """The calibrated bytes-per-token ratio for sizes alone (a file not read, a chunk
+        size to choose), else the 4-bytes heuristic."""
+        client = self._client(client)
+        store = self.store
+        ratio = store.calibration_ratio(client.model, doc_type, "bytes") if store else None
+        return ratio or BYTES_PER_TOKEN
+
+    def calibrate(
+        self, client: LLMClient, prompt: list[Message], usage: Usage, doc_type: str = "prose"
+    ) -> None:
+        """Keep a real usage report as a calibration sample for ``client``'s model.
+
+        Chat turns are prose samples; the map calls of an analysis of a source
+        file are ``"source"`` samples (``ChunkedReads``), so code calibration
+        learns from real code chunks.
+        """
+        if doc_type == "prose":
+            self.last_usage = usage
         if self.store is None or not usage.prompt_tokens:
             return
-        # the same bytes the estimator counts (tool-call arguments included)
-        prompt_bytes = len(serialize_history(prompt).encode("utf-8", "surrogatepass"))
+        if sum(len(m.content) for m in prompt) > MAX_SAMPLE_CHARS:
+            return  # a few recent samples make the ratio; a huge one only costs its pass
+        # the same text the estimator counts (tool-call arguments included)
+        text = serialize_history(prompt)
+        prompt_bytes = len(text.encode("utf-8", "surrogatepass"))
         try:
-            self.store.record_calibration(client.model, prompt_bytes, usage.prompt_tokens)
+            self.store.record_calibration(
+                client.model,
+                prompt_bytes,
+                usage.prompt_tokens,
+                doc_type,
+                text_units(text, doc_type),
+            )
         except StoreError as exc:  # calibration is advisory; never fail a turn on it
             log.warning("could not record calibration: %s", exc)
 
@@ -167,6 +199,35 @@ class PromptBudget:
         """Injected text plus the turn in flight's retrieved text: all of it is sent."""
         return self.injected_texts() + self.turn_texts
 
+    def _counted(
+        self,
+        client: LLMClient,
+        history: Sequence[Message],
+        also: Sequence[Message] = (),
+    ) -> BudgetReport:
+        """The budget of a prompt: estimated, and counted exactly once the estimate
+        (with ``also``, messages not in this report that the prompt will carry) comes
+        near the window (``COUNT_ABOVE_SHARE``) — the only time the counter is asked for."""
+        window = self.capabilities(client).context_window
+        ratio = self.bytes_per_token(client)
+
+        def report(counter: TokenCounter | None) -> BudgetReport:
+            return budget_report(
+                window,
+                history=history,
+                system_prompt=self.system_prompt(client),
+                injected=self._all_injected(),
+                bytes_per_token=ratio,
+                counter=counter,
+            )
+
+        estimated = report(None)
+        more = sum(estimate_tokens(message_text(m), ratio) for m in also)
+        if estimated.used + more <= window * COUNT_ABOVE_SHARE:
+            return estimated
+        counter = self.counter(client)
+        return estimated if counter is None else report(counter)
+
     def fitted_history(
         self, client: LLMClient | None = None, pending: Sequence[Message] = ()
     ) -> FittedHistory:
@@ -177,15 +238,9 @@ class PromptBudget:
         are counted, so the turn in progress always has priority over the past.
         """
         client = self._client(client)
-        room = budget_report(
-            self.capabilities(client).context_window,
-            history=list(pending),
-            system_prompt=self.system_prompt(client),
-            injected=self._all_injected(),
-            bytes_per_token=self.bytes_per_token(client),
-            counter=self.counter(client),
-        )
-        return fit_history(self._history(), room.remaining, room.bytes_per_token)
+        history = self._history()
+        room = self._counted(client, list(pending), also=history)
+        return fit_history(history, room.remaining, room.bytes_per_token)
 
     def _sent_history(self, client: LLMClient, pending: Sequence[Message]) -> list[Message]:
         """What of the history a prompt now costs: the kept messages and the note."""
@@ -196,36 +251,31 @@ class PromptBudget:
     def remaining(self, client: LLMClient | None = None, pending: Sequence[Message] = ()) -> int:
         """Tokens left for new content once the prompt so far and ``pending`` are counted."""
         client = self._client(client)
-        history = self._sent_history(client, pending) + list(pending)
-        return remaining_context(
-            self.capabilities(client).context_window,
-            history=history,
-            system_prompt=self.system_prompt(client),
-            injected=self._all_injected(),
-            bytes_per_token=self.bytes_per_token(client),
-            counter=self.counter(client),
-        )
+        return self._counted(client, self._sent_history(client, pending) + list(pending)).remaining
 
     def read_budget(
-        self,
-        client: LLMClient | None = None,
-        pending: Sequence[Message] = (),
-        doc_type: str = "prose",
+        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
     ) -> ReadBudget:
         """What one file read may use: the remaining room times ``chunking.threshold``,
-        estimated with the ratio of the file's document type."""
+        with the ratios of every document type (``ReadBudget.check`` picks the file's)
+        and the exact counter, asked for only if a check needs it."""
         client = self._client(client)
         tokens = int(self.remaining(client, pending) * self.settings.chunking.threshold)
-        return ReadBudget(tokens, self.bytes_per_token(client, doc_type))
+        types = ("prose", "source")
+
+        def count(text: str) -> int | None:
+            counter = self.counter(client)
+            return None if counter is None else counter.count(text)
+
+        return ReadBudget(
+            tokens,
+            self.size_ratio(client),
+            sizes={t: self.size_ratio(client, t) for t in types},
+            texts={t: self.bytes_per_token(client, t) for t in types},
+            count=count,
+        )
 
     def report(self, client: LLMClient | None = None) -> BudgetReport:
         """Everything already in the prompt, in tokens; ``/status`` shows it."""
         client = self._client(client)
-        return budget_report(
-            self.capabilities(client).context_window,
-            history=self._sent_history(client, []),
-            system_prompt=self.system_prompt(client),
-            injected=self._all_injected(),
-            bytes_per_token=self.bytes_per_token(client),
-            counter=self.counter(client),
-        )
+        return self._counted(client, self._sent_history(client, []))

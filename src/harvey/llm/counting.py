@@ -12,7 +12,11 @@
 
 ``probe_server`` asks once which of the two a server speaks (the caller
 caches the answer); a server with neither (OpenAI, vLLM, Ollama) means the
-estimate is used.
+estimate is used. ``counting_kinds`` decides what is worth asking at all: a
+hosted API (``HOSTED_HOSTS``) speaks neither, a server that answered
+llama.cpp's ``/props`` is llama.cpp, and one that did not is at best
+llama-cpp-python's — so a session asks at most one probe, and none of a
+remote API.
 """
 
 from __future__ import annotations
@@ -22,12 +26,44 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from harvey.errors import BackendError
 from harvey.llm.http import HttpTransport
 
 FALLBACK_FRAMING = 8  # tokens per message when the template cannot be rendered (ChatML: 5)
 PROBE_TIMEOUT = 5.0
+LLAMA_CPP, LLAMA_CPP_PYTHON = "llama.cpp", "llama-cpp-python"
+# OpenAI-compatible APIs that are not llama.cpp servers: never probed for counting endpoints.
+HOSTED_HOSTS = (
+    "api.openai.com",
+    "openai.azure.com",
+    "openrouter.ai",
+    "api.groq.com",
+    "api.together.xyz",
+    "api.mistral.ai",
+    "api.deepseek.com",
+    "api.fireworks.ai",
+    "generativelanguage.googleapis.com",
+    "api.anthropic.com",
+)
+
+
+def counting_kinds(base_url: str, props_answered: bool | None) -> tuple[str, ...]:
+    """Which counting endpoints are worth probing at ``base_url``.
+
+    ``props_answered``: whether llama.cpp's ``/props`` answered when the
+    context window was asked (``None``: it was not asked — the window is
+    configured). A hosted API: none; ``/props`` answered: llama.cpp's
+    ``/tokenize``; it did not: llama-cpp-python's count (it has no
+    ``/props``); not asked: both, in that order.
+    """
+    host = (urlsplit(base_url).hostname or "").lower()
+    if any(host == h or host.endswith("." + h) for h in HOSTED_HOSTS):
+        return ()
+    if props_answered is None:
+        return (LLAMA_CPP, LLAMA_CPP_PYTHON)
+    return (LLAMA_CPP,) if props_answered else (LLAMA_CPP_PYTHON,)
 
 
 class EmbeddedTokenizer:
@@ -164,19 +200,26 @@ class LlamaCppPythonTokenizer:
 
 
 def probe_server(
-    http: HttpTransport, root: str, model: str
+    http: HttpTransport,
+    root: str,
+    model: str,
+    kinds: Sequence[str] = (LLAMA_CPP, LLAMA_CPP_PYTHON),
 ) -> LlamaCppTokenizer | LlamaCppPythonTokenizer | None:
-    """Which counting endpoint the server at ``root`` has, asked once; ``None``: neither."""
+    """Which counting endpoint of ``kinds`` the server at ``root`` has, asked once;
+    ``None``: neither."""
     root = root.rstrip("/")
-    probes: list[tuple[LlamaCppTokenizer | LlamaCppPythonTokenizer, str, dict[str, Any], str]] = [
-        (LlamaCppTokenizer(http, root), "/tokenize", {"content": "probe"}, "tokens"),
-        (
-            LlamaCppPythonTokenizer(http, root, model),
-            "/extras/tokenize/count",
-            {"input": "probe", "model": model},
-            "count",
-        ),
-    ]
+    probes: list[tuple[LlamaCppTokenizer | LlamaCppPythonTokenizer, str, dict[str, Any], str]] = []
+    if LLAMA_CPP in kinds:
+        probes.append((LlamaCppTokenizer(http, root), "/tokenize", {"content": "probe"}, "tokens"))
+    if LLAMA_CPP_PYTHON in kinds:
+        probes.append(
+            (
+                LlamaCppPythonTokenizer(http, root, model),
+                "/extras/tokenize/count",
+                {"input": "probe", "model": model},
+                "count",
+            )
+        )
     for tokenizer, path, payload, field in probes:
         try:
             data = http.request_json("POST", root + path, payload, retries=0, timeout=PROBE_TIMEOUT)

@@ -82,6 +82,11 @@ def _close_all() -> None:
     _CACHE.clear()
 
 
+# Flash attention: the same answers, about 30 % less CPU evaluating a 4,500-token prompt
+# on 2 cores (measured for issue 13) — a map prompt sized to the window is that long.
+_SPEED: dict[str, Any] = {"flash_attn": True}
+
+
 def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
     """The process-wide instance for these parameters, loading it once."""
     key = (str(model_path), n_ctx, n_threads)
@@ -99,13 +104,14 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
                     n_ctx=n_ctx or DEFAULT_MAX_CTX,
                     n_threads=threads,
                     verbose=False,
+                    **_SPEED,
                 )
                 trained = _trained(llama, DEFAULT_MAX_CTX)
                 if n_ctx is None and trained < DEFAULT_MAX_CTX:
                     # Never run past what the model was trained on: reload at that size.
                     del llama
                     llama = llama_cpp.Llama(
-                        str(model_path), n_ctx=trained, n_threads=threads, verbose=False
+                        str(model_path), n_ctx=trained, n_threads=threads, verbose=False, **_SPEED
                     )
         except (ValueError, RuntimeError, OSError) as exc:
             raise BackendError(f"cannot load the embedded model {model_path.name}: {exc}") from exc

@@ -148,6 +148,7 @@ class OpenAIClient(HttpClient):
         **options: Unpack[HttpOptions],
     ) -> None:
         self.context_window = context_window
+        self._props_answered: bool | None = None  # llama.cpp's /props, once it was asked
         super().__init__(base_url, model, **options)
 
     def _endpoint(self) -> Endpoint:
@@ -267,7 +268,9 @@ class OpenAIClient(HttpClient):
                 "GET", server_root(self.endpoint) + "/props", retries=0, timeout=PROPS_TIMEOUT
             )
         except BackendError:
+            self._props_answered = False
             return None
+        self._props_answered = isinstance(props, dict)
         if not isinstance(props, dict):
             return None
         settings = props.get("default_generation_settings")
@@ -279,12 +282,17 @@ class OpenAIClient(HttpClient):
 
     def token_counter(self) -> Tokenizer | None:
         """llama.cpp's ``/tokenize`` or llama-cpp-python's ``/extras/tokenize/count``,
-        probed once per client; ``None`` (estimate) for servers with neither."""
+        probed once per client, when first needed; ``None`` (estimate) for servers with
+        neither. Only what the server can be is asked (``counting_kinds``): nothing of a
+        hosted API, one probe of a server ``/props`` told apart."""
         with self._caps_lock:
             if not hasattr(self, "_tokenizer"):
-                from harvey.llm.counting import probe_server
+                from harvey.llm.counting import counting_kinds, probe_server
 
-                self._tokenizer = probe_server(self.http, server_root(self.endpoint), self.model)
+                kinds = counting_kinds(self.endpoint, self._props_answered)
+                root = server_root(self.endpoint)
+                found = probe_server(self.http, root, self.model, kinds) if kinds else None
+                self._tokenizer = found
             return self._tokenizer
 
     def list_models(self) -> list[str]:

@@ -112,6 +112,12 @@ def _m006_calibration_doc_type(db: sqlite3.Connection) -> None:
     )
 
 
+def _m007_calibration_units(db: sqlite3.Connection) -> None:
+    """Texts are estimated from character classes (``context/estimate.py``): a sample
+    keeps the prompt's units beside its bytes (NULL for the samples before)."""
+    _script(db, "ALTER TABLE calibration_samples ADD COLUMN prompt_units INTEGER")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("m001_initial", _m001_initial),
     ("m002_calibration", _m002_calibration),
@@ -119,6 +125,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("m004_calibration_samples", _m004_calibration_samples),
     ("m005_map_results", map_results.migration),  # resumable analyses (issue 14)
     ("m006_calibration_doc_type", _m006_calibration_doc_type),
+    ("m007_calibration_units", _m007_calibration_units),
 ]
 
 

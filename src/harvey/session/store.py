@@ -85,7 +85,7 @@ class SessionStore(MapResultsMixin):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
-        self._ratios: dict[tuple[str, str], float | None] = {}
+        self._ratios: dict[tuple[str, str, str], float | None] = {}
         # Sessions handed out by reserve_session whose row is not written yet:
         # id -> (workspace, model, title). See reserve_session.
         self._reserved: dict[str, tuple[str, str, str]] = {}
@@ -367,22 +367,29 @@ class SessionStore(MapResultsMixin):
     # -- calibration --------------------------------------------------------------
 
     def record_calibration(
-        self, model: str, prompt_bytes: int, prompt_tokens: int, doc_type: str = "prose"
+        self,
+        model: str,
+        prompt_bytes: int,
+        prompt_tokens: int,
+        doc_type: str = "prose",
+        prompt_units: int | None = None,
     ) -> float:
-        """Keep one (prompt bytes, reported prompt tokens) sample; return the ratio now in use.
+        """Keep one (prompt bytes, units, reported prompt tokens) sample; return the
+        text ratio now in use.
 
         Samples are per model and per document type (``"prose"``, ``"source"``:
         the chunker's ``DocType`` values). Only the most recent ``MAX_SAMPLES``
-        of each are kept, and the ratio is ``calibrated_ratio`` over them: a low
+        of each are kept, and each ratio is ``calibrated_ratio`` over them: a low
         quantile, so estimates err towards more tokens.
         """
         if prompt_bytes > 0 and prompt_tokens > 0:
-            self._ratios.pop((model, doc_type), None)
+            self._ratios.pop((model, doc_type, "units"), None)
+            self._ratios.pop((model, doc_type, "bytes"), None)
             with self._tx() as db:
                 db.execute(
                     "INSERT INTO calibration_samples (model, prompt_bytes, prompt_tokens, "
-                    "created_at, doc_type) VALUES (?, ?, ?, ?, ?)",
-                    (model, prompt_bytes, prompt_tokens, _now(), doc_type),
+                    "created_at, doc_type, prompt_units) VALUES (?, ?, ?, ?, ?, ?)",
+                    (model, prompt_bytes, prompt_tokens, _now(), doc_type, prompt_units),
                 )
                 db.execute(
                     "DELETE FROM calibration_samples WHERE model = ? AND doc_type = ? AND id "
@@ -392,17 +399,30 @@ class SessionStore(MapResultsMixin):
                 )
         return self.calibration_ratio(model, doc_type) or BYTES_PER_TOKEN
 
-    def calibration_samples(self, model: str, doc_type: str = "prose") -> list[tuple[int, int]]:
+    def calibration_samples(
+        self, model: str, doc_type: str = "prose", measure: str = "bytes"
+    ) -> list[tuple[int, int]]:
+        """``(bytes, tokens)`` pairs, or ``(units, tokens)`` with ``measure="units"``.
+
+        A sample without units (recorded before m007) stands in with its bytes:
+        units read like bytes by design, and bytes are the fewer for code — the
+        safe direction.
+        """
+        column = "COALESCE(prompt_units, prompt_bytes)" if measure == "units" else "prompt_bytes"
         rows = self._query(
-            "SELECT prompt_bytes, prompt_tokens FROM calibration_samples "
+            f"SELECT {column}, prompt_tokens FROM calibration_samples "
             "WHERE model = ? AND doc_type = ? ORDER BY id",
             (model, doc_type),
         )
         return [(int(r[0]), int(r[1])) for r in rows]
 
-    def calibration_ratio(self, model: str, doc_type: str = "prose") -> float | None:
-        """Cached per model and type: budget checks ask for it on every read and round."""
-        key = (model, doc_type)
+    def calibration_ratio(
+        self, model: str, doc_type: str = "prose", measure: str = "units"
+    ) -> float | None:
+        """Units per token for texts (or bytes per token with ``measure="bytes"``),
+        cached per model and type: budget checks ask for it on every read and round."""
+        key = (model, doc_type, measure)
         if key not in self._ratios:
-            self._ratios[key] = calibrated_ratio(self.calibration_samples(model, doc_type))
+            samples = self.calibration_samples(model, doc_type, measure)
+            self._ratios[key] = calibrated_ratio(samples)
         return self._ratios[key]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from harvey.context.budget import file_exceeds_budget
+from harvey.context.chunking import detect_doc_type
 from harvey.errors import ToolError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.tools.approval import describe_write
@@ -209,14 +209,15 @@ class ReadFileTool:
             return None
         budget = ctx.read_budget()
         try:
-            exceeds, size = file_exceeds_budget(path, budget.tokens, budget.bytes_per_token)
+            checked = budget.check(path)  # at the ratio of the file's type (prose, source)
         except OSError as exc:
             raise ToolError(f"cannot stat {path.name}: {exc.strerror or exc}") from exc
-        if not exceeds or ctx.on_oversize is None:
+        if not checked.exceeds or ctx.on_oversize is None:
             return None
-        if budget.fits(min(wanted, size)):
+        size = checked.size
+        if wanted < size and budget.fits(wanted, detect_doc_type(path).value):
             return None
-        return ctx.on_oversize(path, size, budget.tokens_for(size), budget.tokens)
+        return ctx.on_oversize(path, size, checked.tokens, budget.tokens)
 
 
 def looks_binary(head: bytes) -> bool:
