@@ -2,19 +2,17 @@
 
 Map: every chunk goes to the model with the user's instruction (the seed's
 prompt, ``instruction + "\\n\\n---\\nChunk i of N:\\n" + chunk``), up to
-``config.concurrency`` calls in flight. A failed chunk does not stop the map
-phase: its partial result becomes ``[chunk i failed: …]`` and the recorder
-gets ``error: …``. A chunk the server refuses as too long
+``config.concurrency`` calls in flight (``bounded_calls.py``). A failed chunk
+does not stop the map phase: its partial result becomes ``[chunk i failed: …]``
+and the recorder gets ``error: …``. A chunk the server refuses as too long
 (``ContextTooLong``) is cut in two at its best boundary and both halves are
 analysed (``split_retry.py``); its note says ``ok (split in k parts …)``.
 Notes and partial results stay in chunk order whatever order the calls
 finish in.
 
-Reduce: one synthesis call over all partial results. When they do not fit
-the synthesis model's context (``context_window`` given), they are combined
-in groups that fit and the group results combined again — a hierarchical
-reduce with a depth limit that must shrink the text at every level. A
-synthesis failure raises ``SynthesisError``; the note records it first.
+Reduce: the partial results synthesised, hierarchically when they do not fit
+the synthesis model's context (``reduce.py``). A synthesis failure raises
+``SynthesisError``; the note records it first.
 
 Cancel: setting ``cancel`` (the REPL does on Ctrl-C; a ``KeyboardInterrupt``
 here does the same) stops within a poll interval: queued calls never start,
@@ -23,19 +21,25 @@ running streams stop at their next event, the synthesis note records
 inject. Calls run in daemon threads so a server that never answers cannot
 hold the process — or, given an ``executor`` (``map_support.MapExecutor``),
 wherever it runs them (a Ray cluster); stored results, notes and the reduce
-stay here either way.
+stay here either way. The inputs, result and recorder protocol are
+``analysis_params.py``; every public name stays importable from here.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TextIO
+from collections.abc import Callable, Iterator
+from typing import TextIO
 
-from harvey.context.budget import BYTES_PER_TOKEN, remaining_context, tokens_for_bytes
-from harvey.context.chunking import Chunk, ChunkConfig, DocType
+from harvey.context.analysis_params import (
+    AnalysisRecorder,
+    AnalysisResult,
+    ChunkAnalysisParams,
+    map_prompt,
+)
+from harvey.context.bounded_calls import UsageSink, first_line, map_calls, run_bounded
+from harvey.context.budget import BYTES_PER_TOKEN
+from harvey.context.chunking import Chunk, DocType
 from harvey.context.map_support import (
     MapExecutor,
     MapTask,
@@ -47,205 +51,18 @@ from harvey.context.map_support import (
     served_counts,
 )
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
+from harvey.context.reduce import HierarchicalReduce, reduce_prompt
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
-from harvey.llm.base import LLMClient, Usage, chat
-from harvey.messages import Message
-
-if TYPE_CHECKING:
-    from harvey.session.records import ChunkFileNote
-
-MAX_LEVELS = 5
-POLL_SECONDS = 0.1
-_SEPARATOR = "\n\n---\n"
-
-# A map prompt as sent and the server's usage for it: a calibration sample (PromptBudget).
-UsageSink = Callable[[str, Usage], None]
-_Done = tuple[int, str | None, BaseException | None, str, Usage | None]
+from harvey.llm.base import LLMClient
 
 
-class AnalysisRecorder(Protocol):
-    """The chunk-analysis methods of ``harvey.session.recorder.Recorder``."""
+class AnalysisRun:
+    """One run: the map phase, then the (possibly hierarchical) reduce (``reduce.py``).
 
-    def record_chunk_analysis_start(
-        self,
-        filename: str,
-        total_chunks: int,
-        model: str,
-        boundary: str,
-        chunk_size_bytes: int,
-        user_instruction: str,
-        endpoints: int | None = None,
-        files: int | None = None,
-    ) -> None: ...
-
-    def record_chunk_result(self, i: int, n: int, status: str) -> None: ...
-
-    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None: ...
-
-    def record_chunk_served(self, served: int, endpoints: int) -> None: ...
-
-    def record_chunk_file(self, note: ChunkFileNote) -> None: ...  # whole-folder analysis
-
-
-def map_prompt(instruction: str, index: int, total: int, chunk: str) -> str:
-    """The seed's per-chunk prompt (``index`` is 1-based)."""
-    return f"{instruction}\n\n---\nChunk {index} of {total}:\n{chunk}"
-
-
-def _reduce_header(instruction: str, count: int) -> str:
-    return (
-        f"{instruction}\n\n---\nCombine the following {count} section summaries "
-        "into a single coherent response:\n\n"
-    )
-
-
-def reduce_prompt(instruction: str, partials: Sequence[str]) -> str:
-    """The seed's synthesis prompt over ``partials`` joined by ``\\n\\n---\\n``."""
-    return _reduce_header(instruction, len(partials)) + _SEPARATOR.join(partials)
-
-
-@dataclass
-class ChunkAnalysisParams:
-    """Inputs to ``run_chunked_analysis`` (the seed's ``ChunkAnalysisParams``).
-
-    ``model`` is the resolved name recorded in the notes (an ``@name`` in the
-    instruction already parsed by the caller, who passes the matching client);
-    ``boundary`` is ``"paragraph"`` or ``"source"``. ``chunks`` may be a lazy
-    iterable (a file streamed through the chunker) when ``total`` says how many
-    it yields: the map phase then pulls one chunk per free call slot, so only
-    the chunks in flight are in memory, however large the file.
+    ``run`` is the whole of one file's analysis; ``map_phase`` and
+    ``reduce_phase`` apart are for a caller that orchestrates its own run
+    (``phases.py``). ``levels`` counts the reduce levels so far, for the note.
     """
-
-    filename: str
-    chunks: Sequence[Chunk | str] | Iterable[Chunk | str]
-    instruction: str
-    model: str
-    boundary: str = "paragraph"
-    config: ChunkConfig = field(default_factory=ChunkConfig)
-    # The instruction as the person typed it (``@route`` included) for the
-    # session record, when ``instruction`` had the route stripped for the model.
-    as_typed: str | None = None
-    total: int | None = None
-
-    def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
-        """The stored-result key and the prompt of chunk ``index`` of ``total`` (1-based);
-        whole-folder analysis numbers chunks per file instead (``folder_analysis.py``)."""
-        key = result_key(model, self, index, total, text)
-        return key, map_prompt(self.instruction, index, total, text)
-
-    @property
-    def count(self) -> int:
-        """How many chunks the map phase will see."""
-        if self.total is not None:
-            return self.total
-        if not isinstance(self.chunks, Sequence):
-            raise ValueError("lazy chunks need ChunkAnalysisParams.total")
-        return len(self.chunks)
-
-
-@dataclass
-class AnalysisResult:
-    """The synthesized answer, which chunks failed (1-based) and how many reduce levels ran."""
-
-    text: str
-    failures: list[int]
-    levels: int
-    partials: list[str]
-    reused: int = 0  # map results taken from an earlier run instead of a call
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
-
-
-def _run_bounded(
-    client: LLMClient,
-    prompts: Iterable[str],
-    concurrency: int,
-    cancel: threading.Event,
-    on_start: Callable[[int], None],
-    on_done: Callable[[int, str | None, BaseException | None], None],
-    call: Callable[[str], str] | None = None,
-    on_usage: UsageSink | None = None,
-) -> None:
-    """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
-
-    A prompt is taken from ``prompts`` only when a call slot is free, and a
-    call drops it when it ends: a lazy iterable keeps memory to the calls in
-    flight. ``call`` replaces the plain chat call (``map_calls``); ``on_usage`` gets each
-    answered prompt with the server's usage report, in this (the coordinating) thread.
-    """
-    results: queue.Queue[_Done] = queue.Queue()
-
-    def work(i: int, prompt: str) -> None:
-        try:
-            if call is not None:
-                results.put((i, call(prompt), None, "", None))
-                return
-            reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-            results.put((i, reply.text, None, prompt if on_usage else "", reply.usage))
-        except BaseException as exc:  # reported to the coordinator, never lost
-            results.put((i, None, exc, "", None))
-
-    pending: Iterator[str] | None = iter(prompts)
-    next_i = in_flight = 0
-    while pending is not None or in_flight:
-        while in_flight < concurrency and pending is not None:
-            if cancel.is_set():
-                raise Cancelled("chunk analysis cancelled")
-            prompt = next(pending, None)
-            if prompt is None:
-                pending = None
-                break
-            on_start(next_i)
-            threading.Thread(target=work, args=(next_i, prompt), daemon=True).start()
-            next_i += 1
-            in_flight += 1
-        try:
-            i, text, err, sent, usage = results.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            if cancel.is_set():
-                raise Cancelled("chunk analysis cancelled") from None
-            continue
-        in_flight -= 1
-        if cancel.is_set() or isinstance(err, Cancelled):
-            raise Cancelled("chunk analysis cancelled")
-        if on_usage is not None and usage is not None and usage.prompt_tokens:
-            on_usage(sent, usage)
-        on_done(i, text, err)
-
-
-def map_calls(
-    client: LLMClient,
-    inputs: Sequence[str],
-    call: Callable[[str], str],
-    *,
-    concurrency: int = 1,
-    cancel: threading.Event | None = None,
-) -> list[tuple[str | None, BaseException | None]]:
-    """The map phase alone, for callers with their own call (a system prompt, structured
-    output, a retry — memory mining): ``call`` per input, at most ``concurrency`` (or an
-    endpoint pool's capacity) at once; each input's ``(answer, error)``, in input order."""
-    out: list[tuple[str | None, BaseException | None]] = [(None, None)] * len(inputs)
-
-    def done(i: int, text: str | None, err: BaseException | None) -> None:
-        out[i] = (text, err)
-
-    _run_bounded(
-        client,
-        inputs,
-        map_concurrency(client, concurrency),
-        cancel if cancel is not None else threading.Event(),
-        lambda _i: None,
-        done,
-        call,
-    )
-    return out
-
-
-class _Analysis:
-    """One run: the map phase, then the (possibly hierarchical) reduce."""
 
     def __init__(
         self,
@@ -271,12 +88,17 @@ class _Analysis:
         self.recorder = recorder
         self.progress = progress
         self.cancel = cancel
-        self.synth = synthesis_client
         separate = synthesis_client is not client
         self.synth_model = synthesis_client.model if separate else params.model
-        self.context_window = context_window
-        self.bytes_per_token = bytes_per_token
-        self.levels = 0
+        self._reduce = HierarchicalReduce(
+            synthesis_client,
+            params.instruction,
+            concurrency=params.config.concurrency,
+            cancel=cancel,
+            progress=progress,
+            context_window=context_window,
+            bytes_per_token=bytes_per_token,
+        )
         self.served: int | None = None  # endpoints of a pool that completed map calls
         self._texts: dict[int, str] = {}  # the chunks in flight, for a split on "too long"
         self._split_status: dict[int, str] = {}
@@ -343,11 +165,11 @@ class _Analysis:
                 partials[i] = text or ""
                 statuses[i] = self._split_status.pop(i, "ok")
             else:
-                reason = _first_line(err)
+                reason = first_line(err)
                 partials[i] = f"[chunk {i + 1} failed: {reason}]"
                 statuses[i] = f"error: {reason}"
                 failures.append(i + 1)
-            self.progress.chunk_finished(i + 1, n, None if err is None else _first_line(err))
+            self.progress.chunk_finished(i + 1, n, None if err is None else first_line(err))
             while recorded in statuses:  # notes in chunk order, whatever finished first
                 if self.recorder is not None:
                     self.recorder.record_chunk_result(recorded + 1, n, statuses.pop(recorded))
@@ -377,7 +199,7 @@ class _Analysis:
             self.executor.run_map(self.client, tasks, concurrency, self.cancel, started, called)
         else:
             prompts = (t.prompt for t in tasks)
-            _run_bounded(
+            run_bounded(
                 self.client, prompts, concurrency, self.cancel, started, called, None, self.on_usage
             )
         # Calls a Ray executor makes run on the nodes' own clients: not counted here.
@@ -389,64 +211,14 @@ class _Analysis:
         if self.results is not None:
             self.results.put(key, self.client.model, text)
 
-    def _fits(self, partials: Sequence[str]) -> bool:
-        if self.context_window is None:
-            return True
-        size = len(_reduce_header(self.params.instruction, len(partials)).encode("utf-8"))
-        size += sum(len(p.encode("utf-8")) for p in partials)
-        size += len(_SEPARATOR) * max(0, len(partials) - 1)
-        budget = remaining_context(self.context_window, bytes_per_token=self.bytes_per_token)
-        return tokens_for_bytes(size, self.bytes_per_token) <= budget
-
-    def _groups(self, partials: list[str]) -> list[list[str]]:
-        groups: list[list[str]] = []
-        current: list[str] = []
-        for index, partial in enumerate(partials, 1):
-            if not self._fits([partial]):
-                raise SynthesisError(
-                    f"synthesis failed: partial result {index} alone does not fit the "
-                    f"synthesis model's context ({self.context_window} tokens)"
-                )
-            if current and not self._fits([*current, partial]):
-                groups.append(current)
-                current = []
-            current.append(partial)
-        groups.append(current)
-        return groups
+    @property
+    def levels(self) -> int:
+        """The reduce levels run so far (0 before the reduce starts)."""
+        return self._reduce.levels
 
     def reduce_phase(self, partials: list[str]) -> str:
-        current = partials
-        while True:
-            self.levels += 1
-            groups = [current] if self._fits(current) else self._groups(current)
-            self.progress.synthesis_started(self.levels, len(current), len(groups))
-            outputs = self._synthesize(groups)
-            if len(groups) == 1:
-                return outputs[0]
-            if self.levels >= MAX_LEVELS:
-                raise SynthesisError(
-                    f"synthesis failed: partial results still too large after {MAX_LEVELS} levels"
-                )
-            before = sum(len(p) for p in current)
-            if sum(len(o) for o in outputs) >= before:
-                raise SynthesisError(
-                    f"synthesis failed: level {self.levels} did not shrink the partial results "
-                    f"({before} characters in, {sum(len(o) for o in outputs)} out)"
-                )
-            current = outputs
-
-    def _synthesize(self, groups: list[list[str]]) -> list[str]:
-        prompts = [reduce_prompt(self.params.instruction, g) for g in groups]
-        outputs: list[str] = [""] * len(prompts)
-
-        def done(i: int, text: str | None, err: BaseException | None) -> None:
-            if err is not None:
-                raise SynthesisError(f"synthesis failed: {_first_line(err)}") from err
-            outputs[i] = text or ""
-
-        concurrency = self.params.config.concurrency
-        _run_bounded(self.synth, prompts, concurrency, self.cancel, lambda i: None, done)
-        return outputs
+        """The synthesis over the map phase's ``partials`` (``HierarchicalReduce``)."""
+        return self._reduce.run(partials)
 
     def _note(self, status: str) -> None:
         if self.recorder is not None:
@@ -481,7 +253,7 @@ class _Analysis:
             self._note(f"error: {str(exc).removeprefix('synthesis failed: ')}")
             raise
         except HarveyError as exc:  # the file could not be read to the end
-            self._note(f"error: {_first_line(exc)}")
+            self._note(f"error: {first_line(exc)}")
             raise
         finally:
             self.progress.close()
@@ -527,7 +299,7 @@ def run_chunked_analysis(
         reporter = make_progress(progress)
     else:
         reporter = progress  # type: ignore[assignment]
-    analysis = _Analysis(
+    analysis = AnalysisRun(
         client,
         params,
         recorder,
@@ -546,6 +318,7 @@ def run_chunked_analysis(
 __all__ = [
     "AnalysisRecorder",
     "AnalysisResult",
+    "AnalysisRun",
     "ChunkAnalysisParams",
     "MapExecutor",
     "MapTask",

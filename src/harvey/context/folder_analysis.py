@@ -31,7 +31,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harvey.context.analysis import POLL_SECONDS, AnalysisRecorder, ResultCache
+from harvey.context.analysis_params import AnalysisRecorder
+from harvey.context.bounded_calls import POLL_SECONDS, first_line
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.context.chunking import ChunkConfig
 from harvey.context.folder_map import (
@@ -43,7 +44,7 @@ from harvey.context.folder_map import (
     every_chunk,
     text_hash,
 )
-from harvey.context.map_support import MapExecutor, map_concurrency, pool_size
+from harvey.context.map_support import MapExecutor, ResultCache, map_concurrency, pool_size
 from harvey.context.phases import run_map_phase, synthesize
 from harvey.context.progress import ProgressReporter
 from harvey.errors import Cancelled, HarveyError, SynthesisError
@@ -141,7 +142,7 @@ class FolderRun:
             self._synthesis_note(f"error: {str(exc).removeprefix('synthesis failed: ')}", 1)
             raise
         except HarveyError as exc:  # a file could not be read to the end
-            self._synthesis_note(f"error: {_first_line(exc)}", 1)
+            self._synthesis_note(f"error: {first_line(exc)}", 1)
             raise
         finally:
             tracker.close()
@@ -263,7 +264,7 @@ class FolderRun:
         except Cancelled:
             raise
         except HarveyError as exc:
-            reason = _first_line(exc).removeprefix("synthesis failed: ")
+            reason = first_line(exc).removeprefix("synthesis failed: ")
             answer.text = f"[{answer.name}: synthesis failed: {reason}]"
             answer.status = f"error: {reason}"
             return
@@ -304,11 +305,6 @@ class FolderRun:
         if self.recorder is not None:
             model = self.synth.model if self.synthesis_client is not None else self.model
             self.recorder.record_chunk_synthesis(model, status, levels=levels)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def per_file_markdown(result: FolderResult) -> str:

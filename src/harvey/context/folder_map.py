@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from harvey.context.analysis import ChunkAnalysisParams
+from harvey.context.analysis_params import ChunkAnalysisParams
 from harvey.context.chunking import Chunk
 from harvey.context.progress import ProgressReporter
 from harvey.errors import WorkspaceError

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from harvey.context.analysis import ChunkAnalysisParams
+    from harvey.context.analysis_params import ChunkAnalysisParams
     from harvey.llm.base import LLMClient
 
 OnStart = Callable[[int], None]  # call j (0-based, in the order the tasks were yielded) began

@@ -4,9 +4,10 @@
 phase, the reduce, the synthesis note. Whole-folder analysis
 (``folder_analysis.py``) needs the halves apart: one map phase over every
 file's chunks, then a reduce per file and one over the files. These two
-functions drive the same engine (``analysis._Analysis``), so both kinds of
-analysis share its bounded calls, stored results, split-on-too-long, cancel
-and hierarchical reduce.
+functions drive the same engine (``analysis.AnalysisRun`` for the map phase,
+``reduce.HierarchicalReduce`` for the reduce), so both kinds of analysis share
+its bounded calls, stored results, split-on-too-long, cancel and hierarchical
+reduce.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harvey.context.analysis import AnalysisRecorder, ChunkAnalysisParams, _Analysis
+from harvey.context.analysis import AnalysisRun
+from harvey.context.analysis_params import AnalysisRecorder, ChunkAnalysisParams
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.context.chunking import ChunkConfig
 from harvey.context.map_support import MapExecutor, ResultCache
 from harvey.context.progress import NullProgress, ProgressReporter
+from harvey.context.reduce import HierarchicalReduce
 from harvey.errors import Cancelled
 from harvey.llm.base import LLMClient
 
@@ -48,7 +51,7 @@ def run_map_phase(
     """Only the map phase, for a caller that reduces its own way (whole-folder analysis):
     ``[[chunk-result:]]`` notes, no start note, no synthesis; ``progress`` is not started
     or closed here. Raises ``Cancelled`` on cancel."""
-    analysis = _Analysis(
+    analysis = AnalysisRun(
         client, params, recorder, progress, cancel, client, None, BYTES_PER_TOKEN, results, executor
     )
     try:
@@ -72,22 +75,14 @@ def synthesize(
 ) -> tuple[str, int]:
     """The reduce phase alone over ``partials`` (hierarchical when they do not fit
     ``context_window``): the text and the levels it took. No notes are written."""
-    params = ChunkAnalysisParams(
-        filename="",
-        chunks=list(partials),
-        instruction=instruction,
-        model=client.model,
-        config=config,
-    )
-    analysis = _Analysis(
+    reduce = HierarchicalReduce(
         client,
-        params,
-        None,
-        progress if progress is not None else NullProgress(),
-        cancel,
-        client,
-        context_window,
-        bytes_per_token,
+        instruction,
+        concurrency=config.concurrency,
+        cancel=cancel,
+        progress=progress if progress is not None else NullProgress(),
+        context_window=context_window,
+        bytes_per_token=bytes_per_token,
     )
-    text = analysis.reduce_phase(list(partials))
-    return text, analysis.levels
+    text = reduce.run(list(partials))
+    return text, reduce.levels
