@@ -8,8 +8,8 @@ import pytest
 
 from harvey.context.chunking import ChunkConfig, DocType
 from harvey.errors import UsageError
+from harvey.file_chunks import chunks_of
 from harvey.folder_reads import _Recut, collect_files, folder_label
-from harvey.oversize import chunks_of
 
 
 @pytest.fixture()

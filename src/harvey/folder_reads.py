@@ -38,7 +38,8 @@ from harvey.context.folder_map import FileChunks
 from harvey.context.map_support import MapExecutor
 from harvey.context.progress import make_progress
 from harvey.errors import UsageError, WorkspaceError
-from harvey.oversize import ChunkedReads, chunk_config, chunks_of, regular_size
+from harvey.file_chunks import chunk_config, chunks_of, regular_size
+from harvey.oversize import ChunkedReads
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
 from harvey.workspace_files import GitIgnore, matches_any, walk_files
 

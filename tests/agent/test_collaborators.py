@@ -11,9 +11,10 @@ import pytest
 from harvey.clients import Clients, find_mention, split_mention
 from harvey.config import ChunkingSettings, RouteSettings, Settings
 from harvey.errors import UsageError
+from harvey.file_chunks import chunk_config
 from harvey.llm.base import LLMClient
 from harvey.llm.scripted import Reply, ScriptedClient
-from harvey.oversize import ChunkStatus, chunk_config
+from harvey.oversize import ChunkStatus
 from harvey.session.store import SessionStore
 
 from .conftest import AgentFactory

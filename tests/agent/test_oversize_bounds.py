@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey import oversize
+from harvey import file_chunks
 from harvey.config import ChunkingSettings, Settings
 from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.chunking import ChunkConfig, DocType, chunk_document
@@ -81,9 +81,9 @@ def test_a_file_over_one_window_is_streamed_to_the_same_prompts(
     expected = chunk_document(text, cfg, DocType.PROSE)
     n = len(expected)
     assert n > 2
-    monkeypatch.setattr(oversize, "WINDOW_BYTES", 1024)  # this file is now "over a window"
+    monkeypatch.setattr(file_chunks, "WINDOW_BYTES", 1024)  # this file is now "over a window"
     read_whole = []
-    monkeypatch.setattr(oversize, "chunk_document", lambda *a, **k: read_whole.append(1))
+    monkeypatch.setattr(file_chunks, "chunk_document", lambda *a, **k: read_whole.append(1))
     settings = Settings(chunking=ChunkingSettings(max_chunks=n, chunk_size_bytes=6000))
     agent = make_agent([f"part {i}" for i in range(n)] + ["FINAL"], settings=settings)
     assert agent.chunks.analyze(path, "Sum up").text == "FINAL"

@@ -17,9 +17,9 @@ from harvey.context.budget import (
     auto_chunk_bytes,
 )
 from harvey.errors import ConfigError
+from harvey.file_chunks import chunk_config
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
-from harvey.oversize import chunk_config
 from tests.fakes.servers import FakeOpenAI
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from harvey.context.bounded_calls import first_line, run_bounded
 from harvey.context.budget import remaining_context, tokens_for_bytes
@@ -36,6 +37,7 @@ def reduce_prompt(instruction: str, partials: Sequence[str]) -> str:
     return _reduce_header(instruction, len(partials)) + _SEPARATOR.join(partials)
 
 
+@dataclass
 class HierarchicalReduce:
     """One reduce through ``client``: ``run`` gives the answer, ``levels`` how many it took.
 
@@ -43,25 +45,14 @@ class HierarchicalReduce:
     ``context_window`` the synthesis is always one call.
     """
 
-    def __init__(
-        self,
-        client: LLMClient,
-        instruction: str,
-        *,
-        concurrency: int,
-        cancel: threading.Event,
-        progress: ProgressReporter,
-        context_window: int | None,
-        bytes_per_token: float,
-    ) -> None:
-        self.client = client
-        self.instruction = instruction
-        self.concurrency = concurrency
-        self.cancel = cancel
-        self.progress = progress
-        self.context_window = context_window
-        self.bytes_per_token = bytes_per_token
-        self.levels = 0
+    client: LLMClient
+    instruction: str
+    concurrency: int
+    cancel: threading.Event
+    progress: ProgressReporter
+    context_window: int | None
+    bytes_per_token: float
+    levels: int = field(default=0, init=False)
 
     def _fits(self, partials: Sequence[str]) -> bool:
         if self.context_window is None:
