@@ -24,6 +24,8 @@ HEAVY = (
     "prompt_toolkit",
     "pygments",
     "ray",
+    "regex",  # search_files' engine, imported by the first search
+    "ctypes",  # the Landlock probe, run before the first confined command
 )
 
 
