@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -305,29 +304,6 @@ def resolve_paths(
     return Paths(ws, default_harvey_home(env), ws / CONFIG_FILENAME)
 
 
-def _line_of(document: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """Find the 1-based line of a key path in a composed YAML document."""
-    node = document
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == part:
-                    line = key.start_mark.line + 1
-                    node = value
-                    break
-            else:
-                return line
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
 def _describe(error: dict[str, Any]) -> str:
     kind = error.get("type", "")
     ctx = error.get("ctx") or {}
@@ -357,42 +333,6 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
-class DuplicateKey(ConfigError, yaml.YAMLError):
-    """A mapping in harvey.yaml names the same key twice (YAML says keys are unique)."""
-
-    def __init__(self, key: object, first_line: int, second_line: int) -> None:
-        super().__init__(f"key {key!r} appears twice (lines {first_line} and {second_line})")
-        self.key = key
-        self.first_line = first_line
-        self.second_line = second_line
-
-
-class UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses duplicate keys at every nesting level.
-
-    PyYAML keeps the last value silently, so a second ``model:`` further down
-    would quietly win over the first. Merge keys (``<<: *base``) may still be
-    overridden: only keys written in the mapping itself are compared.
-    """
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[object, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.get(key)
-                except TypeError:  # an unhashable key: the base class reports it
-                    continue
-                line = key_node.start_mark.line + 1
-                if first is not None:
-                    raise DuplicateKey(key, first, line)
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_file(path: Path) -> tuple[dict[str, Any], str]:
     """Parse harvey.yaml into (plain data, its text); ({}, "") when it does not exist.
 
@@ -405,15 +345,9 @@ def load_file(path: Path) -> tuple[dict[str, Any], str]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    try:
-        data = yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
-    except DuplicateKey as exc:
-        raise ConfigError(f"{path}: line {exc.second_line}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}:{where} invalid YAML: {problem}") from exc
+    from harvey.config_yaml import parse  # PyYAML only when there is a file to read
+
+    data = parse(path, text)
     if data is None:
         return {}, text
     if not isinstance(data, dict):
@@ -425,16 +359,12 @@ def validate(data: dict[str, Any], source: Path | str, text: str | None = None) 
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        document = None
-        if text is not None:
-            try:
-                document = yaml.compose(text)
-            except yaml.YAMLError:
-                document = None
+        from harvey.config_yaml import line_of
+
         first = exc.errors()[0]
         loc = tuple(first["loc"])
         key = ".".join(str(p) for p in loc) or "(top level)"
-        line = _line_of(document, loc)
+        line = line_of(text, loc) if text is not None else None
         where = f" line {line}," if line else ""
         message = f"{source}:{where} key '{key}': {_describe(dict(first))}"
         if first.get("type") == "extra_forbidden":

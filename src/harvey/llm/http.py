@@ -28,7 +28,7 @@ from harvey.errors import (
     ModelNotFound,
     StreamError,
 )
-from harvey.llm.too_long import too_long_error
+from harvey.llm.deferred_tls import default_transport
 from harvey.redact import redact
 
 Sleep = Callable[[float], None]
@@ -99,6 +99,8 @@ def error_detail(body: bytes) -> str:
 
 def status_error(endpoint: Endpoint, status: int, body: bytes, model: str | None) -> BackendError:
     """Translate an HTTP error status into the right BackendError."""
+    from harvey.llm.too_long import too_long_error  # its patterns compile only once one fails
+
     detail = error_detail(body)
     suffix = f": {detail}" if detail else ""
     too_long = too_long_error(endpoint.where, detail, body) if status not in (401, 403) else None
@@ -195,7 +197,7 @@ class HttpTransport:
         self._client = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            transport=transport,
+            transport=transport if transport is not None else default_transport(),
             follow_redirects=True,
         )
 

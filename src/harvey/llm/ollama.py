@@ -39,7 +39,6 @@ from harvey.llm.base import (
 )
 from harvey.llm.http import Endpoint, malformed, truncated
 from harvey.llm.http_client import HttpClient, HttpOptions
-from harvey.llm.too_long import too_long_error
 from harvey.messages import Message, ToolCall
 from harvey.redact import active
 
@@ -151,6 +150,8 @@ class OllamaClient(HttpClient):
             if not isinstance(data, dict):
                 raise malformed(where, line)
             if "error" in data:
+                from harvey.llm.too_long import too_long_error  # compiled on an error only
+
                 too_long = too_long_error(where.where, str(data["error"]))
                 if too_long is not None:
                     raise too_long

@@ -22,7 +22,6 @@ is False and the caller must ask before every command (fail closed).
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import json
 import os
@@ -147,6 +146,8 @@ def landlock_abi() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64", "arm64"):
         return 0
+    import ctypes  # only when a command is about to run confined, not at every start
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         version = libc.syscall(
