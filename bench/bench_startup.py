@@ -111,8 +111,18 @@ def table(timings: list[Timing], baseline: str) -> str:
     return "\n".join(rows)
 
 
+def with_bytecode(env: dict[str, str], cache: Path) -> dict[str, str]:
+    """Bytecode as an installed program has it: a pip install compiles every module, but a
+    ``PYTHONDONTWRITEBYTECODE`` environment (this one's) makes each run compile the whole
+    package from source again. The warm-up round writes the bytecode to ``cache``."""
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
 def harvey_commands(url: str, home: Path, workspace: Path) -> list[Command]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVEY_", "OPENAI_"))}
+    env = with_bytecode(env, home.parent / "pycache")
     env["HARVEY_HOME"] = str(home)
     harvey = [sys.executable, "-m", "harvey"]
     model = ["--backend", "openai", "--base-url", url, "--model", "fake-model"]
@@ -128,6 +138,7 @@ def llm_commands(llm: str, url: str, user_path: Path, workspace: Path) -> list[C
         encoding="utf-8",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))}
+    env = with_bytecode(env, user_path.parent / "pycache")
     env["LLM_USER_PATH"] = str(user_path)
     return [
         Command('llm -m loopback "hi"', [llm, "-m", "loopback", "hi"], env, workspace, REPLY),
@@ -166,7 +177,9 @@ def run() -> str:
         "",
         f"Each command ran {ROUNDS} times (after one warm-up round), taking turns, against a "
         "loopback OpenAI-compatible server that replies at once; Harvey records the session "
-        "as usual (sessions.db and a .spmd file), `llm` logs to its own database as usual.",
+        "as usual (sessions.db and a .spmd file), `llm` logs to its own database as usual. "
+        "Both run with bytecode, as installed programs do (written by the warm-up round to a "
+        "private `PYTHONPYCACHEPREFIX`, since this environment sets `PYTHONDONTWRITEBYTECODE`).",
         "",
         table(timings, timings[0].label),
         "",
