@@ -143,3 +143,28 @@ def test_architecture_has_a_row_for_every_module() -> None:
     }
     missing = sorted(modules - rows)
     assert not missing, f"modules without a row in docs/ARCHITECTURE.md: {missing}"
+
+
+def documented_config_keys() -> set[str]:
+    """The keys in the first column of CONFIGURATION.md's ``| key |`` tables."""
+    keys: set[str] = set()
+    in_key_table = False
+    for line in CONFIGURATION.splitlines():
+        if not line.startswith("|"):
+            in_key_table = False
+        elif line.startswith("| key |"):
+            in_key_table = True
+        elif in_key_table and line.startswith("| `"):
+            keys.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return keys
+
+
+def test_no_documented_config_key_is_missing_from_the_code() -> None:
+    """The other direction: a key the docs name but the settings model refuses (renamed or
+    removed) would send a user to an ``unknown key`` error."""
+    documented = documented_config_keys()
+    assert {"backend", "chunking.chunk_size_bytes", "memory.embedder"} <= documented
+    code = set(config_keys(Settings))
+    containers = {key.rsplit(".", 1)[0] for key in code if "." in key}  # endpoints, routes[]...
+    unknown = sorted(documented - code - containers)
+    assert not unknown, f"docs/CONFIGURATION.md documents keys the code lacks: {unknown}"
