@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from harvey.cli import main
-from harvey.config import Settings
+from harvey.config import RouteSettings, Settings
 from harvey.repl.commands import SLASH_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,3 +169,38 @@ def test_no_documented_config_key_is_missing_from_the_code() -> None:
     containers = {key.rsplit(".", 1)[0] for key in code if "." in key}  # endpoints, routes[]...
     unknown = sorted(documented - code - containers)
     assert not unknown, f"docs/CONFIGURATION.md documents keys the code lacks: {unknown}"
+
+
+def documented_defaults() -> list[tuple[str, str]]:
+    """(key, literal) for every key whose documented default is one `literal` (not prose
+    such as "backend's choice", nor an environment variable such as `$USER`)."""
+    rows = []
+    in_key_table = False
+    for line in CONFIGURATION.splitlines():
+        if not line.startswith("|"):
+            in_key_table = False
+        elif line.startswith("| key |"):
+            in_key_table = True
+        elif in_key_table and line.startswith("| `"):
+            key_cell, default_cell = (cell.strip() for cell in line.split("|")[1:3])
+            literal = re.fullmatch(r"`([^`$A-Z][^`]*)`", default_cell)
+            if re.fullmatch(r"`[^`]+`", key_cell) and literal:
+                rows.append((key_cell.strip("`"), literal.group(1)))
+    return rows
+
+
+@pytest.mark.parametrize(("key", "literal"), documented_defaults())
+def test_documented_default_is_the_real_one(key: str, literal: str) -> None:
+    value: object = RouteSettings(name="r") if key.startswith("routes[].") else Settings()
+    for part in key.removeprefix("routes[].").split("."):
+        value = getattr(value, part)
+    if isinstance(value, list):  # security.allowed_commands, written as words
+        value = " ".join(value)
+    assert yaml.safe_load(literal) == value, f"{key}: documented {literal}, the code has {value!r}"
+
+
+def test_defaults_are_checked_for_most_keys() -> None:
+    """Guards the parse above: a table format change must not leave nothing compared."""
+    assert {"timeout", "chunking.chunk_size_bytes", "routes[].backend", "memory.embedder"} <= {
+        key for key, _ in documented_defaults()
+    }
