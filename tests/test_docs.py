@@ -204,3 +204,58 @@ def test_defaults_are_checked_for_most_keys() -> None:
     assert {"timeout", "chunking.chunk_size_bytes", "routes[].backend", "memory.embedder"} <= {
         key for key, _ in documented_defaults()
     }
+
+
+NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
+    "tool": "tool_notes",
+    "write": "write_notes",
+    "rag": "rag",
+    "rag-source": "rag_sources",
+    "recall": "recall",
+    "shell": "shell",
+    "chunk": "chunk",
+    "chunk-served": "chunk_served",
+    "chunk-file": "chunk_files",
+    "chunk-result": "chunk_results",
+    "synthesis": "synthesis",
+}
+NOTE_EXAMPLES = re.findall(r"^\| `\[\[.*\| `(\[\[.*\]\])` \|$", FOUNTAIN, re.M)
+
+
+def test_the_note_examples_are_found() -> None:
+    assert len(NOTE_EXAMPLES) >= len(NOTE_VIEWS)
+
+
+@pytest.mark.parametrize("example", NOTE_EXAMPLES)
+def test_every_documented_note_example_parses(example: str) -> None:
+    """The parser reads each example of the Notes table as the note it documents (strict,
+    so a documented syntax the parser does not know fails here)."""
+    from harvey.session.fountain import parse_session_text
+
+    kind = re.match(r"\[\[(?:[A-Z0-9 ]+\.)?([a-z-]+):", example)
+    assert kind is not None, example
+    if kind.group(1) == "output":  # it belongs inside SHELL dialogue, not among the notes
+        scene = f"INT. SHELL 2026-06-24 10:03:15\n\nRSDOIEL\n\\! ls\n\nSHELL\na\n{example}\nb\n"
+    else:
+        scene = f"INT. HARVEY AND RSDOIEL TALKING 2026-06-24 10:02:30\n\n{example}\n"
+    text = (
+        f"Title: Harvey Session\nFormat: Harvey Fountain 1.6\n\nFADE IN:\n\n{scene}\n\nTHE END.\n"
+    )
+    (parsed,) = parse_session_text(text, strict=True).scenes
+    if kind.group(1) == "output":
+        assert parsed.omitted > 0 and parsed.shell_output == "a\nb", f"{example} was not read"
+    else:
+        assert getattr(parsed, NOTE_VIEWS[kind.group(1)]), f"{example} was not read as a note"
+
+
+def test_the_documented_examples_parse_strictly() -> None:
+    """The complete examples of FOUNTAIN_FORMAT.md are valid session files."""
+    from harvey.session.fountain import parse_session_text
+
+    blocks = re.findall(r"```\n(.*?)```", FOUNTAIN, re.S)
+    scenes = [b.replace("THE END.", "") for b in blocks if "INT." in b and "Title:" not in b]
+    text = "Title: Harvey Session\n\nFADE IN:\n\n" + "\n\n".join(scenes) + "\n\nTHE END.\n"
+    parsed = parse_session_text(text, strict=True)
+    assert {"recall", "talking", "shell", "ext", "chunk_analysis"} <= {
+        s.kind for s in parsed.scenes
+    }
