@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from harvey.cli import main
-from harvey.config import Settings
+from harvey.config import RouteSettings, Settings
 from harvey.repl.commands import SLASH_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,3 +144,118 @@ def test_architecture_has_a_row_for_every_module() -> None:
     }
     missing = sorted(modules - rows)
     assert not missing, f"modules without a row in docs/ARCHITECTURE.md: {missing}"
+
+
+def documented_config_keys() -> set[str]:
+    """The keys in the first column of CONFIGURATION.md's ``| key |`` tables."""
+    keys: set[str] = set()
+    in_key_table = False
+    for line in CONFIGURATION.splitlines():
+        if not line.startswith("|"):
+            in_key_table = False
+        elif line.startswith("| key |"):
+            in_key_table = True
+        elif in_key_table and line.startswith("| `"):
+            keys.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return keys
+
+
+def test_no_documented_config_key_is_missing_from_the_code() -> None:
+    """The other direction: a key the docs name but the settings model refuses (renamed or
+    removed) would send a user to an ``unknown key`` error."""
+    documented = documented_config_keys()
+    assert {"backend", "chunking.chunk_size_bytes", "memory.embedder"} <= documented
+    code = set(config_keys(Settings))
+    containers = {key.rsplit(".", 1)[0] for key in code if "." in key}  # endpoints, routes[]...
+    unknown = sorted(documented - code - containers)
+    assert not unknown, f"docs/CONFIGURATION.md documents keys the code lacks: {unknown}"
+
+
+def documented_defaults() -> list[tuple[str, str]]:
+    """(key, literal) for every key whose documented default is one `literal` (not prose
+    such as "backend's choice", nor an environment variable such as `$USER`)."""
+    rows = []
+    in_key_table = False
+    for line in CONFIGURATION.splitlines():
+        if not line.startswith("|"):
+            in_key_table = False
+        elif line.startswith("| key |"):
+            in_key_table = True
+        elif in_key_table and line.startswith("| `"):
+            key_cell, default_cell = (cell.strip() for cell in line.split("|")[1:3])
+            literal = re.fullmatch(r"`([^`$A-Z][^`]*)`", default_cell)
+            if re.fullmatch(r"`[^`]+`", key_cell) and literal:
+                rows.append((key_cell.strip("`"), literal.group(1)))
+    return rows
+
+
+@pytest.mark.parametrize(("key", "literal"), documented_defaults())
+def test_documented_default_is_the_real_one(key: str, literal: str) -> None:
+    value: object = RouteSettings(name="r") if key.startswith("routes[].") else Settings()
+    for part in key.removeprefix("routes[].").split("."):
+        value = getattr(value, part)
+    if isinstance(value, list):  # security.allowed_commands, written as words
+        value = " ".join(value)
+    assert yaml.safe_load(literal) == value, f"{key}: documented {literal}, the code has {value!r}"
+
+
+def test_defaults_are_checked_for_most_keys() -> None:
+    """Guards the parse above: a table format change must not leave nothing compared."""
+    assert {"timeout", "chunking.chunk_size_bytes", "routes[].backend", "memory.embedder"} <= {
+        key for key, _ in documented_defaults()
+    }
+
+
+NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
+    "tool": "tool_notes",
+    "write": "write_notes",
+    "rag": "rag",
+    "rag-source": "rag_sources",
+    "recall": "recall",
+    "shell": "shell",
+    "chunk": "chunk",
+    "chunk-served": "chunk_served",
+    "chunk-file": "chunk_files",
+    "chunk-result": "chunk_results",
+    "synthesis": "synthesis",
+}
+NOTE_EXAMPLES = re.findall(r"^\| `\[\[.*\| `(\[\[.*\]\])` \|$", FOUNTAIN, re.M)
+
+
+def test_the_note_examples_are_found() -> None:
+    assert len(NOTE_EXAMPLES) >= len(NOTE_VIEWS)
+
+
+@pytest.mark.parametrize("example", NOTE_EXAMPLES)
+def test_every_documented_note_example_parses(example: str) -> None:
+    """The parser reads each example of the Notes table as the note it documents (strict,
+    so a documented syntax the parser does not know fails here)."""
+    from harvey.session.fountain import parse_session_text
+
+    kind = re.match(r"\[\[(?:[A-Z0-9 ]+\.)?([a-z-]+):", example)
+    assert kind is not None, example
+    if kind.group(1) == "output":  # it belongs inside SHELL dialogue, not among the notes
+        scene = f"INT. SHELL 2026-06-24 10:03:15\n\nRSDOIEL\n\\! ls\n\nSHELL\na\n{example}\nb\n"
+    else:
+        scene = f"INT. HARVEY AND RSDOIEL TALKING 2026-06-24 10:02:30\n\n{example}\n"
+    text = (
+        f"Title: Harvey Session\nFormat: Harvey Fountain 1.6\n\nFADE IN:\n\n{scene}\n\nTHE END.\n"
+    )
+    (parsed,) = parse_session_text(text, strict=True).scenes
+    if kind.group(1) == "output":
+        assert parsed.omitted > 0 and parsed.shell_output == "a\nb", f"{example} was not read"
+    else:
+        assert getattr(parsed, NOTE_VIEWS[kind.group(1)]), f"{example} was not read as a note"
+
+
+def test_the_documented_examples_parse_strictly() -> None:
+    """The complete examples of FOUNTAIN_FORMAT.md are valid session files."""
+    from harvey.session.fountain import parse_session_text
+
+    blocks = re.findall(r"```\n(.*?)```", FOUNTAIN, re.S)
+    scenes = [b.replace("THE END.", "") for b in blocks if "INT." in b and "Title:" not in b]
+    text = "Title: Harvey Session\n\nFADE IN:\n\n" + "\n\n".join(scenes) + "\n\nTHE END.\n"
+    parsed = parse_session_text(text, strict=True)
+    assert {"recall", "talking", "shell", "ext", "chunk_analysis"} <= {
+        s.kind for s in parsed.scenes
+    }

@@ -182,6 +182,7 @@ def test_long_shell_output_is_shortened_with_a_note(tmp_path: Path) -> None:
     scene = parse_session(rec.path).scenes[0]
     output = scene.shell_output or ""
     assert output.split("\n") == [str(i) for i in [*range(1, 21), *range(81, 101)]]
+    assert scene.omitted == 60
 
 
 def test_long_tool_arguments_are_shortened(tmp_path: Path) -> None:

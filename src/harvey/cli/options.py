@@ -37,13 +37,14 @@ def workspace_option(func: F) -> F:
 
 def model_options(func: F) -> F:
     func = click.option("--model", "-m", default=None, help="Model name on the backend.")(func)
-    func = click.option("--base-url", default=None, help="Server URL for ollama/openai backends.")(
-        func
-    )
+    func = click.option(
+        "--base-url", default=None, metavar="URL", help="Server URL for ollama/openai backends."
+    )(func)
     func = click.option(
         "--endpoint",
         "endpoints",
         multiple=True,
+        metavar="URL",
         help="An endpoint of the model's pool (repeat for several; replaces --base-url).",
     )(func)
     func = click.option(

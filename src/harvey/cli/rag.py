@@ -82,8 +82,12 @@ def _progress_bar() -> tuple[AbstractContextManager[Any], Progress | None]:
 @rag.command("ingest")
 @click.argument("name")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--include", multiple=True, help="Only files matching this glob (repeatable).")
-@click.option("--exclude", multiple=True, help="Skip files matching this glob (repeatable).")
+@click.option(
+    "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable)."
+)
+@click.option(
+    "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable)."
+)
 @click.option("--embedder", default=None, help="Check the store is bound to this embedder.")
 @workspace_option
 @handle_errors

@@ -103,7 +103,10 @@ def run(
 @workspace_option
 @model_options
 @click.option(
-    "--chunk-size", type=click.IntRange(min=200), default=None, help="Target chunk size in bytes."
+    "--chunk-size",
+    type=click.IntRange(min=200),
+    default=None,
+    help="Largest chunk in bytes (default: chunking.chunk_size_bytes, auto: sized to the model).",
 )
 @click.option(
     "--overlap",
@@ -112,13 +115,16 @@ def run(
     help="What each chunk repeats from the one before (default: chunking.overlap).",
 )
 @click.option(
-    "--concurrency", type=click.IntRange(1, 64), default=None, help="Map calls in flight."
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Map calls in flight (default: chunking.concurrency, 4; 1 for the embedded model).",
 )
 @click.option(
     "--max-chunks",
     type=click.IntRange(min=1),
     default=None,
-    help="Ask (or need --yes) before processing more chunks than this.",
+    help="Ask (or need --yes) before more chunks than this (default: chunking.max_chunks, 20).",
 )
 @click.option("--yes", "-y", is_flag=True, help="Proceed even beyond --max-chunks.")
 @click.option(

@@ -132,6 +132,12 @@ class Scene:
         return found[0] if found else None
 
     @property
+    def omitted(self) -> int:
+        """Lines of a SHELL scene's output the recording left out (``[[output: N lines
+        omitted]]``, kept among the notes, not in ``shell_output``); 0 when none were."""
+        return sum(self._read(n.read_omitted))
+
+    @property
     def user_text(self) -> str | None:
         """The person's words: the first cue when HARVEY answers it (TALKING, EXT., SHELL)."""
         d = self.dialogue
