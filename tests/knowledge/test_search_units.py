@@ -75,3 +75,22 @@ def test_merge_adjacent_and_overlapping_of_one_file() -> None:
     text = render(passages)
     assert text.startswith("### Context (from knowledge base)\n\nCite a passage by its path")
     assert "\n#### n.md:L1-L5\naaaa\n" in text and text.endswith("### Question")
+
+
+def test_a_clear_match_in_a_two_note_store_is_not_scored_zero(tmp_path: Path) -> None:
+    """BM25's IDF is log 1 = 0 for a word in one of two chunks; the coverage floor keeps
+    the matching note above ``rag.min_score`` (0.1) while the order stays BM25's."""
+    from harvey.knowledge.ingest import Ingester
+    from harvey.knowledge.search import COVERAGE_WEIGHT, Searcher, coverage
+
+    ws = tmp_path / "ws"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "boiler.md").write_text("The boiler pressure valve sticks in winter.\n")
+    (ws / "notes" / "garden.md").write_text("Tomatoes want sun and water.\n")
+    store = create_store(ws, "s", "none", 0)
+    Ingester(store, ws, None).ingest(["notes"])
+    hits = Searcher(store, None).search("why does the boiler valve stick?", k=5)
+    assert [h.chunk.path for h in hits] == ["notes/boiler.md"]
+    assert hits[0].score >= COVERAGE_WEIGHT * 0.6 > 0.1  # boiler, valve, stick(s) of 4 words
+    assert coverage(["notes", "configure"], "my note on configuration") == 1.0
+    assert coverage(["cat"], "category") == 0.0  # under four letters: the word itself only

@@ -5,7 +5,11 @@ Scores are on one 0–1 scale, so one ``rag.min_score`` serves every store:
 * BM25-only: FTS5's ``bm25()`` is unbounded (more negative is better), so a
   chunk with BM25 ``b`` (as a positive number) scores ``b / (b + 5)`` — a
   chunk matching several rare query words scores above 0.7, one matching a
-  single common word well under 0.3.
+  single common word well under 0.3. In a small store BM25's IDF is near zero
+  for every word (a word in one of two chunks has IDF log 1 = 0), so the score
+  is at least ``COVERAGE_WEIGHT`` times the share of the query's words the
+  chunk contains (see ``coverage``): a clear match in a store of two notes is
+  not scored 0.00 and dropped by ``min_score``. The order stays BM25's.
 * Hybrid: the best ``POOL`` (50) chunks by BM25 and by cosine have each
   list's scores min-max normalised (the list's best 1, its worst 0) and
   averaged, with a file's best chunk carrying the file's pooled evidence
@@ -40,6 +44,7 @@ POOL = 50  # candidates taken from each list before fusing
 # target with no margin on a shared machine, so the lower budget.
 ROW_BUDGET = 6_000
 BM25_HALF = 5.0  # the BM25 at which a BM25-only score is 0.5
+COVERAGE_WEIGHT = 0.5  # a BM25-only chunk holding every query word scores at least this
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 32
 # Words that carry no topic: dropped from the FTS query (unless nothing else is left), since
@@ -91,6 +96,29 @@ def prune_terms(terms: list[str], counts: list[int], budget: int) -> list[str]:
         kept.append(term)
         total += count
     return kept
+
+
+def _same_word(query_word: str, word: str) -> bool:
+    """The word, or one sharing its stem roughly as the porter tokenizer would match it
+    (``note``/``notes``, ``configure``/``configuration``): both of at least four letters,
+    sharing all but the shorter one's last two."""
+    if query_word == word:
+        return True
+    short = min(len(query_word), len(word))
+    if short < 4:
+        return False
+    pairs = zip(query_word, word, strict=False)  # up to the shorter word
+    shared = next((i for i, (a, b) in enumerate(pairs) if a != b), short)
+    return shared >= max(4, short - 2)
+
+
+def coverage(query_words: list[str], text: str) -> float:
+    """The share of ``query_words`` found in ``text`` (0–1)."""
+    if not query_words:
+        return 0.0
+    words = set(_WORD.findall(text.lower()))
+    found = sum(1 for q in query_words if any(_same_word(q, w) for w in words))
+    return found / len(query_words)
 
 
 def bm25_score(bm25: float) -> float:
@@ -145,7 +173,7 @@ class Searcher:
         use_vectors = self.embedder is not None and mode in ("auto", "vector")
         bm25 = [] if mode == "vector" else self._fts(text, pool if use_vectors else k)
         if not use_vectors:
-            ranked = [(cid, bm25_score(b)) for cid, b in bm25[:k]]
+            return self._bm25_hits(text, bm25[:k])
         else:
             assert self.embedder is not None
             # a prompt longer than the embedder takes is searched by its opening (stored
@@ -165,6 +193,16 @@ class Searcher:
                 ranked = fuse(lexical, dense, files)[:k]
         rows = self.store.chunks_by_id([cid for cid, _ in ranked])
         return [Hit(rows[cid], round(score, 4)) for cid, score in ranked if cid in rows]
+
+    def _bm25_hits(self, text: str, bm25: list[tuple[int, float]]) -> list[Hit]:
+        rows = self.store.chunks_by_id([cid for cid, _ in bm25])
+        words = [t.strip('"') for t in fts_terms(text)]
+        scored = [
+            (cid, max(bm25_score(b), COVERAGE_WEIGHT * coverage(words, rows[cid].text)))
+            for cid, b in bm25
+            if cid in rows
+        ]
+        return [Hit(rows[cid], round(score, 4)) for cid, score in scored]
 
     def _fts(self, text: str, limit: int) -> list[tuple[int, float]]:
         terms = fts_terms(text)
