@@ -94,3 +94,26 @@ def test_a_clear_match_in_a_two_note_store_is_not_scored_zero(tmp_path: Path) ->
     assert hits[0].score >= COVERAGE_WEIGHT * 0.6 > 0.1  # boiler, valve, stick(s) of 4 words
     assert coverage(["notes", "configure"], "my note on configuration") == 1.0
     assert coverage(["cat"], "category") == 0.0  # under four letters: the word itself only
+
+
+def test_when_every_word_is_common_the_two_rarest_together_rank_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the row budget for every word, FTS5 scores only the chunks holding the two
+    rarest words together; too few of those, and the rarest word alone ranks, as before."""
+    from harvey.knowledge import search
+    from harvey.knowledge.ingest import Ingester
+
+    ws = tmp_path / "ws"
+    (ws / "n").mkdir(parents=True)
+    texts = ["pump valve", "pump valve", "pump", "pump", "valve", "valve", "pump valve seal"]
+    for i, text in enumerate(texts):
+        (ws / "n" / f"{i}.md").write_text(text + "\n")
+    store = create_store(ws, "s", "none", 0)
+    Ingester(store, ws, None).ingest(["n"])
+    monkeypatch.setattr(search, "ROW_BUDGET", 2)  # every word matches more chunks than this
+    searcher = search.Searcher(store, None)
+    both = {"n/0.md", "n/1.md", "n/6.md"}
+    assert {h.chunk.path for h in searcher.search("pump valve", k=3)} == both
+    wider = {h.chunk.path for h in searcher.search("pump valve", k=5)}  # only 3 hold both
+    assert len(wider) == 5 and not wider <= both  # the rarest word alone decided

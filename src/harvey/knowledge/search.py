@@ -24,7 +24,8 @@ The query text goes into ``MATCH`` only as double-quoted words joined by
 ``OR`` ("how", "the" and other stopwords left out), so no user text (hyphens,
 quotes, colons, ``AND``, a lone ``*``) can be an FTS syntax error or change
 the query's meaning. In a large store the commonest query words are left out
-once the rarer ones already match ``ROW_BUDGET`` rows (``prune_terms``).
+once the rarer ones already match ``ROW_BUDGET`` rows (``prune_terms``); when
+every word is past it, the chunks holding the two rarest together are ranked.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
 
 POOL = 50  # candidates taken from each list before fusing
-# Rows FTS5 may score per query (see prune_terms): about 4 ms on the benchmark's 2 cores.
-# Measured on its questions: FTS-only hit@5 0.656 unpruned, 0.656 at 8,000, 0.623 at 6,000
-# (still above rank_bm25's 0.557); hybrid unchanged (0.803). 8,000 left p95 at the 10 ms
-# target with no margin on a shared machine, so the lower budget.
-ROW_BUDGET = 6_000
+# Rows FTS5 may score per query (see prune_terms): a few ms on the benchmark's 2 cores.
+# Measured on its questions: FTS-only hit@5 0.656 unpruned, 0.656 at 8,000, 0.623 at 6,000,
+# 0.639 at 4,000 with the two-rarest intersection (see Searcher._fts); all above
+# rank_bm25's 0.557; hybrid unchanged (0.803). At 6,000 alone p95 at 100k chunks was
+# 10.4 ms against the 10 ms target; at 4,000 with the intersection, 8.1 ms.
+ROW_BUDGET = 4_000
 BM25_HALF = 5.0  # the BM25 at which a BM25-only score is 0.5
 COVERAGE_WEIGHT = 0.5  # a BM25-only chunk holding every query word scores at least this
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -207,7 +209,18 @@ class Searcher:
     def _fts(self, text: str, limit: int) -> list[tuple[int, float]]:
         terms = fts_terms(text)
         if len(terms) > 1:
-            terms = prune_terms(terms, self.store.match_counts(terms, ROW_BUDGET), ROW_BUDGET)
+            counts = self.store.match_counts(terms, ROW_BUDGET + 1)
+            kept = prune_terms(terms, counts, ROW_BUDGET)
+            if len(kept) == 1 and min(counts) > ROW_BUDGET:
+                # Every word is common: even the rarest alone is past the budget. Chunks
+                # holding the two rarest together are the ones BM25 would put first, and
+                # FTS5 scores only that intersection; fewer than ``limit`` of them, and
+                # the rarest word alone decides, as before.
+                rarest = [t for _c, t in sorted(zip(counts, terms, strict=True))[:2]]
+                both = self.store.fts(" AND ".join(rarest), limit)
+                if len(both) >= limit:
+                    return both
+            terms = kept
         return self.store.fts(" OR ".join(terms), limit) if terms else []
 
 
