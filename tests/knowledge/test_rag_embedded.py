@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harvey.knowledge.embedders import local_available
+from tests.conftest import missing_dependency
 from tests.knowledge.conftest import run_wrapped
 
 QUESTION = "How often should I bleed the radiators?"
@@ -37,7 +38,7 @@ def _offline_env(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.usefixtures("embedded_model", "isolated_env")
 def test_embedded_model_gets_the_passage_offline(notes_ws: Path, tmp_path: Path) -> None:
     if not local_available():
-        pytest.skip("wordllama is not installed (pip install 'harvey-agent[local]')")
+        missing_dependency("wordllama is not installed (pip install 'harvey-agent[local]')")
     env = _offline_env(tmp_path)
     made = run_wrapped(notes_ws, "rag", "new", "notes", "--embedder", "local", env=env)
     assert made.returncode == 0, made.stderr
