@@ -1,8 +1,9 @@
 """The ``harvey`` command line (the console script ``harvey = "harvey.cli:main"``).
 
 One module per command or group: ``app`` (the group, ``--version``, the REPL),
-``run`` (one-shot ``run`` and ``analyze``), ``models``, ``doctor``,
-``sessions``; ``options`` and ``errors`` are what they share. The commands are
+``run`` (one-shot ``run`` and ``analyze``, carried out by ``oneshot``),
+``models``, ``doctor``, ``sessions``, ``rag`` (knowledge stores), ``memory``;
+``options`` and ``errors`` are what they share. The commands are
 attached here, so the command modules never import the group.
 """
 
