@@ -343,3 +343,36 @@ def test_make_progress_picks_plain_for_pipes_and_rich_for_terminals() -> None:
     bar.synthesis_started(1, 3, 1)
     bar.close()
     assert "1 failed" in stream.getvalue()
+
+
+class MapVariantClient(FnClient):
+    """A backend that offers a separate client for map calls (like the embedded model)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda prompt: "final")
+        self.map_variant = FnClient(lambda prompt: f"partial {chunk_index(prompt)}")
+
+    def for_map_calls(self) -> LLMClient:
+        return self.map_variant
+
+
+def test_map_calls_go_to_the_variant_a_backend_offers_and_synthesis_does_not() -> None:
+    client = MapVariantClient()
+    out = run_chunked_analysis(client, params(["a", "b", "c"]), progress=NullProgress())
+    assert out.text == "final"
+    assert sorted(chunk_index(p) for p in client.map_variant.prompts) == [1, 2, 3]
+    assert [chunk_index(p) for p in client.prompts] == [None]  # only the synthesis
+
+
+def test_the_embedded_models_map_replies_are_capped_and_its_chat_replies_are_not() -> None:
+    from harvey.llm.base import map_client_of
+    from harvey.llm.local import MAP_REPLY_TOKENS, LocalClient
+
+    chat = LocalClient(n_ctx=2048, n_threads=1)
+    mapper = map_client_of(chat)
+    assert isinstance(mapper, LocalClient) and mapper is not chat
+    assert (mapper.max_tokens, chat.max_tokens) == (MAP_REPLY_TOKENS, 256)
+    assert (mapper.model, mapper.n_ctx, mapper.n_threads) == (chat.model, 2048, 1)
+    assert map_client_of(mapper) is mapper  # already capped: itself
+    plain = FnClient(lambda prompt: "x")
+    assert map_client_of(plain) is plain

