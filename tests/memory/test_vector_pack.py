@@ -135,6 +135,39 @@ def test_a_damaged_pack_is_built_anew(store: MemoryStore) -> None:
     assert len(read_packs(store, "seeded", WS, DIMS)) == PACK_BUCKETS
 
 
+def _pack_reads(store: MemoryStore) -> list[str]:
+    """Records every statement that reads pack vectors on ``store``'s connection."""
+    seen: list[str] = []
+    store.db.set_trace_callback(lambda sql: seen.append(sql) if "p.vecs" in sql else None)
+    return seen
+
+
+def test_a_second_recall_reuses_the_packs_it_read_and_rereads_only_a_written_bucket(
+    store: MemoryStore,
+) -> None:
+    vectors, memories = _filled(store)
+    _cosines(vectors, "memory number 1")  # read once on this connection
+    reads = _pack_reads(store)
+    assert _cosines(vectors, "memory number 2")[memories[2].id] == pytest.approx(1.0)
+    assert reads == []  # nothing changed: only the generations were read
+    with MemoryStore(store.path) as other:  # another session, its own connection
+        other.set_text(memories[3].id, "changed elsewhere")
+    assert _cosines(vectors, "changed elsewhere")[memories[3].id] == pytest.approx(1.0)
+    reads.clear()  # that recall rebuilt the written bucket's pack; the next one reads it
+    assert _cosines(vectors, "memory number 3").get(memories[3].id, 0.0) < 0.9  # not the old
+    bucket = ord(memories[3].id[-1]) % PACK_BUCKETS  # records.bucket_sql, in Python
+    assert len(reads) == 1 and reads[0].endswith(f" AND p.bucket IN ({bucket})")  # it alone
+    store.db.set_trace_callback(None)
+
+
+def test_ids_are_found_by_offset_as_a_split_would_give_them() -> None:
+    from harvey.memory.vector_pack import Pack
+
+    ids = ["a", "tool_use_00ff01", "é_unicode", "x" * 40, "last"]
+    pack = Pack.of(ids, np.zeros((len(ids), 2), dtype=np.float32))
+    assert [pack.id_at(i) for i in range(len(ids))] == ids == pack.ids
+
+
 def test_a_memory_db_with_per_row_vectors_is_upgraded(tmp_path: Path) -> None:
     db_path = tmp_path / "memory.db"
     embedder = SeededEmbedder()

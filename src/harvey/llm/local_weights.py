@@ -81,9 +81,7 @@ def _reencode(source: Path, target: Path, llama_cpp: Any) -> None:
         # llama.cpp logs every tensor through llama-cpp-python's logger, which
         # prints unless its level is raised; the screen is Harvey's.
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
-        status = llama_cpp.llama_model_quantize(
-            str(source).encode(), partial.encode(), params
-        )
+        status = llama_cpp.llama_model_quantize(str(source).encode(), partial.encode(), params)
         if status != 0:
             raise RuntimeError(f"llama_model_quantize returned {status}")
         os.replace(partial, target)

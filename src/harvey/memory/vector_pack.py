@@ -26,7 +26,6 @@ cached.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harvey.errors import StoreError
@@ -43,15 +42,42 @@ CURRENT = (
     "ON p.bucket = g.bucket AND p.generation = g.n "
     "WHERE p.embedder = ? AND p.scope = ? AND p.dims = ?"
 )
+GENERATIONS = CURRENT.replace("p.bucket, p.ids, p.vecs", "p.bucket, p.generation", 1)
 
 
-@dataclass
 class Pack:
     """The ids and unit vectors (one row each, ``dims`` wide) of one bucket's active
-    memories in one scope."""
+    memories in one scope.
 
-    ids: list[str]
-    matrix: np.ndarray
+    The ids stay one newline-separated string until asked for: a recall needs the
+    ids of its best 200 rows, and splitting 10,000 ids into strings on every recall
+    cost more than the scan itself.
+    """
+
+    def __init__(self, ids_text: str, matrix: np.ndarray) -> None:
+        self.ids_text = ids_text
+        self.matrix = matrix
+        self._ends: np.ndarray | None = None  # byte offset of each id's newline, lazily
+        self._raw = b""
+
+    @classmethod
+    def of(cls, ids: list[str], matrix: np.ndarray) -> Pack:
+        return cls("\n".join(ids), matrix)
+
+    @property
+    def ids(self) -> list[str]:
+        return self.ids_text.split("\n") if self.ids_text else []
+
+    def id_at(self, row: int) -> str:
+        """The id of row ``row``, found by byte offset (no split of the whole list)."""
+        import numpy as np
+
+        if self._ends is None:
+            self._raw = self.ids_text.encode()
+            newlines = np.flatnonzero(np.frombuffer(self._raw, dtype=np.uint8) == 10)
+            self._ends = np.append(newlines, len(self._raw))
+        start = int(self._ends[row - 1]) + 1 if row else 0
+        return self._raw[start : int(self._ends[row])].decode()
 
 
 def _scope(workspace: str | None) -> str:
@@ -62,22 +88,71 @@ def _unpack(ids_text: object, blob: object, dims: int) -> Pack | None:
     """The pack in a row, or None when the row is damaged (it is then built anew)."""
     import numpy as np
 
-    ids = str(ids_text).split("\n") if ids_text else []
+    text = str(ids_text) if ids_text else ""
+    count = text.count("\n") + 1 if text else 0
     data = bytes(blob) if isinstance(blob, bytes | memoryview) else b""
-    if len(data) != len(ids) * dims * 4:
+    if len(data) != count * dims * 4:
         return None
-    return Pack(ids, np.frombuffer(data, dtype=np.float32).reshape(len(ids), dims))
+    return Pack(text, np.frombuffer(data, dtype=np.float32).reshape(count, dims))
 
 
 def _current(
-    db: sqlite3.Connection, spec: str, workspace: str | None, dims: int
+    db: sqlite3.Connection,
+    spec: str,
+    workspace: str | None,
+    dims: int,
+    buckets: list[int] | None = None,
 ) -> dict[int, Pack]:
+    """The current packs (of ``buckets`` only, when given), by bucket."""
+    sql, args = CURRENT, (spec, _scope(workspace), dims)
+    if buckets is not None:
+        sql += f" AND p.bucket IN ({', '.join(map(str, buckets))})"
     out = {}
-    for bucket, ids_text, blob in db.execute(CURRENT, (spec, _scope(workspace), dims)):
+    for bucket, ids_text, blob in db.execute(sql, args):
         pack = _unpack(ids_text, blob, dims)
         if pack is not None:
             out[int(bucket)] = pack
     return out
+
+
+class PackCache:
+    """The packs one connection has read, each with the generation it was read at.
+
+    A session recalls once a turn, and between two turns usually nothing changed:
+    then only the 16 generations are read, not the 10 MB of vectors. A pack is
+    reused only while its bucket's generation is the one it was read at, and the
+    triggers bump a generation with every write that could change the pack, in
+    this process or another, so a reused pack is exactly what a read would give.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, int, int], tuple[int, Pack]] = {}  # scope, dims, bucket
+
+    def read(
+        self, store: MemoryStore, spec: str, workspace: str | None, dims: int
+    ) -> dict[int, Pack]:
+        """The current packs by bucket, reading only the ones this cache lacks.
+
+        Two statements, so possibly two snapshots: a bucket written in between has
+        no current row in the second and counts as stale, which is what the next
+        read would say anyway.
+        """
+        scope = _scope(workspace)
+        try:
+            generations = store.db.execute(GENERATIONS, (spec, scope, dims)).fetchall()
+            held = {
+                int(b): self._held[(scope, dims, int(b))][1]
+                for b, g in generations
+                if self._held.get((scope, dims, int(b)), (None,))[0] == g
+            }
+            wanted = [int(b) for b, _ in generations if int(b) not in held]
+            fetched = _current(store.db, spec, workspace, dims, wanted) if wanted else {}
+        except sqlite3.Error as exc:
+            raise StoreError(f"memory.db: {exc}") from exc
+        at = {int(b): int(g) for b, g in generations}
+        for bucket, pack in fetched.items():
+            self._held[(scope, dims, bucket)] = (at[bucket], pack)
+        return {**held, **fetched}
 
 
 def read_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> dict[int, Pack]:
@@ -138,7 +213,7 @@ def _from_rows(
         if len(vec) == dims * 4:
             grouped[int(bucket)].append((str(mid), bytes(vec)))
     return {
-        b: Pack(
+        b: Pack.of(
             [mid for mid, _ in items],
             np.frombuffer(b"".join(vec for _, vec in items), dtype=np.float32).reshape(
                 len(items), dims
@@ -164,7 +239,7 @@ def _store(
             "INSERT OR REPLACE INTO memory_vector_packs "
             "(embedder, scope, bucket, dims, generation, ids, vecs) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (spec, _scope(workspace), b, dims, _generation(db, b), "\n".join(pack.ids),
+                (spec, _scope(workspace), b, dims, _generation(db, b), pack.ids_text,
                  pack.matrix.tobytes())
                 for b, pack in built.items()
             ],

@@ -30,7 +30,7 @@ from harvey.errors import KnowledgeError
 from harvey.memory.records import PACK_BUCKETS
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.textmatch import coverage, query_words
-from harvey.memory.vector_pack import build_packs, read_packs
+from harvey.memory.vector_pack import PackCache, build_packs
 
 if TYPE_CHECKING:
     from harvey.config import Settings
@@ -61,6 +61,7 @@ class MemoryVectors:
     def __init__(self, store: MemoryStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
+        self._packs = PackCache()
 
     @property
     def spec(self) -> str:
@@ -102,19 +103,24 @@ class MemoryVectors:
             return []
         query = self.embedder.embed([text[: self.embedder.max_chars]])[0].astype(np.float32)
         dims = query.size
-        packs = read_packs(self.store, self.spec, workspace, dims)
+        packs = self._packs.read(self.store, self.spec, workspace, dims)
         if len(packs) < PACK_BUCKETS:  # written since some were built: embed, repack those
             self.sync([b for b in range(PACK_BUCKETS) if b not in packs])
             packs = build_packs(self.store, self.spec, workspace, dims)
-        ids = [mid for pack in packs.values() for mid in pack.ids]
-        if not ids:
+        held = [pack for pack in packs.values() if len(pack.matrix)]
+        if not held:
             return []
         # memory-bound: no BLAS threads (see knowledge search)
-        sims = np.concatenate([np.einsum("ij,j->i", pack.matrix, query) for pack in packs.values()])
+        sims = np.concatenate([np.einsum("ij,j->i", pack.matrix, query) for pack in held])
         limit = min(limit, len(sims))
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top])]
-        return [(ids[i], float(sims[i])) for i in top]
+        starts = np.cumsum([0] + [len(pack.matrix) for pack in held])
+        which = np.searchsorted(starts, top, side="right") - 1
+        return [
+            (held[w].id_at(int(i - starts[w])), float(sims[i]))
+            for i, w in zip(top, which, strict=True)
+        ]
 
 
 def hybrid_search(
