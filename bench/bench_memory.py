@@ -267,7 +267,10 @@ def latency_section() -> tuple[str, bool]:
         f"({len(found.items)} recalled, {len(found.left_out)} left out over the budget). With "
         "vectors (256-dimension float32, wordllama), every recall embeds the prompt (the "
         "model is loaded once per process, before the timing, and not counted) and scores "
-        "all 10,000 vectors, read as 16 packed rows (`memory/vector_pack.py`).",
+        "all 10,000 vectors, read as 16 packed rows (`memory/vector_pack.py`). On the same "
+        "connection (a session's later turns) a pack read before is reused while its "
+        "bucket's write generation is unchanged, so only the 16 generations are read; a new "
+        "connection (a new session) reads all 10 MB.",
         "",
         *table,
     ]
