@@ -173,3 +173,17 @@ def test_a_fifo_or_symlinked_gitignore_is_no_rules_and_no_hang(tmp_path: Path) -
     os.mkfifo(ws / "sub" / ".gitignore")
     (ws / "link" / ".gitignore").symlink_to(outside)
     assert _walk(ws) == {"a.txt", "sub/b.txt", "link/c.txt"}
+
+
+def test_relative_posix_agrees_with_pathlib(tmp_path: Path) -> None:
+    from harvey.workspace_files import relative_posix
+
+    root = tmp_path / "ws"
+    for path in (root / "a.txt", root / "d" / "e" / "f.py", root / "sp ace" / "é.md"):
+        assert relative_posix(root, path) == path.relative_to(root).as_posix()
+        assert relative_posix(root, str(path)) == path.relative_to(root).as_posix()
+    with pytest.raises(ValueError):  # a sibling whose name starts like the root is outside
+        relative_posix(root, tmp_path / "ws-other" / "x")
+    with pytest.raises(ValueError):
+        relative_posix(root, tmp_path / "wsx")
+    assert relative_posix(Path("/"), Path("/etc/passwd")) == "etc/passwd"

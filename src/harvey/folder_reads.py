@@ -41,7 +41,7 @@ from harvey.errors import UsageError, WorkspaceError
 from harvey.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.oversize import ChunkedReads
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
-from harvey.workspace_files import GitIgnore, matches_any, walk_files
+from harvey.workspace_files import GitIgnore, matches_any, relative_posix, walk_files
 
 KEEP_BYTES = 64 * 1024 * 1024  # chunk text kept between the count and the map phase
 SKIPPED_RULES = (
@@ -66,7 +66,7 @@ class Collected:
 
 
 def _relative(root: Path, path: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else "."
+    return relative_posix(root, path) if path != root else "."
 
 
 def _unreadable(path: Path) -> str | None:

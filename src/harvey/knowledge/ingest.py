@@ -40,7 +40,7 @@ from harvey.errors import UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.tools.files import looks_binary, open_regular, safe_path
-from harvey.workspace_files import GitIgnore, matches_any, walk_files
+from harvey.workspace_files import GitIgnore, matches_any, relative_posix, walk_files
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Languages whose files are split at tree-sitter's definition starts; every other source
@@ -77,10 +77,6 @@ def text_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _relative(workspace: Path, path: Path) -> str:
-    return path.relative_to(workspace).as_posix()
-
-
 def collect(
     workspace: Path,
     paths: Sequence[str | Path],
@@ -99,14 +95,14 @@ def collect(
         except WorkspaceError as exc:
             raise UsageError(str(exc)) from exc
         if path.is_dir():
-            folders.append(_relative(root, path) if path != root else "")
+            folders.append(relative_posix(root, path) if path != root else "")
             found = list(walk_files(root, path, ignore))
         elif path.exists():
             found = [path]
         else:
             raise UsageError(f"no such file or folder: {raw}")
         for f in found:
-            rel = _relative(root, f)
+            rel = relative_posix(root, f)
             if include and not matches_any(rel, include):
                 continue
             if exclude and matches_any(rel, exclude):
@@ -169,7 +165,7 @@ class Ingester:
         known: dict[str, FileRow],
         report: IngestReport,
     ) -> None:
-        rel = _relative(self.workspace, path)
+        rel = relative_posix(self.workspace, path)
         if isinstance(before, OSError):
             report.skipped.append((rel, f"unreadable: {before.strerror or before}"))
             return
@@ -232,7 +228,7 @@ class Ingester:
         """Drop rows of files under an ingested folder that the walk did not find."""
         if not folders:
             return
-        seen = {_relative(self.workspace, f) for f in files}
+        seen = {relative_posix(self.workspace, f) for f in files}
         gone = []
         for row in self.store.files():
             under = any(not d or row.path.startswith(d + "/") for d in folders)
