@@ -64,10 +64,6 @@ class Pack:
     def of(cls, ids: list[str], matrix: np.ndarray) -> Pack:
         return cls("\n".join(ids), matrix)
 
-    @property
-    def ids(self) -> list[str]:
-        return self.ids_text.split("\n") if self.ids_text else []
-
     def id_at(self, row: int) -> str:
         """The id of row ``row``, found by byte offset (no split of the whole list)."""
         import numpy as np
@@ -116,7 +112,7 @@ def _current(
 
 
 class PackCache:
-    """The packs one connection has read, each with the generation it was read at.
+    """The packs one connection has read or built, each with its bucket's generation then.
 
     A session recalls once a turn, and between two turns usually nothing changed:
     then only the 16 generations are read, not the 10 MB of vectors. A pack is
@@ -131,67 +127,68 @@ class PackCache:
     def read(
         self, store: MemoryStore, spec: str, workspace: str | None, dims: int
     ) -> dict[int, Pack]:
-        """The current packs by bucket, reading only the ones this cache lacks.
+        """The current packs by bucket (all ``PACK_BUCKETS`` of them when nothing is stale).
 
         Two statements, so possibly two snapshots: a bucket written in between has
         no current row in the second and counts as stale, which is what the next
         read would say anyway.
         """
-        scope = _scope(workspace)
         try:
-            generations = store.db.execute(GENERATIONS, (spec, scope, dims)).fetchall()
-            held = {
-                int(b): self._held[(scope, dims, int(b))][1]
-                for b, g in generations
-                if self._held.get((scope, dims, int(b)), (None,))[0] == g
-            }
-            wanted = [int(b) for b, _ in generations if int(b) not in held]
-            fetched = _current(store.db, spec, workspace, dims, wanted) if wanted else {}
+            return self._current(store.db, spec, workspace, dims)
         except sqlite3.Error as exc:
             raise StoreError(f"memory.db: {exc}") from exc
-        at = {int(b): int(g) for b, g in generations}
+
+    def build(
+        self, store: MemoryStore, spec: str, workspace: str | None, dims: int
+    ) -> dict[int, Pack]:
+        """Every bucket's pack, the stale ones built from the per-row vectors (those ``dims``
+        wide: a remote model that changed its size under one name has vectors the query
+        cannot be compared with) and stored when every active memory has a vector; one
+        transaction, so one snapshot."""
+        db = store.db
+        try:
+            db.execute("BEGIN")
+            try:
+                current = self._current(db, spec, workspace, dims)
+                stale = [b for b in range(PACK_BUCKETS) if b not in current]
+                built = _from_rows(db, spec, workspace, dims, stale)
+                missing = None  # a current bucket had none missing when built, nor since
+                if stale:
+                    missing = db.execute(
+                        f"SELECT 1 FROM memories m WHERE {ACTIVE} AND {bucket_sql('m.id')} IN "
+                        f"({', '.join(map(str, stale))}) AND NOT EXISTS (SELECT 1 FROM "
+                        "memory_vectors v WHERE v.id = m.id AND v.embedder = ?) LIMIT 1",
+                        (spec,),
+                    ).fetchone()
+                if stale and missing is None:
+                    at = {b: _generation(db, b) for b in built}
+                    if _store(db, spec, workspace, dims, built, at):
+                        for b, pack in built.items():
+                            self._held[(_scope(workspace), dims, b)] = (at[b], pack)
+            finally:
+                if db.in_transaction:
+                    db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"memory.db: {exc}") from exc
+        current.update(built)
+        return current
+
+    def _current(
+        self, db: sqlite3.Connection, spec: str, workspace: str | None, dims: int
+    ) -> dict[int, Pack]:
+        """The current packs, reading only those this cache lacks at their generation."""
+        scope = _scope(workspace)
+        at = {int(b): int(g) for b, g in db.execute(GENERATIONS, (spec, scope, dims))}
+        held = {}
+        for bucket, generation in at.items():
+            kept = self._held.get((scope, dims, bucket))
+            if kept is not None and kept[0] == generation:
+                held[bucket] = kept[1]
+        wanted = [b for b in at if b not in held]
+        fetched = _current(db, spec, workspace, dims, wanted) if wanted else {}
         for bucket, pack in fetched.items():
             self._held[(scope, dims, bucket)] = (at[bucket], pack)
         return {**held, **fetched}
-
-
-def read_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> dict[int, Pack]:
-    """The current packs by bucket (all ``PACK_BUCKETS`` of them when nothing is stale):
-    one statement, so the generations and the packs come from one snapshot."""
-    try:
-        return _current(store.db, spec, workspace, dims)
-    except sqlite3.Error as exc:
-        raise StoreError(f"memory.db: {exc}") from exc
-
-
-def build_packs(store: MemoryStore, spec: str, workspace: str | None, dims: int) -> dict[int, Pack]:
-    """Every bucket's pack, the stale ones built from the per-row vectors (those ``dims``
-    wide: a remote model that changed its size under one name has vectors the query
-    cannot be compared with) and stored when every active memory has a vector."""
-    db = store.db
-    try:
-        db.execute("BEGIN")
-        try:
-            current = _current(db, spec, workspace, dims)
-            stale = [b for b in range(PACK_BUCKETS) if b not in current]
-            built = _from_rows(db, spec, workspace, dims, stale)
-            missing = None  # a current bucket had none missing when built, nor since
-            if stale:
-                missing = db.execute(
-                    f"SELECT 1 FROM memories m WHERE {ACTIVE} AND {bucket_sql('m.id')} IN "
-                    f"({', '.join(map(str, stale))}) AND NOT EXISTS (SELECT 1 FROM "
-                    "memory_vectors v WHERE v.id = m.id AND v.embedder = ?) LIMIT 1",
-                    (spec,),
-                ).fetchone()
-            if stale and missing is None:
-                _store(db, spec, workspace, dims, built)
-        finally:
-            if db.in_transaction:
-                db.execute("COMMIT")
-    except sqlite3.Error as exc:
-        raise StoreError(f"memory.db: {exc}") from exc
-    current.update(built)
-    return current
 
 
 def _from_rows(
@@ -224,11 +221,16 @@ def _from_rows(
 
 
 def _store(
-    db: sqlite3.Connection, spec: str, workspace: str | None, dims: int, built: dict[int, Pack]
-) -> None:
-    """Replace the rebuilt buckets' packs and drop this embedder's stale ones; given up
-    (rolled back) when another process wrote first or the file is read-only, since a
-    pack is only a cache."""
+    db: sqlite3.Connection,
+    spec: str,
+    workspace: str | None,
+    dims: int,
+    built: dict[int, Pack],
+    at: dict[int, int],
+) -> bool:
+    """Replace the rebuilt buckets' packs (at generations ``at``) and drop this embedder's
+    stale ones; given up (rolled back, False) when another process wrote first or the
+    file is read-only, since a pack is only a cache."""
     try:
         db.execute(
             "DELETE FROM memory_vector_packs WHERE embedder = ? AND generation != "
@@ -239,13 +241,14 @@ def _store(
             "INSERT OR REPLACE INTO memory_vector_packs "
             "(embedder, scope, bucket, dims, generation, ids, vecs) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (spec, _scope(workspace), b, dims, _generation(db, b), pack.ids_text,
-                 pack.matrix.tobytes())
+                (spec, _scope(workspace), b, dims, at[b], pack.ids_text, pack.matrix.tobytes())
                 for b, pack in built.items()
             ],
-        )  # fmt: skip
+        )
     except sqlite3.Error:
         db.execute("ROLLBACK")
+        return False
+    return True
 
 
 def _generation(db: sqlite3.Connection, bucket: int) -> int:

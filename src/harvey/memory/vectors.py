@@ -30,7 +30,7 @@ from harvey.errors import KnowledgeError
 from harvey.memory.records import PACK_BUCKETS
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.textmatch import coverage, query_words
-from harvey.memory.vector_pack import PackCache, build_packs
+from harvey.memory.vector_pack import PackCache
 
 if TYPE_CHECKING:
     from harvey.config import Settings
@@ -106,7 +106,7 @@ class MemoryVectors:
         packs = self._packs.read(self.store, self.spec, workspace, dims)
         if len(packs) < PACK_BUCKETS:  # written since some were built: embed, repack those
             self.sync([b for b in range(PACK_BUCKETS) if b not in packs])
-            packs = build_packs(self.store, self.spec, workspace, dims)
+            packs = self._packs.build(self.store, self.spec, workspace, dims)
         held = [pack for pack in packs.values() if len(pack.matrix)]
         if not held:
             return []
