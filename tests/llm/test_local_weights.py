@@ -238,3 +238,24 @@ def test_the_cache_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert local_weights.cache_folder() == tmp_path / "harvey" / "models"
     assert os.fspath(local_weights.cache_folder()).startswith(os.fspath(tmp_path))
+
+
+@needs_model
+def test_a_damaged_copy_in_the_cache_falls_back_to_the_shipped_file(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The cache is the user's: a copy cut short (or replaced) must not break the model."""
+    import llama_cpp
+
+    from harvey.llm import local
+
+    source = local.find_model_file()
+    copy = fast_weights(source, llama_cpp)
+    copy.write_bytes(copy.read_bytes()[: 1024 * 1024])  # a copy cut short, same name
+    monkeypatch.setattr(local, "_CACHE", {})
+    loaded = local.load(source, 512, 1)
+    assert loaded.n_ctx == 512
+    tokens = loaded.llama.tokenize(b"hello")
+    assert tokens and loaded.llama.detokenize(tokens).strip() == b"hello"
+    assert any("did not load" in r.getMessage() for r in caplog.records)
+    loaded.llama.close()

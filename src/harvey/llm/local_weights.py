@@ -20,7 +20,8 @@ and its activations are no longer rounded to 8 bits on the way in.
   modification time, so a reinstalled package gets a fresh copy. It is written
   to a temporary name and renamed, so a killed process or two processes at
   once never leave a half-written model behind.
-* Anything that goes wrong (read-only cache, full disk, an unreadable header)
+* Anything that goes wrong (read-only cache, full disk, an unreadable header,
+  a copy that will not load: ``local.load`` tries the shipped file next)
   means the shipped file is used as it is: slower, never broken.
 * ``HARVEY_LOCAL_WEIGHTS=shipped`` turns it off.
 """
