@@ -16,6 +16,7 @@ from harvey.knowledge.embedders import LocalEmbedder, local_available
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk, create_store
+from tests.conftest import missing_dependency
 
 
 def _fts_ok(store: KnowledgeStore) -> None:
@@ -133,10 +134,11 @@ def test_only_new_chunk_hashes_are_embedded(ws: Path) -> None:
     assert 0 < len(model.texts) - first <= 2  # only n0's changed chunk(s)
 
 
-@pytest.mark.skipif(not local_available(), reason="wordllama is not installed")
 def test_local_embedder_never_touches_the_network(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if not local_available():  # `make test` installs it: in CI its absence is a failure
+        missing_dependency("wordllama is not installed (pip install 'harvey-agent[local]')")
     def refuse(*_a: Any, **_k: Any) -> None:
         raise AssertionError("the local embedder tried the network")
 
