@@ -139,6 +139,7 @@ def test_local_embedder_never_touches_the_network(
 ) -> None:
     if not local_available():  # `make test` installs it: in CI its absence is a failure
         missing_dependency("wordllama is not installed (pip install 'harvey-agent[local]')")
+
     def refuse(*_a: Any, **_k: Any) -> None:
         raise AssertionError("the local embedder tried the network")
 
