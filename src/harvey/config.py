@@ -58,7 +58,14 @@ SandboxName = Literal["auto", "landlock", "bubblewrap", "sandbox-exec", "none"]
 class _Strict(BaseModel):
     # hide_input_in_errors: a validation error (and its traceback under
     # HARVEY_DEBUG) never shows the rejected value, which may be a key.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+    # allow_inf_nan=False: ``shell_timeout: .inf`` or ``timeout: .nan`` is one line at load,
+    # not a traceback when a timer or a sleep is finally handed the value.
+    model_config = ConfigDict(
+        extra="forbid",
+        validate_assignment=True,
+        hide_input_in_errors=True,
+        allow_inf_nan=False,
+    )
 
 
 class ToolsSettings(_Strict):
@@ -66,12 +73,34 @@ class ToolsSettings(_Strict):
     max_rounds: int = Field(10, ge=1, le=100)
 
 
+#: One day: the longest any timeout may be (a bigger one is a typo or an attack on a timer).
+MAX_SECONDS = 86_400
+
+
+class LimitsSettings(_Strict):
+    """Resource limits every confined command runs under (setrlimit in the launcher).
+
+    The defaults let compilers, test runners and package managers work and stop
+    a fork bomb, a disk filler or a runaway loop.
+    """
+
+    processes: int = Field(1024, ge=16, le=1_000_000)  # RLIMIT_NPROC
+    file_size_mb: int = Field(4096, ge=1, le=1_048_576)  # RLIMIT_FSIZE
+    cpu_seconds: int = Field(3600, ge=1, le=MAX_SECONDS)  # RLIMIT_CPU
+    memory_mb: int = Field(16_384, ge=64, le=1_048_576)  # RLIMIT_AS
+
+
 class SecuritySettings(_Strict):
     allowed_commands: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_COMMANDS))
-    shell_timeout: float = Field(30.0, gt=0)
+    shell_timeout: float = Field(30.0, gt=0, le=MAX_SECONDS)
     # The OS confinement for commands; "auto" picks the best available, "none"
     # (or nothing available) makes every command ask first.
     sandbox: SandboxName = "auto"
+    # More file-name patterns that hold secrets, on top of harvey.secret_files' defaults.
+    secret_files: list[str] = Field(default_factory=list)
+    # Approved commands may connect to pathname Unix sockets (docker.sock, an ssh agent).
+    unix_sockets: bool = False
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
 
 
 class SessionSettings(_Strict):
@@ -127,6 +156,7 @@ class RouteSettings(_Strict):
     endpoints: list[EndpointSetting] = Field(default_factory=list)
     model: str | None = None
     api_key: SecretStr | None = None  # unwrapped only where the Authorization header is built
+    api_key_command: str | None = Field(None, min_length=1)  # prints the key on stdout
 
     @field_validator("base_url")
     @classmethod
@@ -148,9 +178,9 @@ class ChunkingSettings(_Strict):
     enabled: bool = True
     threshold: float = Field(0.80, gt=0, le=1)
     # "auto": chunks fill a share of the map model's usable context (context/budget.py)
-    chunk_size_bytes: Annotated[int, Field(ge=200)] | Literal["auto"] = "auto"
-    chunk_size_tokens: int | None = Field(None, ge=50)
-    max_chunks: int = Field(20, ge=1)
+    chunk_size_bytes: Annotated[int, Field(ge=200, le=1 << 40)] | Literal["auto"] = "auto"
+    chunk_size_tokens: int | None = Field(None, ge=50, le=1 << 38)
+    max_chunks: int = Field(20, ge=1, le=1_000_000)
     overlap: Overlap = "paragraph"
     concurrency: int | None = Field(None, ge=1, le=64)
 
@@ -191,8 +221,8 @@ class AnalysisSettings(_Strict):
 
 class OffloadSettings(_Strict):
     enabled: bool = True
-    threshold: int = Field(10_000, ge=100)
-    preview_lines: int = Field(20, ge=0)
+    threshold: int = Field(10_000, ge=100, le=1 << 40)
+    preview_lines: int = Field(20, ge=0, le=100_000)
 
 
 class RagSettings(_Strict):
@@ -210,7 +240,7 @@ class MemorySettings(_Strict):
 
     enabled: bool = True
     budget_pct: float = Field(5.0, gt=0, le=50)  # of the context window, at least 512 tokens
-    auto_mine_min_turns: int = Field(10, ge=1)
+    auto_mine_min_turns: int = Field(10, ge=1, le=1_000_000)
     # none (FTS only), local, ollama:MODEL or openai:MODEL: vectors for dedup and recall too
     embedder: str = Field("none", pattern=r"^(none|local|(ollama|openai):\S+)$")
 
@@ -221,10 +251,11 @@ class Settings(_Strict):
     base_url: str | None = None
     endpoints: list[EndpointSetting] = Field(default_factory=list)  # a pool, in place of base_url
     api_key: SecretStr | None = None  # a secret type: never in a repr, an error or a dump
-    num_ctx: int | None = Field(None, ge=256)
-    context_window: int | None = Field(None, ge=256)
-    timeout: float = Field(120.0, gt=0)
-    connect_timeout: float = Field(5.0, gt=0)
+    api_key_command: str | None = Field(None, min_length=1)  # prints the key on stdout
+    num_ctx: int | None = Field(None, ge=256, le=16_777_216)
+    context_window: int | None = Field(None, ge=256, le=16_777_216)
+    timeout: float = Field(120.0, gt=0, le=MAX_SECONDS)
+    connect_timeout: float = Field(5.0, gt=0, le=MAX_SECONDS)
     retries: int = Field(3, ge=0, le=10)
     user: str | None = None
     tools: ToolsSettings = Field(default_factory=ToolsSettings)

@@ -1,0 +1,98 @@
+"""Which workspace files hold secrets by convention, and so are never read for the model.
+
+Redaction can only hide a value it knows, whole; a model that pages through
+``.env`` six bytes at a time, or a command that prints it in slices, defeats it.
+So files that hold keys by convention are kept out of reach instead: the file
+tools, search, ingest and analysis refuse them (``list_files`` still shows the
+name), and confined commands cannot read them. ``security.secret_files`` adds
+patterns of the user's own.
+
+A pattern without ``/`` matches a file's name; one with ``/`` matches the path
+relative to the workspace. Names are compared case-folded and NFKC-normalised,
+so ``.ENV`` on a case-insensitive disk, or a full-width ``．env``, is the same
+file. A file inside a folder that holds keys (``.ssh/``, ``.gnupg/``) is secret
+whatever its name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import unicodedata
+from collections.abc import Iterable, Sequence
+from pathlib import PurePath, PurePosixPath
+
+#: File names that hold secrets by convention (matched case-insensitively).
+DEFAULT_SECRET_FILES: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    ".env*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    "_netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".htpasswd",
+    ".git-credentials",
+    "credentials*",
+    "kubeconfig*",
+    ".kube/config",
+    ".docker/config.json",
+)
+
+#: Folders whose every file is a secret.
+SECRET_FOLDERS: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".kube")
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+class SecretFiles:
+    """The secret-file rule of one workspace: the defaults plus ``security.secret_files``."""
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        patterns = [_fold(p.strip().strip("/")) for p in (*DEFAULT_SECRET_FILES, *extra)]
+        self._names = tuple(p for p in patterns if p and "/" not in p)
+        self._paths = tuple(p for p in patterns if "/" in p)
+        self._folders = tuple(_fold(f) for f in SECRET_FOLDERS)
+
+    def matches(self, relative: str | PurePath) -> bool:
+        """True when the workspace-relative path ``relative`` is a secret file (or lies in
+        a secret folder). Works on names alone: nothing is read or stat-ed."""
+        parts = [_fold(p) for p in PurePosixPath(str(relative).replace("\\", "/")).parts]
+        parts = [p for p in parts if p not in ("", ".", "/")]
+        if not parts:
+            return False
+        if any(part in self._folders for part in parts[:-1]):
+            return True
+        name = parts[-1]
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._names):
+            return True
+        joined = "/".join(parts)
+        return any(
+            fnmatch.fnmatchcase(joined, pattern) or fnmatch.fnmatchcase(joined, "*/" + pattern)
+            for pattern in self._paths
+        )
+
+    def any_matches(self, paths: Sequence[str | PurePath]) -> bool:
+        return any(self.matches(p) for p in paths)
+
+
+DEFAULT = SecretFiles()
+
+
+def is_secret_file(relative: str | PurePath, extra: Iterable[str] = ()) -> bool:
+    """``SecretFiles(extra).matches(relative)``: the one-off form."""
+    return (SecretFiles(extra) if extra else DEFAULT).matches(relative)
