@@ -3,87 +3,91 @@
 ``sessions.db`` holds whole conversations, the ``.spmd`` recordings the same
 again, and both can contain whatever a tool read. On a shared machine the
 default umask (0022) would make all of it world-readable. So Harvey creates
-its folders 0700 and its files 0600 — ``HARVEY_HOME``, ``sessions.db`` with its
-``-wal``/``-shm``, the workspace's ``.harvey/`` with ``sessions/`` and
-``plans/``, every session file — as ``tools/offload.py`` already does for
-offloaded output, and tightens them when it finds them more open than that
-(written by an older Harvey, or created under a loose umask).
+its folders 0700 and its files 0600 and tightens ones it finds more open.
 
-Tightening is best effort and never fails a command: a folder that belongs to
-someone else (``HARVEY_HOME=/tmp``) or a read-only file system is left as it
-is. A symlink is never chmod-ed, since that would change its target, which a
-hostile workspace may have pointed anywhere.
+The work is done by ``harvey.own_files`` (which also never follows a link);
+these are the older entry points, kept for trusted paths under ``HARVEY_HOME``.
+A path with a ``.harvey`` part is walked from the folder that holds ``.harvey``,
+so a link planted there by a repository is refused, never followed.
 """
 
 from __future__ import annotations
 
-import logging
 import os
+import stat
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from harvey.errors import WorkspaceError
+from harvey.own_files import DB_COMPANIONS, PRIVATE_DIR, PRIVATE_FILE, Location, open_root
 
-PRIVATE_DIR = 0o700
-PRIVATE_FILE = 0o600
-#: SQLite's companions of a database in WAL mode.
-DB_COMPANIONS = ("-wal", "-shm", "-journal")
+__all__ = [
+    "DB_COMPANIONS",
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
+    "create_private_file",
+    "location_of",
+    "make_private_dirs",
+    "private_opener",
+    "tighten_database",
+]
 
 
-def tighten(path: Path) -> None:
-    """Take every group and other permission off ``path`` (0644 → 0600); never raises."""
-    try:
-        if path.is_symlink():
-            return
-        current = path.stat().st_mode & 0o777
-        if current & 0o077:
-            os.chmod(path, current & 0o700)
-    except OSError as exc:
-        log.debug("cannot make %s private: %s", path, exc)
+def location_of(path: Path) -> Location:
+    """``path`` as a ``Location``: from the folder holding ``.harvey`` when it has one."""
+    path = Path(os.path.abspath(path))
+    parts = path.parts
+    if ".harvey" in parts:
+        at = parts.index(".harvey")
+        return Location(Path(*parts[:at]), tuple(parts[at:]))
+    return Location(path, home=True)
 
 
 def make_private_dirs(path: Path) -> Path:
-    """Create ``path`` and its missing parents 0700, and tighten ``path`` itself.
+    """Create ``path`` 0700 (missing parents too) and tighten it.
 
-    When ``path``'s parent is Harvey's own ``.harvey`` folder (``.harvey/sessions``,
-    ``.harvey/plans``), that is tightened too. Raises ``OSError`` when the folder
-    cannot be created, like ``Path.mkdir``.
+    Raises ``OSError``, or ``UnsafePath`` for a link or someone else's folder.
     """
-    path = Path(path)
-    missing: list[Path] = []
-    level = path
-    while not level.exists() and not level.is_symlink() and level != level.parent:
-        missing.append(level)
-        level = level.parent
-    for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=PRIVATE_DIR)
-        except FileExistsError:
-            pass  # a concurrent Harvey made it first
-    if not path.is_dir():
-        raise NotADirectoryError(f"{path} is not a folder")
-    tighten(path)
-    if path.parent.name == ".harvey":
-        tighten(path.parent)
-    return path
+    location = location_of(path)
+    os.makedirs(location.root, mode=PRIVATE_DIR, exist_ok=True)
+    location.open(create=True).close()
+    return Path(path)
 
 
 def create_private_file(path: Path) -> None:
     """Create ``path`` empty with mode 0600 unless it exists; tighten it if it does."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-    except FileExistsError:
-        tighten(path)
-    else:
-        os.close(fd)
+    path = Path(path)
+    with location_of(path.parent).open(create=False) as folder:
+        if not folder.create_new(path.name):
+            os.close(folder.open_file(path.name, os.O_RDONLY))
 
 
 def tighten_database(path: Path) -> None:
-    """Make a SQLite database and the companions that exist now 0600."""
-    for candidate in (path, *(path.with_name(path.name + s) for s in DB_COMPANIONS)):
-        if candidate.exists():
-            tighten(candidate)
+    """Make a SQLite database and the companions that exist now 0600 (never through a link)."""
+    path = Path(path)
+    try:
+        with location_of(path.parent).open(create=False) as folder:
+            folder.database(path.name, create=False)
+    except (OSError, WorkspaceError):  # an UnsafePath: nothing is tightened through it
+        pass
 
 
 def private_opener(path: str, flags: int) -> int:
-    """An ``open(..., opener=)`` that creates files 0600 (existing ones keep their mode)."""
-    return os.open(path, flags, PRIVATE_FILE)
+    """An ``open(..., opener=)`` that creates files 0600 and refuses a final link."""
+    return os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE)
+
+
+def tighten(path: Path) -> None:
+    """Take group and other permissions off ``path`` unless it is a link; never raises."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            open_root(path, tighten=True).close()
+        elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o700)
+            finally:
+                os.close(fd)
+    except OSError:
+        pass

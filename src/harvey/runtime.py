@@ -8,6 +8,7 @@ of the others.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from harvey.agent import Agent, default_user_name
 from harvey.clients import Clients
-from harvey.config import Paths, Settings
+from harvey.config import Paths, SessionSettings, Settings
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
 from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import ConfigError, HarveyError, StoreError
@@ -23,6 +24,7 @@ from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
 from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
+from harvey.own_files import Location, Refusals, UnsafePath
 from harvey.redact import Redactor, install
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
@@ -159,13 +161,26 @@ def _assemble(
     if session_id is None:  # imported history is stored with the first turn (load_history)
         session_id = store.reserve_session(workspace, client.model)
 
-    plan_writer = _plan_writer(paths, session_id)
+    refusals = Refusals(ui.warn)
+    harvey_dir = Location(workspace, (".harvey",)).problem()
+    if harvey_dir is not None:  # a cloned repository's link: one line for everything
+        refusals.note(harvey_dir, f"so {WORKSPACE_FEATURES} are off this session")
+    sessions = (
+        session_location(paths, settings.session) if record and settings.session.record else None
+    )
+    plan_writer = _plan_writer(paths, session_id, refusals)
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
     _register_search_knowledge(registry, settings, workspace, lambda: agent)
     for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
         registry.register(tool)  # retrieve_memory, add_memory
-    executor = build_executor(registry, settings, workspace, session_id)
+    executor = build_executor(
+        registry,
+        settings,
+        workspace,
+        session_id,
+        on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
+    )
 
     plan_cache: dict[str, object] = {}
 
@@ -193,12 +208,13 @@ def _assemble(
         return text if isinstance(text, str) else None
 
     recorder = None
-    if record and settings.session.record:
-        directory = Path(settings.session.directory)
-        if not directory.is_absolute():
-            directory = workspace / directory
+    if (
+        sessions is not None
+        and settings.session.record
+        and _may_record(sessions, settings, refusals)
+    ):
         recorder = Recorder.open_in(
-            directory,
+            sessions,
             user=default_user_name(settings),
             model=client.model,
             backend=client.backend,
@@ -265,11 +281,63 @@ def _register_search_knowledge(
     registry.register(SearchKnowledgeTool(active))
 
 
-def _plan_writer(paths: Paths, session_id: str) -> FilePlanWriter | None:
+def _plan_writer(paths: Paths, session_id: str, refusals: Refusals) -> FilePlanWriter | None:
     try:
         return FilePlanWriter(paths.workspace, session_id, paths.harvey_home)
+    except UnsafePath as exc:  # a link where the plans go: no plan file, the todos still work
+        refusals.note(exc, "so there is no plan file this session")
+        return None
     except OSError as exc:
         raise ConfigError(f"cannot create the plan directory: {exc}") from exc
+
+
+WORKSPACE_FEATURES = "session recording, the plan file, offloaded output and knowledge stores"
+DEFAULT_SESSIONS = SessionSettings.model_fields["directory"].default
+
+
+def session_location(paths: Paths, session: SessionSettings) -> Location:
+    """``session.directory`` as a folder under the workspace or ``HARVEY_HOME``, or a ConfigError.
+
+    Relative: under the workspace. Absolute: it must name a folder inside the
+    workspace or ``HARVEY_HOME``. ``..`` is refused outright (a walk never
+    climbs), and the walk that opens it refuses any link on the way.
+    """
+    raw = session.directory
+    shown = raw if len(raw) <= 80 else raw[:77] + "..."
+    where = "recordings stay inside the workspace or HARVEY_HOME"
+    if "\x00" in raw or not raw.strip():
+        raise ConfigError(f"session.directory {shown!r} is not a folder name ({where})")
+    directory = Path(raw)
+    if ".." in directory.parts:
+        raise ConfigError(f"session.directory {shown!r} climbs out with '..' ({where})")
+    if not directory.is_absolute():
+        return Location.under(paths.workspace, directory)
+    home = Path(os.path.abspath(paths.harvey_home))
+    for root, is_home in ((paths.workspace, False), (home, True), (home.resolve(), True)):
+        if directory == root or directory.is_relative_to(root):
+            return Location.under(root, directory.relative_to(root), home=is_home)
+    raise ConfigError(
+        f"session.directory {shown!r} is outside the workspace and HARVEY_HOME ({where})"
+    )
+
+
+def _may_record(sessions: Location, settings: Settings, refusals: Refusals) -> bool:
+    """False (after one warning) when the recordings' folder is a link or someone else's.
+
+    The default ``.harvey/sessions`` is the workspace's, which a repository may
+    have planted: recording is off for the session. A ``session.directory`` the
+    user configured that leads through a link is a configuration error.
+    """
+    try:
+        sessions.open(create=True).close()
+    except UnsafePath as exc:
+        if settings.session.directory != DEFAULT_SESSIONS:
+            raise ConfigError(f"session.directory {settings.session.directory!r}: {exc}") from exc
+        refusals.note(exc, "so session recording is off this session")
+        return False
+    except OSError:
+        pass  # the recorder itself warns once and records nothing
+    return True
 
 
 def _history_from_file(path: Path, ui: AgentUI) -> list[Message]:

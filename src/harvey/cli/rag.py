@@ -220,15 +220,14 @@ def query(name: str, text: str, k: int, as_json: bool, workspace: Path | None) -
 def drop(name: str, yes: bool, workspace: Path | None) -> None:
     """Delete the store NAME (asks first)."""
     from harvey.errors import Cancelled, UsageError
-    from harvey.knowledge.store import store_names, store_path
+    from harvey.knowledge.store import drop_store, store_names, store_path
 
     paths, _settings = load(workspace)
     path = store_path(paths.workspace, name)
-    if not path.is_file():
+    if name not in store_names(paths.workspace):  # listed without following a link
         known = ", ".join(store_names(paths.workspace)) or "none"
         raise UsageError(f"no knowledge store {name!r} (stores: {known})")
     if not yes and not click.confirm(f"delete knowledge store {name} ({path})?", default=False):
         raise Cancelled("not deleted")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    drop_store(paths.workspace, name)
     click.echo(f"dropped store {name}")

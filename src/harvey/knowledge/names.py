@@ -4,6 +4,10 @@ Each session start asks whether the workspace has a store (to offer the
 ``search_knowledge`` tool) and checks ``--rag NAME``; that must cost a stat,
 not the import of the store module (its dataclasses alone take milliseconds)
 or a database open. ``store`` re-exports these for everything else.
+
+The folder is listed through ``harvey.own_files``: a ``.harvey`` or ``rag``
+that a cloned repository made a link lists no store, so nothing behind the
+link is ever offered, opened or written.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.errors import UsageError
+from harvey.errors import UsageError, WorkspaceError
+from harvey.own_files import Location
 
 if TYPE_CHECKING:
     from harvey.config import Settings
@@ -37,8 +42,12 @@ def with_active(settings: Settings, name: str | None) -> Settings:
     return settings.model_copy(update={"rag": rag})
 
 
+def rag_location(workspace: Path) -> Location:
+    return Location(Path(workspace), (".harvey", "rag"))
+
+
 def rag_dir(workspace: Path) -> Path:
-    return workspace / ".harvey" / "rag"
+    return rag_location(workspace).path
 
 
 def store_path(workspace: Path, name: str) -> Path:
@@ -46,7 +55,11 @@ def store_path(workspace: Path, name: str) -> Path:
 
 
 def store_names(workspace: Path) -> list[str]:
-    folder = rag_dir(workspace)
-    if not folder.is_dir():
+    """The stores in the workspace; none when ``.harvey/rag`` is missing or refused."""
+    try:
+        with rag_location(workspace).open(create=False) as folder:
+            names = folder.names()
+    except (OSError, WorkspaceError):
         return []
-    return sorted(p.stem for p in folder.glob("*.db") if NAME_RE.fullmatch(p.stem))
+    stems = (n[: -len(".db")] for n in names if n.endswith(".db"))
+    return sorted(stem for stem in stems if NAME_RE.fullmatch(stem))

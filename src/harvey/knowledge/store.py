@@ -24,11 +24,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.errors import KnowledgeError, UsageError
+from harvey.errors import KnowledgeError, UsageError, WorkspaceError
 from harvey.knowledge.names import (  # re-exported: store.py is where callers look
     NAME_RE,
     check_name,
     rag_dir,
+    rag_location,
     store_names,
     store_path,
     with_active,
@@ -42,6 +43,7 @@ __all__ = [
     "NewChunk",
     "check_name",
     "create_store",
+    "drop_store",
     "open_store",
     "rag_dir",
     "store_names",
@@ -339,7 +341,15 @@ class KnowledgeStore:
 def open_store(workspace: Path, name: str) -> KnowledgeStore:
     """An existing store; a usage error (exit 2) naming the stores there are, if not."""
     path = store_path(workspace, name)
-    if not path.is_file():
+    try:
+        with rag_location(workspace).open(create=False) as folder:
+            exists = folder.entry(path.name) is not None
+            path = folder.database(path.name, create=False) if exists else path
+    except FileNotFoundError:
+        exists = False
+    except (OSError, WorkspaceError) as exc:
+        raise KnowledgeError(f"knowledge stores are off: {_reason(exc)}") from exc
+    if not exists:
         known = ", ".join(store_names(workspace)) or "none yet"
         raise UsageError(f"no knowledge store {name!r} (stores: {known}; 'harvey rag new {name}')")
     return KnowledgeStore._connect(name, path)
@@ -348,18 +358,42 @@ def open_store(workspace: Path, name: str) -> KnowledgeStore:
 def create_store(workspace: Path, name: str, embedder: str, dims: int) -> KnowledgeStore:
     """A new, empty store bound to ``embedder`` (its spec and dimensions)."""
     path = store_path(workspace, name)
-    if path.exists():
-        raise UsageError(f"knowledge store {name!r} already exists ({path})")
-    from harvey.private import create_private_file, make_private_dirs, tighten_database
+    from harvey.private import tighten_database
 
     try:  # a store holds the text of the workspace's files: 0700 folder, 0600 files
-        make_private_dirs(path.parent)
-        create_private_file(path)
-    except OSError as exc:
-        raise KnowledgeError(f"cannot create {path}: {exc}") from exc
+        with rag_location(workspace).open(create=True) as folder:
+            if folder.entry(path.name) is not None:
+                raise UsageError(f"knowledge store {name!r} already exists ({path})")
+            path = folder.database(path.name, create=True)
+    except (OSError, WorkspaceError) as exc:
+        raise KnowledgeError(f"cannot create {path}: {_reason(exc)}") from exc
     store = KnowledgeStore._connect(name, path)
     tighten_database(path)
     store.set_meta("embedder", embedder)
     store.set_meta("dims", str(dims))
     store.set_meta("created", str(time.time()))
     return store
+
+
+def drop_store(workspace: Path, name: str) -> bool:
+    """Delete the store's files (and SQLite's companions); False when there was none.
+
+    Unlinked in the folder reached without following a link, so a ``.harvey/rag``
+    that points elsewhere never loses a file there.
+    """
+    path = store_path(workspace, name)
+    try:
+        with rag_location(workspace).open(create=False) as folder:
+            if folder.entry(path.name) is None:
+                return False
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                folder.remove(path.name + suffix)
+    except FileNotFoundError:
+        return False
+    except (OSError, WorkspaceError) as exc:
+        raise KnowledgeError(f"cannot drop {name!r}: {_reason(exc)}") from exc
+    return True
+
+
+def _reason(exc: Exception) -> str:
+    return str(getattr(exc, "strerror", None) or exc) if isinstance(exc, OSError) else str(exc)

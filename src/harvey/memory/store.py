@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harvey.errors import StoreError, UsageError
+from harvey.errors import StoreError, UsageError, WorkspaceError
 from harvey.memory.records import (
     COLUMNS,
     INITIAL_CONFIDENCE,
@@ -34,7 +34,8 @@ from harvey.memory.records import (
     to_memory,
 )
 from harvey.memory.textmatch import coverage, query_words
-from harvey.private import create_private_file, make_private_dirs, tighten_database
+from harvey.own_files import home_database
+from harvey.private import tighten_database
 from harvey.session.migrations import migrate
 
 __all__ = ["INITIAL_CONFIDENCE", "KINDS", "TYPES", "Memory", "MemoryStore", "normalise"]
@@ -57,12 +58,11 @@ class MemoryStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         try:
-            make_private_dirs(self.path.parent)
-            create_private_file(self.path)
+            checked = home_database(self.path)  # 0700 folder, 0600 file, no link
             self.db = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+                checked, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
             )
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, WorkspaceError) as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         try:
             self.db.execute("PRAGMA journal_mode=WAL")

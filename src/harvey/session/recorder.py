@@ -9,19 +9,25 @@ leaves a readable file that simply lacks ``THE END.``.
 Recording must never cost the user a turn: any OS error (permissions, full
 disk, vanished directory) switches the recorder off after one warning, and
 every later call is a no-op.
+
+The file is written through ``harvey.own_files``: its folder is reached from
+the workspace (or ``HARVEY_HOME``) without following a link, and each append
+opens the file relative to that folder with ``O_NOFOLLOW``. A ``.harvey`` or
+``sessions`` that a cloned repository made a link is refused, never written.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harvey.private import make_private_dirs, private_opener
+from harvey.errors import WorkspaceError
+from harvey.own_files import Location
 from harvey.redact import redact, redact_data
 from harvey.session import notes
 from harvey.session.escape import (
@@ -59,9 +65,12 @@ class Recorder:
         shell_head_lines: int = 20,
         shell_tail_lines: int = 20,
         reserved: bool = False,
+        where: Location | None = None,
     ) -> None:
         # reserved: ``open_in`` already created the (empty) file exclusively.
+        # ``path`` given alone: its folder is a trusted root (tests, a caller's own folder).
         self.path = Path(path)
+        self._where = where if where is not None else Location(self.path.parent)
         self.enabled = True
         self.user_cue = character_cue(user, "USER", frozenset({HARVEY, SHELL}))
         self._clock = clock
@@ -88,28 +97,35 @@ class Recorder:
         self._write(text + "\nFADE IN:\n", mode="a" if reserved else "x")
 
     @classmethod
-    def open_in(cls, directory: Path, **kw: Any) -> Recorder:
-        """A recorder on a fresh ``harvey-session-YYYYMMDD-HHMMSS[-N].spmd`` in ``directory``."""
-        directory = Path(directory)
+    def open_in(cls, directory: Path | Location, **kw: Any) -> Recorder:
+        """A recorder on a fresh ``harvey-session-YYYYMMDD-HHMMSS[-N].spmd`` in ``directory``.
+
+        A ``Path`` is a trusted folder (made with its parents, 0700); a
+        ``Location`` is walked from its root without following a link.
+        """
+        where = (
+            directory if isinstance(directory, Location) else Location(Path(directory), home=True)
+        )
         clock: Callable[[], datetime] = kw.get("clock", datetime.now)
         stem = f"harvey-session-{clock().strftime('%Y%m%d-%H%M%S')}"
+        path = where.path / f"{stem}.spmd"
         try:
-            make_private_dirs(directory)  # 0700, like .harvey/ itself
-        except OSError as exc:
-            log.debug("cannot create %s: %s", directory, exc)  # the constructor warns
+            folder = where.open(create=True)  # 0700, like .harvey/ itself
+        except (OSError, WorkspaceError) as exc:
+            log.debug("cannot create %s: %s", where.path, exc)  # the constructor warns
+            return cls(path, where=where, **kw)
         # Claim the name with an exclusive create, so two sessions started in the
         # same second never collide; the loser moves on to the next -N suffix.
-        path = directory / f"{stem}.spmd"
-        for suffix in range(2, 1000):
-            try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            except FileExistsError:
-                path = directory / f"{stem}-{suffix}.spmd"
-                continue
-            except OSError:
-                break  # unwritable: the constructor warns once and records nothing
-            return cls(path, reserved=True, **kw)
-        return cls(path, **kw)
+        with folder:
+            for suffix in range(2, 1000):
+                try:
+                    made = folder.create_new(path.name)
+                except (OSError, WorkspaceError):
+                    break  # unwritable: the constructor warns once and records nothing
+                if made:
+                    return cls(path, reserved=True, where=where, **kw)
+                path = where.path / f"{stem}-{suffix}.spmd"
+        return cls(path, where=where, **kw)
 
     # ------------------------------------------------------------ writing
 
@@ -117,10 +133,11 @@ class Recorder:
         if not self.enabled:
             return
         try:
-            with open(self.path, mode, encoding="utf-8", newline="\n", opener=private_opener) as fh:
-                fh.write(text)
-                fh.flush()
-        except (OSError, ValueError) as exc:
+            with self._where.open(create=False) as folder:
+                if mode == "x" and not folder.create_new(self.path.name):
+                    raise FileExistsError(errno.EEXIST, "File exists")
+                folder.append(self.path.name, text.encode("utf-8"))
+        except (OSError, ValueError, WorkspaceError) as exc:
             self.enabled = False
             reason = getattr(exc, "strerror", None) or str(exc)
             message = f"session recording is off: cannot write {self.path} ({reason})"

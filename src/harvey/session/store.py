@@ -21,9 +21,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
-from harvey.errors import StoreError
+from harvey.errors import StoreError, WorkspaceError
 from harvey.messages import Message, ToolCall
-from harvey.private import create_private_file, make_private_dirs, tighten_database
+from harvey.own_files import home_database
+from harvey.private import tighten_database
 from harvey.redact import redact, redact_data
 from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
@@ -90,10 +91,11 @@ class SessionStore(MapResultsMixin):
         # id -> (workspace, model, title). See reserve_session.
         self._reserved: dict[str, tuple[str, str, str]] = {}
         try:
-            make_private_dirs(path.parent)  # HARVEY_HOME 0700
-            create_private_file(path)  # 0600 before SQLite writes a byte of it
+            # HARVEY_HOME 0700; the file 0600 before SQLite writes a byte of it, and
+            # neither it nor its -wal/-shm a link (checked right before the connect)
+            checked = home_database(path)
             self._db = sqlite3.connect(
-                path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
+                checked, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
             )
             self._db.row_factory = sqlite3.Row
             # The busy timeout first: on a fresh file, switching to WAL and
@@ -103,7 +105,7 @@ class SessionStore(MapResultsMixin):
             tighten_database(path)  # and an older, more open -wal/-shm
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, WorkspaceError) as exc:
             raise StoreError(f"cannot open session store {path}: {exc}") from exc
 
     # -- plumbing -----------------------------------------------------------

@@ -6,8 +6,9 @@ tool or a hook is a change here, not in every front end.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.config import Settings
 from harvey.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
@@ -17,6 +18,9 @@ from harvey.tools.registry import Tool, ToolRegistry
 from harvey.tools.search import SearchFilesTool
 from harvey.tools.shell import RunShellTool
 from harvey.tools.todo import PlanWriter, TodoStore, TodoWriteTool
+
+if TYPE_CHECKING:
+    from harvey.own_files import UnsafePath
 
 
 def build_registry(
@@ -49,8 +53,12 @@ def build_executor(
     workspace: Path | str,
     session_id: str,
     extra_hooks: Iterable[ToolHook] = (),
+    on_refused: Callable[[UnsafePath], None] | None = None,
 ) -> HookRegistry:
-    """Wrap the registry in hooks: offload (when enabled) outermost, then ``extra_hooks``."""
+    """Wrap the registry in hooks: offload (when enabled) outermost, then ``extra_hooks``.
+
+    ``on_refused`` reports the offload folder refused as a link (the session's ``Refusals``).
+    """
     hooks: list[ToolHook] = []
     if settings.offload.enabled:
         hooks.append(
@@ -59,6 +67,7 @@ def build_executor(
                 session_id,
                 threshold=settings.offload.threshold,
                 preview_lines=settings.offload.preview_lines,
+                on_refused=on_refused,
             )
         )
     hooks.extend(extra_hooks)

@@ -301,9 +301,9 @@ def _write_atomically(workspace: Path, path: Path, content: str) -> str:
     shown = display_path(workspace, path)
     data = content.encode("utf-8")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        safe_path(workspace, path.parent)  # a parent made via a symlink must stay inside
-        atomic_write(path, data)  # keeps e.g. a script's x bit; readers never see half a file
+        # Folders made and the file renamed in without following a link (harvey.own_files);
+        # keeps e.g. a script's x bit; readers never see half a file.
+        atomic_write(path, data, root=Path(workspace).resolve())
     except OSError as exc:
         raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
     return f"wrote {len(data)} bytes to {shown}"

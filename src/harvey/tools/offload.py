@@ -8,6 +8,11 @@ workspace-relative path (so ``read_file`` can open it inside the sandbox), the
 size, a preview, and how to page through it. Tools that read or write files
 are excluded, otherwise reading an offloaded file would offload it again.
 
+The folders and the file are made through ``harvey.own_files``, from the
+workspace down without following a link: a ``.harvey`` or ``tool_results``
+that a cloned repository made a link is refused, and offloading is off for
+the session after one warning.
+
 Fail-open: if anything about writing fails, the original output goes through.
 Session and call IDs are sanitised so that no ID can name a path outside the
 session's folder.
@@ -17,17 +22,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
-import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
-from harvey.fsutil import atomic_write
 from harvey.messages import ToolCall, ToolResult
-from harvey.private import PRIVATE_FILE
-from harvey.tools.files import DEFAULT_READ_LIMIT, safe_path
+from harvey.own_files import PRIVATE_FILE, Folder, Location, UnsafePath
+from harvey.tools.files import DEFAULT_READ_LIMIT
 from harvey.tools.registry import ToolContext
 
 log = logging.getLogger(__name__)
@@ -73,50 +76,37 @@ def offload_dir(workspace: Path | str, session_id: str) -> Path:
     return Path(workspace) / TOOL_RESULTS_DIR / sanitize_id(session_id)
 
 
+def offload_location(workspace: Path | str, session_id: str) -> Location:
+    return Location(Path(workspace), (*TOOL_RESULTS_DIR.parts, sanitize_id(session_id)))
+
+
 def remove_offload_dir(workspace: Path | str, session_id: str) -> bool:
     """Delete a session's offload folder; True if it is gone. Never raises.
 
     The session store calls this after deleting the session's rows: a file
-    system problem must not undo or block the database deletion.
+    system problem must not undo or block the database deletion. The folder
+    is reached and removed without following a link.
     """
     try:
-        folder = offload_dir(workspace, session_id)
-        if not folder.exists() and not folder.is_symlink():
-            return True
-        parent = safe_path(workspace, TOOL_RESULTS_DIR)
-        if folder.is_symlink() or folder.resolve().parent != parent:
-            log.warning("not removing %s: it is not a plain folder under %s", folder, parent)
-            return False
-        shutil.rmtree(folder)
+        parent = Location(Path(workspace), TOOL_RESULTS_DIR.parts).open(create=False)
+    except FileNotFoundError:
+        return True
+    except (OSError, WorkspaceError) as exc:
+        log.warning("not removing offloaded output of session %s: %s", session_id, exc)
+        return False
+    try:
+        with parent:
+            parent.remove_tree(sanitize_id(session_id))
         return True
     except (OSError, WorkspaceError) as exc:
         log.warning("could not remove offloaded tool output for session %s: %s", session_id, exc)
         return False
 
 
-def _make_private_dirs(workspace: Path, relative: Path) -> Path:
-    """Create each missing level with mode 0700, checking each level is inside the
-    workspace *before* creating or chmod-ing it (``.harvey`` may be a symlink)."""
-    current = Path()
-    for part in relative.parts:
-        current = current / part
-        level = safe_path(workspace, current)
-        try:
-            level.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
-    resolved = safe_path(workspace, relative)
-    os.chmod(resolved, 0o700)
-    if not resolved.is_dir():
-        raise WorkspaceError(f"{relative} is not a folder")
-    return resolved
-
-
-def write_private_file(folder: Path, name: str, text: str) -> Path:
+def write_private_file(folder: Folder, name: str, text: str) -> Path:
     """Write atomically with mode 0600; a temp name keeps concurrent writers apart."""
-    target = folder / name
-    atomic_write(target, text.encode("utf-8", errors="replace"), mode=PRIVATE_FILE)
-    return target
+    folder.replace(name, text.encode("utf-8", errors="replace"), mode=PRIVATE_FILE)
+    return folder.path / name
 
 
 def count_lines(text: str) -> int:
@@ -148,8 +138,13 @@ class OffloadHook:
         threshold: int = DEFAULT_THRESHOLD,
         preview_lines: int = DEFAULT_PREVIEW_LINES,
         excluded_tools: frozenset[str] = EXCLUDED_TOOLS,
+        on_refused: Callable[[UnsafePath], None] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
+        # A link or someone else's folder on the way: offloading is off from then on,
+        # reported once (by ``on_refused``, the session's ``Refusals``, else the log).
+        self.refused: UnsafePath | None = None
+        self.on_refused = on_refused
         self.session_id = session_id
         self.threshold = threshold
         self.preview_lines = preview_lines
@@ -161,8 +156,17 @@ class OffloadHook:
     def after_execute(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> ToolResult:
         if len(result.content) <= self.threshold or call.name in self.excluded_tools:
             return result
+        if self.refused is not None:
+            return result
         try:
             reference = self._offload(call, result.content)
+        except UnsafePath as exc:
+            self.refused = exc
+            if self.on_refused is not None:
+                self.on_refused(exc)
+            else:
+                log.warning("offloading is off: %s; long tool output passes through whole", exc)
+            return result
         except (OSError, WorkspaceError, ValueError) as exc:
             log.warning("offload of %s output failed, passing it through: %s", call.name, exc)
             return result
@@ -171,12 +175,12 @@ class OffloadHook:
     def _offload(self, call: ToolCall, content: str) -> str:
         root = Path(self.workspace).resolve()
         rel_dir = TOOL_RESULTS_DIR / sanitize_id(self.session_id)
-        folder = _make_private_dirs(root, rel_dir)
         # read_file refuses files with NUL bytes as binary; `find -print0` output
         # must still page back, so NULs are written as the two characters \0.
         content = content.replace("\x00", "\\0")
         name = sanitize_id(call.id or f"call-{uuid.uuid4().hex}") + ".txt"
-        path = write_private_file(folder, name, content)
+        with offload_location(root, self.session_id).open(create=True) as folder:
+            path = write_private_file(folder, name, content)
         rel = (rel_dir / path.name).as_posix()
         size = len(content.encode("utf-8", errors="replace"))
         lines = count_lines(content)

@@ -6,6 +6,11 @@ repository (so the plan can be tracked with the code), else in
 fixed when the session starts, and the folder is created then too: a folder
 that cannot be created is reported at start-up, not on the first write.
 
+The folder is reached through ``harvey.own_files`` on every read and write:
+from the workspace (or ``HARVEY_HOME``) without following a link, so a
+``.harvey/plans`` that a cloned repository made a link to a folder a shell
+sources is refused (``UnsafePath``, a ``WorkspaceError``) and never written.
+
 Every write regenerates the title, the ``session:``/``updated:`` lines and the
 ``## Task List`` section; any other ``## `` section a person or the model
 added is kept where it was.
@@ -18,8 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
-from harvey.fsutil import atomic_write
-from harvey.private import make_private_dirs
+from harvey.own_files import PRIVATE_FILE, Location
 from harvey.tools.offload import sanitize_id
 from harvey.tools.todo import Todo
 
@@ -28,11 +32,15 @@ TASK_HEADING = "## Task List"
 MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "cancelled": "[-]"}
 
 
-def plan_directory(workspace: Path, harvey_home: Path) -> Path:
+def plan_location(workspace: Path, harvey_home: Path) -> Location:
     """Where plans go: in the repository when the workspace is one, else in HARVEY_HOME."""
     if (Path(workspace) / ".git").exists():
-        return Path(workspace) / ".harvey" / "plans"
-    return Path(harvey_home) / "plans"
+        return Location(Path(workspace), (".harvey", "plans"))
+    return Location(Path(harvey_home), ("plans",), home=True)
+
+
+def plan_directory(workspace: Path, harvey_home: Path) -> Path:
+    return plan_location(workspace, harvey_home).path
 
 
 def render_tasks(todos: list[Todo]) -> list[str]:
@@ -73,15 +81,15 @@ class FilePlanWriter:
     ) -> None:
         self.session_id = session_id
         self._now = now or (lambda: datetime.now().astimezone())
-        folder = plan_directory(Path(workspace), Path(harvey_home))
+        self._where = plan_location(Path(workspace), Path(harvey_home))
         try:
-            make_private_dirs(folder)  # 0700: plans are session data too
+            self._where.open(create=True).close()  # 0700: plans are session data too
         except OSError as exc:
             raise WorkspaceError(
-                f"cannot create the plan folder {folder}: {exc.strerror or exc}"
+                f"cannot create the plan folder {self._where.path}: {exc.strerror or exc}"
             ) from exc
         stamp = self._now().strftime("%Y%m%d-%H%M%S")
-        self._path = folder / f"{stamp}-{sanitize_id(session_id)[:8]}.md"
+        self._path = self._where.path / f"{stamp}-{sanitize_id(session_id)[:8]}.md"
 
     @property
     def path(self) -> Path:
@@ -90,11 +98,13 @@ class FilePlanWriter:
     def read(self) -> str:
         """The plan file's text, or "" before the first write."""
         try:
-            return self._path.read_text(encoding="utf-8", errors="replace")
+            with self._where.open(create=False) as folder:
+                data = folder.read_bytes(self._path.name)
         except FileNotFoundError:
             return ""
         except OSError as exc:
             raise WorkspaceError(f"cannot read the plan file {self._path}: {exc}") from exc
+        return "" if data is None else data.decode("utf-8", errors="replace")
 
     def render(self, todos: list[Todo], existing: str = "") -> str:
         preamble, sections = split_sections(existing)
@@ -129,6 +139,7 @@ class FilePlanWriter:
     def write(self, todos: list[Todo]) -> None:
         text = self.render(todos, self.read())
         try:
-            atomic_write(self._path, text.encode("utf-8"))
+            with self._where.open(create=True) as folder:
+                folder.replace(self._path.name, text.encode("utf-8"), mode=PRIVATE_FILE)
         except OSError as exc:
             raise WorkspaceError(f"cannot write the plan file {self._path}: {exc}") from exc
