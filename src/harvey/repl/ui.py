@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.history import History, InMemoryHistory
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
+from harvey.errors import HarveyError
 from harvey.inputs import clean_text, read_stdin_line
+from harvey.repl.history import PrivateHistory
 from harvey.tools.approval import WritePreview, write_preview
 from harvey.ui import WriteChoice, WriteRequest
 
@@ -102,10 +104,9 @@ class LineReader:
         if sys.stdin.isatty() and sys.stdout.isatty():
             history: History = InMemoryHistory()
             if history_file is not None:
-                try:
-                    history_file.parent.mkdir(parents=True, exist_ok=True)
-                    history = FileHistory(str(history_file))
-                except OSError:
+                try:  # 0600, redacted, never through a link (repl/history.py)
+                    history = PrivateHistory(history_file)
+                except (OSError, HarveyError):
                     pass
             self._session = PromptSession(history=history)
 
