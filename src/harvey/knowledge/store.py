@@ -53,6 +53,14 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 _BUSY_MS = 5000
+# A full disk: a write transaction that fails leaves its frames in the WAL past the last
+# commit, and a WAL whose committed frames are not yet copied into the database cannot be
+# reset, so each retry wrote its garbage further into whatever space had been freed. So
+# the WAL is checkpointed often (committed pages reach the database before much piles
+# up), trimmed to this size when it restarts, and after a failed transaction it is
+# checkpointed with TRUNCATE, which gives its whole file back.
+_WAL_AUTOCHECKPOINT_PAGES = 64
+_WAL_SIZE_LIMIT = 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -125,6 +133,10 @@ class KnowledgeStore:
             # WAL + NORMAL: a crash never corrupts or half-applies a file's transaction;
             # a power cut may lose the last few, which the next ingest simply redoes
             db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA wal_autocheckpoint={_WAL_AUTOCHECKPOINT_PAGES}")
+            db.execute(f"PRAGMA journal_size_limit={_WAL_SIZE_LIMIT}")
+            if _leftover_wal(path):  # a run that failed (full disk) or crashed left it
+                _reclaim_wal(db)
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 db.close()
@@ -162,10 +174,13 @@ class KnowledgeStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite may have rolled back already (SQLITE_FULL does): only if still open
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                _reclaim_wal(self._db)  # the failed frames' space, back to the disk
                 raise
-            self._db.execute("COMMIT")
 
     # -- meta ---------------------------------------------------------------------
 
@@ -336,6 +351,30 @@ class KnowledgeStore:
             ok = self._db.execute("PRAGMA quick_check").fetchone()[0]
         if ok != "ok":
             raise KnowledgeError(f"store {self.name!r} is corrupted: {ok}")
+
+
+def _leftover_wal(path: Path) -> bool:
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _reclaim_wal(db: sqlite3.Connection) -> None:
+    """Copy committed frames into the database and truncate the WAL; best effort.
+
+    Never waits for another process (busy timeout 0 for the call) and never
+    raises: on a disk still full the checkpoint fails and is simply tried again
+    at the next open or failure.
+    """
+    try:
+        db.execute("PRAGMA busy_timeout=0")
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+    except sqlite3.Error:
+        pass
 
 
 def open_store(workspace: Path, name: str) -> KnowledgeStore:
