@@ -62,7 +62,7 @@ class Runtime:
             return ""
         try:
             return self.plan_writer.read()
-        except OSError:
+        except (OSError, HarveyError):  # unreadable, or its folder became a link
             return ""
 
     def close(self) -> None:
@@ -319,6 +319,26 @@ def session_location(paths: Paths, session: SessionSettings) -> Location:
     raise ConfigError(
         f"session.directory {shown!r} is outside the workspace and HARVEY_HOME ({where})"
     )
+
+
+def recording_files(paths: Paths, settings: Settings) -> list[Path]:
+    """Every ``.spmd`` recording of the workspace, oldest first (``harvey memory mine --all``).
+
+    Listed through the same walk the recorder writes through: a recordings
+    folder that is a link lists nothing, and only regular files are named.
+    """
+    import stat
+
+    try:
+        with session_location(paths, settings.session).open(create=False) as folder:
+            names = sorted(n for n in folder.names() if n.endswith(".spmd"))
+            return [
+                folder.path / n
+                for n in names
+                if (entry := folder.entry(n)) is not None and stat.S_ISREG(entry.st_mode)
+            ]
+    except (OSError, HarveyError):
+        return []
 
 
 def _may_record(sessions: Location, settings: Settings, refusals: Refusals) -> bool:

@@ -308,3 +308,26 @@ def test_repl_with_sessions_folder_a_link(victim_workspace: Path, outside: Path)
     assert screen.count(f"is a symbolic link to {outside}") == 1, screen
     assert "session recording is off" in screen and "Traceback" not in screen
     assert snapshot(outside) == before
+
+
+def test_memory_mine_lists_no_recording_through_a_link(
+    victim_workspace: Path, outside: Path, isolated_env: Path
+) -> None:
+    from harvey.config import Settings, resolve_paths
+    from harvey.runtime import recording_files
+
+    (outside / "harvey-session-20260101-000000.spmd").write_text("Title: planted\n")
+    (victim_workspace / ".harvey").mkdir()
+    paths = resolve_paths(victim_workspace)
+    real = victim_workspace / ".harvey" / "sessions"
+    real.mkdir()
+    (real / "harvey-session-20260102-000000.spmd").write_text("Title: mine\n")
+    (real / "harvey-session-20260103-000000.spmd").symlink_to(
+        outside / "harvey-session-20260101-000000.spmd"
+    )
+    assert recording_files(paths, Settings()) == [real / "harvey-session-20260102-000000.spmd"]
+    for child in real.iterdir():
+        child.unlink()
+    real.rmdir()
+    real.symlink_to(outside)
+    assert recording_files(paths, Settings()) == []

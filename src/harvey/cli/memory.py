@@ -183,13 +183,6 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{key.replace('_', ' ')}: {value}")
 
 
-def recordings(workspace: Path, directory: str) -> list[Path]:
-    """Every .spmd recording of the workspace, oldest first."""
-    folder = Path(directory)
-    folder = folder if folder.is_absolute() else workspace / folder
-    return sorted(folder.glob("*.spmd")) if folder.is_dir() else []
-
-
 @memory.command("mine")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--all", "all_", is_flag=True, help="Mine every recording of the workspace.")
@@ -221,6 +214,7 @@ def mine(
     from harvey.memory.startup import memory_db
     from harvey.memory.store import MemoryStore
     from harvey.memory.vectors import open_vectors
+    from harvey.runtime import recording_files
 
     if not files and not all_:
         raise UsageError("name recordings to mine (FILE.spmd ...) or use --all")
@@ -232,7 +226,7 @@ def mine(
         )
     paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     targets = list(files) + (
-        recordings(paths.workspace, settings.session.directory) if all_ else []
+        recording_files(paths, settings) if all_ else []  # never through a link
     )
     if not targets:
         click.echo("no recordings to mine", err=True)
