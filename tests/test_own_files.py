@@ -235,3 +235,14 @@ def test_nothing_outside_the_root_is_ever_created_or_changed(
     assert tree(outside) == before_outside
     assert sorted(base.iterdir()) == sorted([root, outside])
     assert sorted(base.parent.iterdir()) == before_around
+
+
+def test_a_folder_others_may_write_is_refused_one_they_may_read_is_closed(tmp_path: Path) -> None:
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o775)
+    with pytest.raises(UnsafePath, match=r"writable by other users \(mode 0775"):
+        Location(tmp_path, ("open",)).open()
+    (tmp_path / "read").mkdir()
+    (tmp_path / "read").chmod(0o755)
+    Location(tmp_path, ("read",)).open().close()
+    assert stat.S_IMODE((tmp_path / "read").stat().st_mode) == 0o700

@@ -11,9 +11,9 @@ So nothing here opens a path whole. A ``Location`` is a trusted root (the
 workspace or ``HARVEY_HOME``, as the user gave it) plus plain names under it;
 ``Location.open`` opens the root and then each name relative to its parent's
 descriptor with ``O_NOFOLLOW`` (``mkdir(dir_fd=)`` first when missing), and
-checks what it holds with ``fstat``: a folder, owned by the user, closed to
-others (tightened to 0700 when it is the user's own, refused when it is
-someone else's or cannot be closed). Files are opened the same way relative to
+checks what it holds with ``fstat``: a folder, owned by the user, that no one
+else may write (refused otherwise; one others may only read is tightened to
+0700). Files are opened the same way relative to
 their folder's descriptor, refused when they are links, not regular, someone
 else's or hard-linked; the atomic replace writes its temporary file and renames
 it inside the folder the descriptor holds. A link swapped in between a
@@ -91,9 +91,14 @@ def _describe(dir_fd: int, name: str, path: Path, exc: OSError | None = None) ->
 
 
 def _check_owned(fd: int, path: Path, st: os.stat_result, private_mode: int) -> os.stat_result:
-    """Someone else's: refused. The user's own but open to others: closed, then re-checked."""
+    """Someone else's: refused. A folder others may write: refused (they could have
+    swapped its entries already). Readable by others, or a file of the user's others
+    may write: closed to them (0700/0600), then re-checked."""
     if st.st_uid != os.geteuid():
         raise UnsafePath(path, f"belongs to another user (uid {st.st_uid}), not to you")
+    if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022:
+        mode = f"{stat.S_IMODE(st.st_mode):04o}"
+        raise UnsafePath(path, f"is writable by other users (mode {mode}; chmod go-w it)")
     if st.st_mode & 0o077:
         try:
             os.fchmod(fd, stat.S_IMODE(st.st_mode) & private_mode)

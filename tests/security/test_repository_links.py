@@ -141,7 +141,7 @@ def test_harvey_folder_of_another_user_is_refused(
     assert list(folder.iterdir()) == []
 
 
-def test_harvey_folder_open_to_others_is_closed_before_use(
+def test_harvey_folder_writable_by_others_is_refused(
     attack: Attack, victim_workspace: Path
 ) -> None:
     folder = victim_workspace / ".harvey"
@@ -149,8 +149,24 @@ def test_harvey_folder_open_to_others_is_closed_before_use(
     folder.chmod(0o777)
     result = attack([])
     assert result.proc.returncode == 0, result.proc.stderr
+    (line,) = warnings(result)
+    assert f"{folder} is writable by other users (mode 0777" in line
+    assert "Harvey writes nothing there" in line
+    assert list(folder.iterdir()) == []
+
+
+def test_harvey_folder_readable_by_others_is_closed_before_use(
+    attack: Attack, victim_workspace: Path
+) -> None:
+    folder = victim_workspace / ".harvey"
+    (folder / "sessions").mkdir(parents=True)
+    for path in (folder, folder / "sessions"):
+        path.chmod(0o755)
+    result = attack([])
+    assert result.proc.returncode == 0, result.proc.stderr
     assert warnings(result) == []
     assert folder.stat().st_mode & 0o777 == 0o700
+    assert (folder / "sessions").stat().st_mode & 0o777 == 0o700
     assert list((folder / "sessions").glob("*.spmd"))
 
 
