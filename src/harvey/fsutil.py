@@ -47,4 +47,3 @@ def atomic_write(
         folder = Location.under(root, relative, private=False).open(create=True)
     with folder:
         folder.replace(path.name, data, mode)
-
