@@ -57,8 +57,9 @@ def create_private_file(path: Path) -> None:
     """Create ``path`` empty with mode 0600 unless it exists; tighten it if it does."""
     path = Path(path)
     with location_of(path.parent).open(create=False) as folder:
-        if not folder.create_new(path.name):
-            os.close(folder.open_file(path.name, os.O_RDONLY))
+        # lstat checks, no open: closing a descriptor on a database this process has
+        # connected to would drop SQLite's locks on it
+        folder.database(path.name, create=True)
 
 
 def tighten_database(path: Path) -> None:
