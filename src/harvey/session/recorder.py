@@ -28,6 +28,7 @@ from typing import Any
 
 from harvey.errors import WorkspaceError
 from harvey.own_files import Location
+from harvey.private import location_of
 from harvey.redact import redact, redact_data
 from harvey.session import notes
 from harvey.session.escape import (
@@ -100,12 +101,11 @@ class Recorder:
     def open_in(cls, directory: Path | Location, **kw: Any) -> Recorder:
         """A recorder on a fresh ``harvey-session-YYYYMMDD-HHMMSS[-N].spmd`` in ``directory``.
 
-        A ``Path`` is a trusted folder (made with its parents, 0700); a
-        ``Location`` is walked from its root without following a link.
+        A ``Location`` is walked from its root without following a link; so is
+        a ``Path`` with a ``.harvey`` part (from the folder holding ``.harvey``);
+        any other ``Path`` is a trusted folder, made with its parents (0700).
         """
-        where = (
-            directory if isinstance(directory, Location) else Location(Path(directory), home=True)
-        )
+        where = directory if isinstance(directory, Location) else location_of(Path(directory))
         clock: Callable[[], datetime] = kw.get("clock", datetime.now)
         stem = f"harvey-session-{clock().strftime('%Y%m%d-%H%M%S')}"
         path = where.path / f"{stem}.spmd"
