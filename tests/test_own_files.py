@@ -168,6 +168,21 @@ def test_refusals_report_a_folder_once(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------- the property
 
+
+def act(location: Location, name: str, action: str) -> None:
+    """One of Harvey's own writes: a recording's append, a plan's replace, a store's create."""
+    with location.open(create=True) as folder:
+        if action == "append":
+            folder.create_new(name)
+            folder.append(name, b"scene")
+        elif action == "replace":
+            folder.replace(name, b"plan")
+        elif action == "database":
+            folder.database(name)
+        else:
+            folder.create_new(name)
+
+
 NAMES = st.sampled_from([".harvey", "sessions", "plans", "rag", "a"])
 NODE = st.one_of(
     st.just(("dir", "")),
@@ -184,7 +199,7 @@ NODE = st.one_of(
 @given(
     layout=st.lists(st.tuples(st.lists(NAMES, min_size=1, max_size=3), NODE), max_size=8),
     target=st.lists(NAMES, min_size=1, max_size=3),
-    action=st.sampled_from(["append", "replace", "database", "create"]),
+    action=st.sampled_from(["append", "replace", "database", "create", "write_file"]),
 )
 def test_nothing_outside_the_root_is_ever_created_or_changed(
     tmp_path_factory: pytest.TempPathFactory,
@@ -215,19 +230,11 @@ def test_nothing_outside_the_root_is_ever_created_or_changed(
             path.symlink_to(dest.replace("OUT", str(outside)))
     before_outside = tree(outside)
     before_around = sorted(base.parent.iterdir())  # a "../.." link leads up here
-    location = Location(root, tuple(target[:-1]))
-    name = target[-1]
     try:
-        with location.open(create=True) as folder:
-            if action == "append":
-                folder.create_new(name)
-                folder.append(name, b"scene")
-            elif action == "replace":
-                folder.replace(name, b"plan")
-            elif action == "database":
-                folder.database(name)
-            else:
-                folder.create_new(name)
+        if action == "write_file":  # the model's approved write: the same walk, not private
+            atomic_write(root.joinpath(*target), b"model text", root=root)
+        else:
+            act(Location(root, tuple(target[:-1])), target[-1], action)
     except UnsafePath as exc:
         assert exc.path == root.joinpath(*target[: len(exc.path.relative_to(root).parts)])
     except (FileExistsError, IsADirectoryError, NotADirectoryError):

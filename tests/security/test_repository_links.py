@@ -377,3 +377,17 @@ def test_memory_mine_lists_no_recording_through_a_link(
     real.rmdir()
     real.symlink_to(outside)
     assert recording_files(paths, Settings()) == []
+
+
+def test_deleting_a_session_never_removes_through_a_link(
+    victim_workspace: Path, outside: Path
+) -> None:
+    from harvey.tools.offload import remove_offload_dir, sanitize_id
+
+    (outside / sanitize_id("s1")).mkdir()
+    (outside / sanitize_id("s1") / "keep.txt").write_text("keep")
+    (victim_workspace / ".harvey").mkdir()
+    (victim_workspace / ".harvey" / "tool_results").symlink_to(outside)
+    before = snapshot(outside)
+    assert remove_offload_dir(victim_workspace, "s1") is False
+    assert snapshot(outside) == before
