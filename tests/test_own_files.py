@@ -253,3 +253,12 @@ def test_a_folder_others_may_write_is_refused_one_they_may_read_is_closed(tmp_pa
     (tmp_path / "read").chmod(0o755)
     Location(tmp_path, ("read",)).open().close()
     assert stat.S_IMODE((tmp_path / "read").stat().st_mode) == 0o700
+
+
+def test_a_link_target_with_escape_sequences_is_shown_not_obeyed(tmp_path: Path) -> None:
+    (tmp_path / ".harvey").symlink_to("\x1b]52;c;cHduZWQ=\x07\nwarning: all is well")
+    with pytest.raises(UnsafePath) as err:
+        Location(tmp_path, (".harvey",)).open()
+    message = str(err.value)
+    assert "\x1b" not in message and "\x07" not in message and "\n" not in message
+    assert "^[" in message

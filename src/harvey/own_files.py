@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from harvey.errors import WorkspaceError
+from harvey.terminal_text import for_terminal
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -82,7 +83,10 @@ def _describe(dir_fd: int, name: str, path: Path, exc: OSError | None = None) ->
             target = os.readlink(name, dir_fd=dir_fd)
         except OSError:
             target = "?"
-        return UnsafePath(path, f"is a symbolic link to {target}")
+        # the repository chose the target: its escape sequences are shown, not obeyed,
+        # and a newline cannot start a second, forged warning line
+        shown = for_terminal(target).replace("\n", "^J").replace("\t", "^I")
+        return UnsafePath(path, f"is a symbolic link to {shown}")
     if stat.S_ISDIR(st.st_mode):
         return UnsafePath(path, "is a folder, not a file")
     if stat.S_ISREG(st.st_mode):
