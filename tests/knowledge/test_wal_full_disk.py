@@ -1,7 +1,9 @@
 """A failed ingest on a full disk does not grow the WAL on each retry (issue 19, 8e).
 
 A real full disk: a small tmpfs mounted for the test (root only; skipped
-otherwise). The store is made and filled, the disk is filled up, and the same
+otherwise). ``RLIMIT_FSIZE`` cannot stand in for it: a per-file limit has no
+free space that the WAL and the database share, and so it shows no growth
+before the fix either. The store is made and filled, the disk is filled up, and the same
 ingest is retried with a little space freed before each try, as a person
 making room would. Before the fix each failed retry wrote its frames further
 into the freed space (the WAL was never checkpointed or truncated) while
@@ -61,8 +63,14 @@ def wal_size(ws: Path) -> int:
 
 
 def stored_files(ws: Path) -> int:
-    with open_store(ws, "notes") as store:
-        return len(store.files())
+    """Counted read-only, outside Harvey: the measurement must not checkpoint anything."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{ws / '.harvey' / 'rag' / 'notes.db'}?mode=ro", uri=True)
+    try:
+        return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+    finally:
+        db.close()
 
 
 def test_failed_retries_do_not_grow_the_wal(small_disk: Path) -> None:
