@@ -391,3 +391,18 @@ def test_deleting_a_session_never_removes_through_a_link(
     before = snapshot(outside)
     assert remove_offload_dir(victim_workspace, "s1") is False
     assert snapshot(outside) == before
+
+
+def test_rendering_a_recording_replaces_a_planted_link(
+    attack: Attack, victim_workspace: Path, outside: Path
+) -> None:
+    result = attack([])
+    assert result.proc.returncode == 0, result.proc.stderr
+    (spmd,) = (victim_workspace / ".harvey" / "sessions").glob("*.spmd")
+    html = spmd.with_suffix(".html")
+    html.symlink_to(outside / "secret.txt")  # as if the clone had shipped it
+    before = snapshot(outside)
+    done = harvey(victim_workspace, "sessions", "render", str(spmd))
+    assert done.returncode == 0, done.stderr
+    assert snapshot(outside) == before
+    assert not html.is_symlink() and "<html" in html.read_text().lower()

@@ -168,8 +168,10 @@ def render(file: Path, output: Path | None) -> None:
     for warning in parsed.warnings:
         click.echo(f"warning: {file.name}: {warning}", err=True)
     target = output or file.with_suffix(".html")
-    try:
-        target.write_text(render_html(parsed), encoding="utf-8")
+    from harvey.fsutil import atomic_write
+
+    try:  # a link planted under the name is replaced, never written through
+        atomic_write(target, render_html(parsed).encode("utf-8"))
     except OSError as exc:
         raise HarveyError(f"cannot write {target}: {exc.strerror or exc}") from exc
     click.echo(str(target))
