@@ -114,6 +114,7 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> tuple[Any, b
         options["address"] = "local"
         if num_cpus is not None:
             options["num_cpus"] = num_cpus
+    start: contextlib.AbstractContextManager[dict[str, Any]]
     start = local_start(ray) if starts_here else contextlib.nullcontext({})
     try:
         with _quiet_stderr(), start as local_options:

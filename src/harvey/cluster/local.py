@@ -105,7 +105,7 @@ def local_start(
     for name in [n for n in environ if n not in wanted]:
         del environ[name]
     environ.update(wanted)
-    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    constants: Any = getattr(getattr(ray, "_private", None), "ray_constants", None)
     had_mode = hasattr(constants, "ENABLE_RAY_CLUSTER")
     old_mode = getattr(constants, "ENABLE_RAY_CLUSTER", None)
     if had_mode:
