@@ -138,6 +138,15 @@ def assert_ray_holds_no_secret(driver: int, values: list[str]) -> list[str]:
     return names
 
 
+def assert_not_on_disk(folder: str, values: list[str]) -> None:
+    """Nothing under Ray's folder (session files, every process's log) holds a secret."""
+    files = [p for p in Path(folder).rglob("*") if p.is_file() and not p.is_symlink()]
+    assert any(p.suffix in (".out", ".err", ".log") for p in files)  # Ray did write logs here
+    for path in files:
+        data = read(str(path))
+        assert not any(v.encode() in data for v in values), f"a secret in {path}"
+
+
 # --- the end-to-end attack: `harvey analyze --executor ray` ------------------------------
 
 
@@ -192,6 +201,7 @@ def test_analyze_starts_a_loopback_ray_whose_processes_hold_no_key(
     n = max(asked)
     assert sorted(asked) == list(range(1, n + 1))
     assert not any(value in out + err for value in SECRETS.values())
+    assert_not_on_disk(ray_env["RAY_TMPDIR"], list(SECRETS.values()))
 
 
 # --- in this process: what a task itself sees, and the key handed to it ------------------
@@ -255,3 +265,4 @@ def test_a_task_on_the_ray_harvey_starts_sees_no_key_but_gets_its_own(
             assert "API key" in str(refused[0]) or "401" in str(refused[0]), refused
     finally:
         executor.close()
+    assert_not_on_disk(ray_env["RAY_TMPDIR"], [*SECRETS.values(), CONFIGURED_KEY])
