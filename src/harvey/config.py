@@ -394,17 +394,6 @@ def validate(data: dict[str, Any], source: Path | str, text: str | None = None) 
         raise ConfigError(message) from exc
 
 
-ENV_KEYS = {
-    "HARVEY_BACKEND": "backend",
-    "HARVEY_MODEL": "model",
-    "HARVEY_BASE_URL": "base_url",
-    "HARVEY_USER": "user",
-}
-
-
-_INSTEAD_OF = {"endpoints": "base_url", "base_url": "endpoints"}
-
-
 def load_settings(
     paths: Paths,
     overrides: Mapping[str, Any] | None = None,
@@ -416,9 +405,9 @@ def load_settings(
     flags, then validate. An untrusted workspace file that would widen anything is
     refused (``ConfigError``) unless ``decide`` says to apply it (True) or to keep
     only its narrowing part (False); see ``harvey.config_layers``."""
-    from harvey.config_layers import load_layers
+    from harvey.config_layers import load_layers  # below this module: it is handed validate
 
-    return load_layers(paths, overrides, env, decide)
+    return load_layers(paths, validate, overrides, env, decide)
 
 
 def base_url_for(backend: str, settings: Settings, env: Mapping[str, str] | None = None) -> str:

@@ -14,22 +14,29 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harvey.config import (
-    _INSTEAD_OF,
-    ENV_KEYS,
-    Paths,
-    RouteSettings,
-    Settings,
-    validate,
-)
 from harvey.errors import ConfigError
 from harvey.trust import Review, Screened, TrustStore, digest, screen
+
+if TYPE_CHECKING:
+    from harvey.config import Paths, RouteSettings, Settings
 
 #: Given what an untrusted workspace file would widen: True applies it, False keeps
 #: only its narrowing part; raising (``Cancelled``) stops.
 Decide = Callable[[Review], bool]
+#: ``harvey.config.validate``: data, its source and text → Settings, or one ConfigError line.
+#: Handed in, so that this module sits below ``harvey.config`` in the import graph.
+Validate = Callable[[dict[str, Any], "Path | str", "str | None"], "Settings"]
+
+ENV_KEYS = {
+    "HARVEY_BACKEND": "backend",
+    "HARVEY_MODEL": "model",
+    "HARVEY_BASE_URL": "base_url",
+    "HARVEY_USER": "user",
+}
+
+_INSTEAD_OF = {"endpoints": "base_url", "base_url": "endpoints"}
 
 
 def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
@@ -56,6 +63,7 @@ def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
 
 def load_layers(
     paths: Paths,
+    validate: Validate,
     overrides: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     decide: Decide | None = None,
@@ -68,18 +76,18 @@ def load_layers(
     if data:
         layers.append(validate(data, user_file, text).model_dump(exclude_unset=True))
     if not _same_file(user_file, paths.config_file):
-        layers.append(workspace_layer(paths, decide))
+        layers.append(workspace_layer(paths, validate, decide))
     layers.append({key: env[var] for var, key in ENV_KEYS.items() if env.get(var)})
     layers.append(overrides or {})
     merged: dict[str, Any] = {}
     for layer in layers:
         _merge(merged, layer)
-    settings = validate(merged, "command line/environment")
+    settings = validate(merged, "command line/environment", None)
     _one_key_source(settings, user_file)
     return settings
 
 
-def workspace_layer(paths: Paths, decide: Decide | None) -> dict[str, Any]:
+def workspace_layer(paths: Paths, validate: Validate, decide: Decide | None) -> dict[str, Any]:
     """What the workspace's harvey.yaml adds: all of it when trusted, else its narrowing part
     (or a refusal)."""
     data, text, raw = read_config(paths.config_file)
