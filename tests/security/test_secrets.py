@@ -49,7 +49,9 @@ class EchoingOpenAI(FakeOpenAI):
 
 
 def _stored(workspace: Path, home: Path) -> bytes:
+    own = home / "harvey.yaml"  # the user's own settings, where a key may rightly sit
     files = [p for root in (home, workspace / ".harvey") for p in root.rglob("*") if p.is_file()]
+    files = [p for p in files if p != own]
     return b"\n".join(p.read_bytes() for p in sorted(files))
 
 
