@@ -174,8 +174,9 @@ def screen(data: Mapping[str, Any]) -> Screened:
             result.forbidden.append(setting)
         elif not narrows(setting):
             result.widening.append(setting)
-    held = {s.loc[0] for s in result.widening + result.forbidden if _in_list(s.loc)}
-    result.kept = _keep(data, (), result, held)
+    refused = result.widening + result.forbidden
+    held = {s.loc[0] for s in refused if _in_list(s.loc)}
+    result.kept = _keep(data, (), {s.loc for s in refused}, held)
     return result
 
 
@@ -183,13 +184,14 @@ def _in_list(loc: Loc) -> bool:
     return any(isinstance(part, int) for part in loc)
 
 
-def _keep(data: Mapping[str, Any], loc: Loc, screened: Screened, held: set[Any]) -> dict[str, Any]:
-    refused = {s.loc for s in screened.widening + screened.forbidden}
+def _keep(data: Mapping[str, Any], loc: Loc, refused: set[Loc], held: set[Any]) -> dict[str, Any]:
+    """``data`` without the refused leaves, without a top-level list any item of which
+    was refused (``held``), and without stanzas left empty."""
     kept: dict[str, Any] = {}
     for key, value in data.items():
         here = (*loc, key)
         if isinstance(value, Mapping):
-            inner = _keep(value, here, screened, held)
+            inner = _keep(value, here, refused, held)
             if inner:
                 kept[key] = inner
         elif _is_table_list(value):
