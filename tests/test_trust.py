@@ -222,3 +222,14 @@ def test_the_store_file_is_json_a_person_can_read(tmp_path: Path) -> None:
     store.trust(tmp_path, digest(None))
     data = json.loads(store.path.read_text())
     assert data["version"] == 1 and data["workspaces"][str(tmp_path)]["sha256"] == "absent"
+
+
+def test_the_question_shows_no_secret_and_no_control() -> None:
+    from pydantic import SecretStr
+
+    from harvey.cli.trust import show_value
+
+    assert show_value(SecretStr("sk-hidden-0123456789")) == "(a secret, not shown)"
+    assert show_value("https://me:pw-123456@host/v1") == "https://***@host/v1"
+    assert show_value(["\x1b]52;c;aGk=\x07", "git"]) == "[^[]52;c;aGk=^G, git]"
+    assert show_value("x" * 500).endswith("…") and len(show_value("x" * 500)) == 160

@@ -313,3 +313,17 @@ def test_the_repl_quit_starts_nothing(victim_workspace: Path, isolated_env: Path
     assert child.exitstatus == 0
     assert not (isolated_env / "sessions.db").exists()
     assert not (isolated_env / "trusted-workspaces.json").exists()
+
+
+def test_the_repl_without_a_terminal_refuses_like_harvey_run(victim_workspace: Path) -> None:
+    (victim_workspace / "harvey.yaml").write_text("security:\n  allowed_commands: [python3]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "harvey", "--backend", "openai"],
+        cwd=victim_workspace,
+        input="t\nhello\n",  # a piped "t" is not a person's answer
+        env={**os.environ, "OPENAI_API_KEY": API_KEY},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert_one_line_error(proc, 2, "harvey trust", "security.allowed_commands")
