@@ -132,7 +132,8 @@ def test_the_store_is_private_by_real_path_and_hash(tmp_path: Path) -> None:
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "home").stat().st_mode) == 0o700
     assert [e.workspace for e in store.entries()] == [str(ws)]
-    assert [p.name for p in (tmp_path / "home").iterdir()] == [store.path.name]  # no temp left
+    names = sorted(p.name for p in (tmp_path / "home").iterdir())
+    assert names == [f".{store.path.name}.lock", store.path.name]  # no temporary file left
     assert store.revoke(ws) and not store.revoke(ws)
     assert not store.is_trusted(ws, digest(b"a: 1\n"))
 
@@ -233,3 +234,18 @@ def test_the_question_shows_no_secret_and_no_control() -> None:
     assert show_value("https://me:pw-123456@host/v1") == "https://***@host/v1"
     assert show_value(["\x1b]52;c;aGk=\x07", "git"]) == "[^[]52;c;aGk=^G, git]"
     assert show_value("x" * 500).endswith("…") and len(show_value("x" * 500)) == 160
+
+
+def test_sessions_trusting_at_once_all_keep_their_entry(tmp_path: Path) -> None:
+    import threading
+
+    folders = [tmp_path / f"ws{n}" for n in range(8)]
+    for folder in folders:
+        folder.mkdir()
+    store = TrustStore(tmp_path / "home")
+    threads = [threading.Thread(target=store.trust, args=(f, digest(b"x"))) for f in folders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(e.workspace for e in store.entries()) == sorted(str(f) for f in folders)

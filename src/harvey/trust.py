@@ -19,6 +19,7 @@ only add text to the system prompt and cannot change what Harvey may do.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -269,17 +270,37 @@ class TrustStore:
         return entry is not None and entry.get("sha256") == file_digest
 
     def trust(self, workspace: Path, file_digest: str) -> None:
-        workspaces = self._read()
-        workspaces[_key(workspace)] = {"sha256": file_digest, "trusted_at": time.time()}
-        self._write(workspaces)
+        with self._locked():
+            workspaces = self._read()
+            workspaces[_key(workspace)] = {"sha256": file_digest, "trusted_at": time.time()}
+            self._write(workspaces)
 
     def revoke(self, workspace: Path) -> bool:
         """Forget ``workspace``; False when it was not trusted."""
-        workspaces = self._read()
-        if workspaces.pop(_key(workspace), None) is None:
-            return False
-        self._write(workspaces)
-        return True
+        with self._locked():
+            workspaces = self._read()
+            if workspaces.pop(_key(workspace), None) is None:
+                return False
+            self._write(workspaces)
+            return True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time: two sessions trusting at once both keep their entry."""
+        import fcntl
+
+        from harvey.private import make_private_dirs
+
+        try:
+            make_private_dirs(self.home)
+            fd = os.open(self.home / f".{STORE_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def entries(self) -> list[Entry]:
         return [
