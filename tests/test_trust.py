@@ -72,6 +72,9 @@ def test_everything_else_widens_and_a_new_key_needs_a_decision() -> None:
         ("analysis.executor", "local", True),
         ("analysis.executor", "ray", False),
         ("model", "anything", True),
+        ("model", "llama3.2:3b", True),
+        ("model", "models/evil.GGUF", False),
+        ("model", "/home/me/other.gguf ", False),
     ],
 )
 def test_value_rules(path: str, value: str, allowed: bool) -> None:

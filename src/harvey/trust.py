@@ -46,6 +46,12 @@ def _one_of(*allowed: str) -> Rule:
     return lambda value: value in allowed
 
 
+def _not_a_file(model: Any) -> bool:
+    """A model name, not a ``.gguf`` path the embedded backend would load and parse (a
+    file the repository ships, or one anywhere on the disk, handed to llama.cpp)."""
+    return not (isinstance(model, str) and model.strip().lower().endswith(".gguf"))
+
+
 def _no_key_leaves(spec: Any) -> bool:
     """An embedder that is handed no key: ``none``, ``local`` or ``ollama:MODEL``."""
     return isinstance(spec, str) and not spec.startswith("openai:")
@@ -57,7 +63,7 @@ def _no_key_leaves(spec: Any) -> bool:
 NARROWING: Mapping[str, Rule] = {
     # Which model answers: the server and the key stay the user's own.
     "backend": _always,
-    "model": _always,
+    "model": _not_a_file,
     "num_ctx": _always,
     "context_window": _always,
     "timeout": _always,
@@ -70,7 +76,7 @@ NARROWING: Mapping[str, Rule] = {
     # A route may name a model on the user's own server; its base_url/endpoints widen.
     "routes[].name": _always,
     "routes[].backend": _always,
-    "routes[].model": _always,
+    "routes[].model": _not_a_file,
     "chunking.enabled": _always,
     "chunking.threshold": _always,
     "chunking.chunk_size_bytes": _always,

@@ -135,6 +135,7 @@ WIDENING = {
     "session_directory": "session:\n  directory: /tmp/elsewhere\n",
     "openai_embedder": "memory:\n  embedder: openai:text-embedding-3-small\n",
     "ray_cluster": "analysis:\n  executor: ray\n  ray_address: 10.0.0.2:6379\n",
+    "model_file": "backend: local\nmodel: evil.gguf\n",  # a file llama.cpp would parse
     # encodings: the parsed settings are screened, so each spelling is the same key
     "merge_key": "<<: {backend: openai, base_url: '{A}'}\n",
     "flow_style": "{backend: openai, base_url: '{A}'}\n",
