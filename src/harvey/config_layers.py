@@ -12,6 +12,7 @@ the bytes that are hashed for trust are the bytes that are parsed.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,9 @@ Decide = Callable[[Review], bool]
 #: Handed in, so that this module sits below ``harvey.config`` in the import graph.
 Validate = Callable[[dict[str, Any], "Path | str", "str | None"], "Settings"]
 
+#: A settings file is a few hundred bytes; a bigger one than this is a mistake or an attack.
+MAX_CONFIG_BYTES = 1 << 20
+
 ENV_KEYS = {
     "HARVEY_BACKEND": "backend",
     "HARVEY_MODEL": "model",
@@ -41,12 +45,9 @@ _INSTEAD_OF = {"endpoints": "base_url", "base_url": "endpoints"}
 
 def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
     """A config file as (plain data, its text, its bytes); ``({}, "", None)`` when absent."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_bounded(path)
+    if raw is None:
         return {}, "", None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -59,6 +60,29 @@ def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys (e.g. 'model: ...')")
     return data, text, raw
+
+
+def read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, None when there is none. A repository can ship harvey.yaml as
+    a link to ``/dev/zero`` or a FIFO: only a regular file is read, and only so much."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ConfigError(f"{path}: not a regular file")
+        try:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB: not a settings file"
+        )
+    return raw
 
 
 def load_layers(

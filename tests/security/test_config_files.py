@@ -50,10 +50,8 @@ def alias_bomb() -> str:
 
 FILES = {
     "deep_flow": (deep(5000), "nested too deeply"),
-    "deep_block": (
-        "model:\n" + "".join("  " * i + "- \n" for i in range(1, 5000)),
-        "nested too deeply",
-    ),
+    "deep_block": ("model:\n" + "- " * 5000 + "x\n", "nested too deeply"),
+    "deep_mapping": ("model:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 1200)), "nested"),
     "alias_bomb": (alias_bomb(), "allowed_commands"),
     "timeout_inf": ("security:\n  shell_timeout: .inf\n", "shell_timeout"),
     "timeout_nan": ("security:\n  shell_timeout: .nan\n", "shell_timeout"),
@@ -74,6 +72,31 @@ def test_a_hostile_file_is_one_line_and_exit_2(
     (folder / "harvey.yaml").write_text(text)
     assert_one_line_error(run(victim_workspace), 2, "harvey.yaml", needle)
     assert not (isolated_env / "sessions.db").exists()
+
+
+@pytest.mark.parametrize("kind", ["dev_zero", "fifo", "huge"])
+def test_a_config_that_is_no_regular_small_file_is_one_line(
+    victim_workspace: Path, isolated_env: Path, kind: str
+) -> None:
+    """A repository can ship harvey.yaml as a link to /dev/zero (endless) or a FIFO (a read
+    that never returns): neither is read, nor more than a settings file's size."""
+    target = victim_workspace / "harvey.yaml"
+    if kind == "dev_zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.write_text("# padding\n" * 200_000)
+    needle = "larger than" if kind == "huge" else "not a regular file"
+    assert_one_line_error(run(victim_workspace), 2, "harvey.yaml", needle)
+    listed = subprocess.run(
+        [sys.executable, "-m", "harvey", "trust", "--list"],
+        cwd=victim_workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0
 
 
 def test_the_key_from_api_key_command_reaches_the_users_server_once(

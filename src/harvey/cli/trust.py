@@ -153,6 +153,8 @@ def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
 
 def _list(store: TrustStore) -> None:
     from harvey.config import CONFIG_FILENAME
+    from harvey.config_layers import read_bounded
+    from harvey.errors import ConfigError
     from harvey.terminal_text import for_terminal
     from harvey.trust import digest
 
@@ -162,10 +164,8 @@ def _list(store: TrustStore) -> None:
         return
     for entry in entries:
         try:
-            now = digest((Path(entry.workspace) / CONFIG_FILENAME).read_bytes())
-        except FileNotFoundError:
-            now = digest(None)
-        except OSError:
+            now = digest(read_bounded(Path(entry.workspace) / CONFIG_FILENAME))
+        except ConfigError:
             now = "unreadable"
         if not Path(entry.workspace).is_dir():
             state = "missing"
