@@ -23,8 +23,10 @@ def test_status_shows_the_confinement(spawn: Spawn) -> None:
         child.expect(pexpect.EOF)
 
 
-def test_without_confinement_even_an_allowed_command_asks(spawn: Spawn, workspace: Path) -> None:
-    (workspace / "harvey.yaml").write_text("security:\n  sandbox: none\n")
+def test_without_confinement_even_an_allowed_command_asks(
+    spawn: Spawn, workspace: Path, isolated_env: Path
+) -> None:
+    (isolated_env / "harvey.yaml").write_text("security:\n  sandbox: none\n")  # the user's own
     (workspace / "hello.txt").write_text("hi there\n")
     with FakeOpenAI([], context_window=4096) as srv:
         child = spawn("--backend", "openai", "--base-url", srv.url)
