@@ -30,7 +30,8 @@ The policy is an object with:
   write     paths to grant full read/write beneath (the private temporary folder;
             for approved commands the workspace parts without secrets)
   files     paths of single files to grant read and execute (workspace files
-            beside a secret file, in a folder that is not granted whole)
+            beside a secret file, in a folder that is not granted whole), and
+            write too with ``files_write``
   list      folders to grant only listing beneath (those holding a secret file)
   dir_write folders to grant creating, removing and writing (not reading) beneath
   devices   device files to grant read/write (/dev/null and friends)
@@ -45,6 +46,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import signal
 import stat
 import sys
@@ -131,7 +133,10 @@ def restrict(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
         fail(f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     write = fs & ~(MAKE_CHAR | MAKE_BLOCK | IOCTL_DEV)
     grants = [(p, READ) for p in policy.get("read", [])]
-    grants += [(p, READ_FILE | EXECUTE) for p in policy.get("files", [])]
+    file_rights = READ_FILE | EXECUTE
+    if policy.get("files_write"):
+        file_rights |= WRITE_FILE | TRUNCATE
+    grants += [(p, file_rights) for p in policy.get("files", [])]
     grants += [(p, READ_DIR) for p in policy.get("list", [])]
     grants += [(p, DIR_WRITE) for p in policy.get("dir_write", [])]
     grants += [(p, write) for p in policy.get("write", [])]
@@ -205,6 +210,12 @@ def on_stop(signum: int, _frame: object) -> None:
     raise Stop(signum)
 
 
+def ignore_stops() -> None:
+    """While the descendants are being ended, a second stop must not interrupt it."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def descendants() -> set[int]:
     """Every process below this one, from the parent links in /proc (the supervisor
     is outside the sandbox and sees it)."""
@@ -273,6 +284,7 @@ def supervise(child: int) -> int:
 def run(policy: dict[str, Any], program: str, argv: list[str]) -> NoReturn:
     libc = ctypes.CDLL(None, use_errno=True)
     kernel = load_kernel_module()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a mirrored SIGSEGV writes no core
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_stop)
     cgroup = None
@@ -288,17 +300,19 @@ def run(policy: dict[str, Any], program: str, argv: list[str]) -> NoReturn:
             confine_and_exec(libc, kernel, policy, program, argv, cgroup, last_cap)
         status = supervise(child)
     except Stop:
+        ignore_stops()
         end_descendants()
         kernel.remove_cgroup(cgroup)
         os.kill(os.getpid(), signal.SIGKILL)  # Harvey sees "killed", as before
         raise SystemExit(137) from None
+    ignore_stops()
     end_descendants()
     kernel.remove_cgroup(cgroup)
     if os.WIFSIGNALED(status):
-        signum = os.WTERMSIG(status)
-        if signum not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)  # the same death, without a core (RLIMIT_CORE 0)
+        died = os.WTERMSIG(status)
+        if died not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(died, signal.SIG_DFL)
+        os.kill(os.getpid(), died)  # the same death, without a core (RLIMIT_CORE 0)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 

@@ -157,7 +157,7 @@ def set_limits(limits: dict[str, Any]) -> None:
         if limits.get(key):
             wanted[which] = int(limits[key])
     for which, value in wanted.items():
-        soft, hard = resource.getrlimit(which)
+        _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(which, (value, value))

@@ -36,9 +36,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from harvey.tools.sandbox_profiles import (
+    SEATBELT_APPROVED,
+    SEATBELT_BASE,
+    bubblewrap_argv,
+    seatbelt_argv,
+    seatbelt_profile,
+)
+from harvey.tools.workspace_view import WorkspaceView
+
+__all__ = [
+    "SEATBELT_APPROVED",
+    "SEATBELT_BASE",
+    "Confinement",
+    "Launch",
+    "Policy",
+    "bubblewrap_argv",
+    "detect",
+    "launch",
+    "seatbelt_argv",
+    "seatbelt_profile",
+    "wrap",
+]
+
 Kind = Literal["landlock", "bubblewrap", "sandbox-exec", "none"]
 MODES = ("auto", "landlock", "bubblewrap", "sandbox-exec", "none")
 LAUNCHER = Path(__file__).with_name("landlock_launcher.py")
+INLINE_SPEC_BYTES = 64 * 1024  # under MAX_ARG_STRLEN (128 KiB); bigger goes through a memfd
 
 # ABI 3 is the first that handles truncate(2); below it a "read-only" command
 # could still empty a workspace file, so older kernels do not count as confined.
@@ -100,20 +124,48 @@ class Confinement:
 
 @dataclass(frozen=True)
 class Policy:
-    """What one command may touch. Paths are resolved (Landlock and SBPL see real paths)."""
+    """What one command may touch. Paths are resolved (Landlock and SBPL see real paths).
+
+    ``view`` is the workspace split around its secret files (``workspace_view``);
+    without one the workspace is granted whole. ``limits`` are the resource limits
+    in counts, bytes and seconds (``command_limits``)."""
 
     workspace: str
     scratch: str  # the private temporary folder: HOME and TMPDIR, removed afterwards
     approved: bool = False  # the user said yes: may write the workspace, may use the network
     read: tuple[str, ...] = field(default=SYSTEM_DIRS + SYSTEM_FILES)
+    view: WorkspaceView | None = None
+    limits: Mapping[str, int] = field(default_factory=dict)
+    unix_sockets: bool = False  # approved commands may use pathname Unix sockets
 
     @classmethod
-    def for_command(cls, workspace: Path, scratch: Path, approved: bool = False) -> Policy:
-        return cls(os.path.realpath(workspace), os.path.realpath(scratch), approved)
+    def for_command(
+        cls,
+        workspace: Path,
+        scratch: Path,
+        approved: bool = False,
+        *,
+        view: WorkspaceView | None = None,
+        limits: Mapping[str, int] | None = None,
+        unix_sockets: bool = False,
+    ) -> Policy:
+        real = os.path.realpath(workspace)
+        return cls(
+            real,
+            os.path.realpath(scratch),
+            approved,
+            view=view,
+            limits=dict(limits or {}),
+            unix_sockets=unix_sockets and approved,
+        )
 
     @property
     def network(self) -> bool:
         return self.approved
+
+    @property
+    def parts(self) -> WorkspaceView:
+        return self.view if self.view is not None else WorkspaceView.everything(self.workspace)
 
     def readable(self) -> list[str]:
         extra = NETWORK_FILES if self.network else ()
@@ -123,16 +175,31 @@ class Policy:
         return [self.scratch, *([self.workspace] if self.approved else [])]
 
     def search_path(self, path: str) -> str:
-        """PATH cut to the folders a confined command may execute from, so that a
-        program in the home folder is "not found" rather than shadowing the system
-        one and then failing with "Permission denied"."""
-        roots = [os.path.realpath(p) for p in self.readable() + self.writable()]
-        keep = [
-            folder
-            for folder in path.split(os.pathsep)
-            if os.path.isabs(folder) and _beneath(os.path.realpath(folder), roots)
-        ]
+        """PATH cut to system folders a confined command may execute from: never the
+        workspace (a cloned repository's ``.venv/bin`` or ``bin/`` would shadow ``ls``),
+        never a relative, empty or missing entry, never the home folder (a program
+        there would be "not found" rather than shadowing the system one)."""
+        roots = [os.path.realpath(p) for p in (*self.read, *NETWORK_FILES)]
+        inside = [self.workspace, self.scratch]
+        keep = []
+        for folder in path.split(os.pathsep):
+            if not os.path.isabs(folder):
+                continue
+            real = os.path.realpath(folder)
+            if os.path.isdir(real) and _beneath(real, roots) and not _beneath(real, inside):
+                keep.append(folder)
         return os.pathsep.join(dict.fromkeys(keep)) or "/usr/bin:/bin"
+
+
+def command_limits(limits: object) -> dict[str, int]:
+    """``security.limits`` (MB and seconds) as the launcher's counts, bytes and seconds."""
+    mb = 1024 * 1024
+    return {
+        "processes": int(getattr(limits, "processes", 1024)),
+        "file_size": int(getattr(limits, "file_size_mb", 4096)) * mb,
+        "cpu": int(getattr(limits, "cpu_seconds", 3600)),
+        "memory": int(getattr(limits, "memory_mb", 16_384)) * mb,
+    }
 
 
 def _beneath(path: str, roots: list[str]) -> bool:
@@ -212,8 +279,34 @@ def detect(mode: str = "auto") -> Confinement:
 # -- wrapping ------------------------------------------------------------------------
 
 
+@dataclass
+class Launch:
+    """The argv to run, and the file descriptors it must inherit (the launcher's policy
+    when it is too big for an argument); ``close`` after the process has started."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            os.close(fd)
+
+
+def launch(confinement: Confinement, policy: Policy, argv: list[str]) -> Launch:
+    """How to run ``argv`` under ``confinement`` with ``policy``."""
+    if confinement.kind == "landlock":
+        text = json.dumps(landlock_spec(policy, confinement.abi))
+        if len(text) < INLINE_SPEC_BYTES:
+            return Launch(launcher_argv(text, argv))
+        fd = os.memfd_create("harvey-policy", os.MFD_CLOEXEC)
+        os.write(fd, text.encode())
+        os.lseek(fd, 0, os.SEEK_SET)
+        return Launch(launcher_argv(None, argv, fd), (fd,))
+    return Launch(wrap(confinement, policy, argv))
+
+
 def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]:
-    """The argv that runs ``argv`` under ``confinement`` with ``policy``."""
+    """The argv that runs ``argv`` under ``confinement`` (the policy inline)."""
     if confinement.kind == "landlock":
         return landlock_argv(policy, confinement.abi, argv)
     if confinement.kind == "bubblewrap":
@@ -223,74 +316,39 @@ def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]
     return list(argv)
 
 
-def landlock_argv(policy: Policy, abi: int, argv: list[str]) -> list[str]:
-    spec = {
+def landlock_spec(policy: Policy, abi: int) -> dict[str, object]:
+    """The launcher's policy: system folders, the workspace's parts around its secret
+    files (listing only where a folder holds one), the scratch folder, the limits."""
+    parts = policy.parts
+    spec: dict[str, object] = {
         "abi": abi,
-        "read": policy.readable(),
-        "write": policy.writable(),
+        "read": [*policy.read, *(NETWORK_FILES if policy.network else ())],
+        "write": [policy.scratch],
+        "files": list(parts.files),
         "devices": list(DEVICES),
         "net": policy.network,
+        "unix": policy.unix_sockets,
+        "limits": dict(policy.limits),
+        "parent": os.getpid(),
     }
+    if policy.approved:  # everything but reading the secrets
+        spec["write"] = [policy.scratch, *parts.whole]
+        spec["dir_write"] = list(parts.split)
+        spec["files_write"] = True
+    else:
+        spec["read"] = [*spec["read"], *parts.whole]  # type: ignore[misc]
+        spec["list"] = list(parts.split)
+    return spec
+
+
+def landlock_argv(policy: Policy, abi: int, argv: list[str]) -> list[str]:
+    return launcher_argv(json.dumps(landlock_spec(policy, abi)), argv)
+
+
+def launcher_argv(spec: str | None, argv: list[str], spec_fd: int | None = None) -> list[str]:
     # -I: ignore PYTHON* variables and user site; -S: no site-packages.
-    return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", *argv]
-
-
-def bubblewrap_argv(policy: Policy, argv: list[str]) -> list[str]:
-    bwrap = shutil.which("bwrap") or "bwrap"
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
-    if policy.network:
-        args.append("--share-net")
-    for path in policy.readable():
-        args += ["--ro-bind-try", path, path]
-    args += ["--dev", "/dev"]  # a minimal /dev (null, zero, urandom, tty); no --proc
-    for path in policy.writable():
-        args += ["--bind", path, path]
-    return [*args, "--chdir", policy.workspace, "--", *argv]
-
-
-SEATBELT_BASE = """(version 1)
-(deny default)
-(allow process-exec process-fork)
-(allow signal (target same-sandbox))
-(allow process-info* (target same-sandbox))
-(allow sysctl-read)
-(allow file-read-metadata)
-(allow file-read*
-  (subpath "/usr") (subpath "/bin") (subpath "/sbin") (subpath "/System")
-  (subpath "/Library/Apple") (subpath "/private/var/db/dyld")
-  (subpath "/System/Volumes/Preboot/Cryptexes")
-  (literal "/private/etc/localtime") (subpath "/private/var/db/timezone")
-  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/urandom") (literal "/dev/random"))
-(allow file-write-data (literal "/dev/null"))
-(allow file-read* (subpath (param "WORKSPACE")))
-(allow file-read* file-write* (subpath (param "SCRATCH")))
-"""
-SEATBELT_APPROVED = """(allow file-write* (subpath (param "WORKSPACE")))
-(allow network*)
-(allow file-read* (literal "/private/etc/resolv.conf") (literal "/private/etc/hosts")
-  (subpath "/private/etc/ssl"))
-(allow mach-lookup (global-name "com.apple.dnssd.service"))
-"""
-
-
-def seatbelt_profile(policy: Policy) -> str:
-    """The SBPL profile: deny by default, like the Landlock rules. Paths come in as
-    ``-D`` parameters, so no path is ever spliced into the profile text."""
-    return SEATBELT_BASE + (SEATBELT_APPROVED if policy.approved else "")
-
-
-def seatbelt_argv(policy: Policy, argv: list[str]) -> list[str]:
-    return [
-        "/usr/bin/sandbox-exec",
-        "-p",
-        seatbelt_profile(policy),
-        "-D",
-        f"WORKSPACE={policy.workspace}",
-        "-D",
-        f"SCRATCH={policy.scratch}",
-        "--",
-        *argv,
-    ]
+    given = [spec] if spec is not None else ["--spec-fd", str(spec_fd)]
+    return [sys.executable, "-I", "-S", str(LAUNCHER), *given, "--", *argv]
 
 
 # -- environment and scratch folder ------------------------------------------------------
