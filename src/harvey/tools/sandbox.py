@@ -202,6 +202,21 @@ def command_limits(limits: object) -> dict[str, int]:
     }
 
 
+def process_limit() -> str:
+    """How ``security.limits.processes`` is enforced here, for ``harvey doctor``: the
+    kernel never applies RLIMIT_NPROC to root, so as root it takes a ``pids`` cgroup."""
+    if os.geteuid() != 0:
+        return "RLIMIT_NPROC (processes of your user now + the limit)"
+    try:
+        with open("/sys/fs/cgroup/cgroup.subtree_control") as handle:
+            v2 = "pids" in handle.read().split()
+    except OSError:
+        v2 = False
+    if v2 or os.access("/sys/fs/cgroup/pids/cgroup.procs", os.W_OK):
+        return "a pids cgroup per command (running as root)"
+    return "NOT enforced: running as root and no pids cgroup can be made"
+
+
 def _beneath(path: str, roots: list[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
