@@ -106,8 +106,11 @@ def workspace_view(
             is_dir = stat.S_ISDIR(info.st_mode)
             if stat.S_ISLNK(info.st_mode):
                 folder.files.append(entry.path)  # never granted: the kernel checks its target
-            elif secret_files.matches(relative):
-                (secret_dirs if is_dir else secrets).append(entry.path)
+            elif is_dir and secret_files.matches(f"{relative}/-"):  # .ssh/: all of it
+                secret_dirs.append(entry.path)
+                folder.secret = True
+            elif not is_dir and secret_files.matches(relative):
+                secrets.append(entry.path)
                 secret_inodes.add((info.st_dev, info.st_ino))
                 folder.secret = True
             elif is_dir:
