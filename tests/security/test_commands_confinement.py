@@ -179,6 +179,18 @@ if sys.argv[1] == "hang":
 """
 
 
+def running_with_argument(word: str) -> bool:
+    """Whether a live process (seen from here) has ``word`` in its command line."""
+    for name in os.listdir("/proc"):
+        if name.isdigit() and alive(int(name)):
+            try:
+                if word.encode() in Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0"):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def pids(output: str) -> list[int]:
     return [
         int(line.split()[1])
@@ -590,3 +602,47 @@ def test_a_workspace_too_big_to_walk_asks(
         (victim_workspace / f"f{i}.txt").write_text("x\n")
     result = run_command(ToolContext(workspace=victim_workspace, allowed_commands=("ls",)), "ls")
     assert not result.ran and "too many" in str(result.problem)
+
+
+# -- the same holes under bubblewrap (where it is installed) ----------------------------
+
+
+def test_bubblewrap_closes_the_same_holes(
+    victim_workspace: Path, unix_server: tuple[Path, socket.socket]
+) -> None:
+    """bubblewrap is the fallback when Landlock is missing. ``.ci/run`` does not install
+    it, so this skips where ``bwrap`` is absent or cannot make namespaces here."""
+    found = sandbox.detect.__wrapped__("bubblewrap")
+    if not found.active:
+        pytest.skip(f"bubblewrap is not usable here: {found.reason}")
+    path, server = unix_server
+    (victim_workspace / ".env").write_text(DOTENV_VALUE + "\n")
+    (victim_workspace / "link").symlink_to(".env")
+    (victim_workspace / ".ssh").mkdir()
+    (victim_workspace / ".ssh" / "id_ed25519").write_text(DOTENV_VALUE + "\n")
+    (victim_workspace / "notes.txt").write_text("readable\n")
+    os.link(victim_workspace / ".env", victim_workspace / "copy.txt")
+
+    def run(*argv: str, **kwargs: object) -> ShellResult:
+        return _execute(list(argv), victim_workspace, 60, found, **kwargs)  # type: ignore[arg-type]
+
+    for name in (".env", "link", ".ssh/id_ed25519", "copy.txt"):
+        assert DOTENV_VALUE not in run("cat", name).output
+    assert run("cat", "notes.txt").output == "readable\n"
+    for approved in (False, True):
+        probe = run(PYTHON, "-c", CONNECT, str(path), approved=approved)
+        assert "CONNECTED" not in probe.output, probe.output
+    with pytest.raises(BlockingIOError):
+        server.accept()
+    caps = run(PYTHON, "-c", CAPS)
+    assert "BOUNDING []" in caps.output and "ALLOWED" not in caps.output, caps.output
+    daemon = run("sh", "-c", "setsid sleep 612345 & echo started")
+    assert "started" in daemon.output
+    assert not running_with_argument("612345"), "a daemon outlived the command"
+    big = run(
+        "sh",
+        "-c",
+        'head -c 3000000 /dev/zero > "$TMPDIR/big"',
+        limits=LimitsSettings(file_size_mb=1),
+    )
+    assert big.exit_code != 0

@@ -38,6 +38,8 @@ The policy is an object with:
   net       true to leave TCP alone; false denies TCP bind and connect (ABI >= 4)
   unix      true to allow ``socket(AF_UNIX)`` (only with net)
   limits    {"processes", "file_size", "cpu", "memory"}: counts and bytes
+  limits_only  true under bubblewrap: only the limits and the supervision here,
+            bubblewrap itself confines (namespaces, capabilities, seccomp)
   parent    Harvey's pid: if Harvey is already gone, nothing runs
 """
 
@@ -331,6 +333,8 @@ def confine_and_exec(
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         kernel.join_cgroup(cgroup)
         kernel.set_limits(policy.get("limits", {}))
+        if policy.get("limits_only"):  # bubblewrap confines (and needs its privileges)
+            os.execv(program, argv)
         if int(policy.get("abi", 0)) > 0:
             restrict(libc, policy)
         elif libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -313,11 +313,35 @@ def launch(confinement: Confinement, policy: Policy, argv: list[str]) -> Launch:
         text = json.dumps(landlock_spec(policy, confinement.abi))
         if len(text) < INLINE_SPEC_BYTES:
             return Launch(launcher_argv(text, argv))
-        fd = os.memfd_create("harvey-policy", os.MFD_CLOEXEC)
-        os.write(fd, text.encode())
-        os.lseek(fd, 0, os.SEEK_SET)
+        fd = _memfd(text.encode())
         return Launch(launcher_argv(None, argv, fd), (fd,))
+    if confinement.kind == "bubblewrap":
+        return _bubblewrap_launch(policy, argv)
     return Launch(wrap(confinement, policy, argv))
+
+
+def _bubblewrap_launch(policy: Policy, argv: list[str]) -> Launch:
+    """bubblewrap with the launcher's seccomp filter (``--seccomp FD``), under the
+    launcher in ``limits_only`` mode for the resource limits and the supervision."""
+    from harvey.tools.launcher_seccomp import ARCHES, filter_program
+
+    wrapped = bubblewrap_argv(policy, argv)
+    fds: tuple[int, ...] = ()
+    machine = os.uname().machine
+    if machine in ARCHES:
+        fd = _memfd(filter_program(machine, policy.network, policy.unix_sockets))
+        at = wrapped.index("--")
+        wrapped[at:at] = ["--seccomp", str(fd)]
+        fds = (fd,)
+    spec = {"abi": 0, "limits_only": True, "limits": dict(policy.limits), "parent": os.getpid()}
+    return Launch(launcher_argv(json.dumps(spec), wrapped), fds)
+
+
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("harvey-policy", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]:
