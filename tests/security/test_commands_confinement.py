@@ -231,6 +231,37 @@ def test_a_daemon_started_through_harvey_run_is_gone_after_the_run(
     assert not [pid for pid in found if alive(pid)]
 
 
+def test_killing_harvey_ends_the_command_and_its_daemons(victim_workspace: Path) -> None:
+    """Harvey killed outright (SIGKILL, no cleanup of its own): the launcher gets
+    SIGTERM from the kernel (PR_SET_PDEATHSIG) and ends every descendant."""
+    import signal
+    import sys
+    import time
+
+    code = (
+        "import sys; from pathlib import Path; from harvey.tools import sandbox; "
+        "from harvey.tools.shell import _execute; "
+        "_execute(['sh', '-c', 'setsid sleep 634567 & sleep 634568'], Path(sys.argv[1]), 600, "
+        "sandbox.detect('auto'))"
+    )
+    harvey = subprocess.Popen([sys.executable, "-c", code, str(victim_workspace)])
+    try:
+        for _ in range(500):  # until both are running (not a timing assertion)
+            if running_with_argument("634567") and running_with_argument("634568"):
+                break
+            time.sleep(0.02)
+        assert running_with_argument("634567"), "the command never started"
+    finally:
+        harvey.send_signal(signal.SIGKILL)
+        harvey.wait()
+    for _ in range(500):
+        if not running_with_argument("634567") and not running_with_argument("634568"):
+            break
+        time.sleep(0.02)
+    assert not running_with_argument("634567"), "a daemon outlived Harvey"
+    assert not running_with_argument("634568"), "the command outlived Harvey"
+
+
 def test_the_launcher_cannot_be_signalled_by_the_command(victim_workspace: Path) -> None:
     result = confined(victim_workspace, "sh", "-c", "kill -KILL $PPID; echo rc=$?")
     assert "rc=0" not in result.output and result.exit_code == 0, result.output
@@ -582,7 +613,8 @@ def test_an_approved_command_cannot_read_secrets_either(victim_workspace: Path) 
         victim_workspace,
         "sh",
         "-c",
-        "cat .env; cp .env src/x; mv .env moved; cat moved; echo ok > src/new; cat src/new",
+        "cat .env; mv .env src/m; cat src/m; ln .env src/l; cat src/l; cp .env src/x; "
+        "mv .env moved; cat moved; echo ok > src/new; cat src/new",
         approved=True,
     )
     assert DOTENV_VALUE not in result.output, result.output
