@@ -678,3 +678,66 @@ def test_bubblewrap_closes_the_same_holes(
         limits=LimitsSettings(file_size_mb=1),
     )
     assert big.exit_code != 0
+
+
+# -- other programs whose options run programs ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tar", "-xf", "a.tar", "-I", "sh"],
+        ["tar", "-xIsh", "-f", "a.tar"],
+        ["tar", "xIf", "sh", "a.tar"],
+        ["tar", "--use-comp=sh", "-xf", "a.tar"],
+        ["tar", "-xf", "a.tar", "--to-command=sh"],
+        ["tar", "-cf", "a.tar", "--checkpoint=1", "--checkpoint-action=exec=sh", "x"],
+        ["tar", "-cf", "a.tar", "-F", "sh", "x"],
+        ["rsync", "-e", "sh", "a", "b"],
+        ["rsync", "--rsync-path=sh", "a", "b"],
+        ["zip", "-TT", "sh", "a.zip", "x"],
+        ["env", "sh", "-c", "id"],
+        ["xargs", "sh"],
+        ["timeout", "5", "sh"],
+        ["nice", "sh"],
+        ["find", ".", "-exec", "sh", ";"],
+        ["find", ".", "-okdir", "sh", ";"],
+        ["sort", "--compress-program=sh", "a"],
+        ["diff", "-l", "a", "b"],
+    ],
+)
+def test_options_that_run_programs_ask_even_when_allow_listed(
+    victim_workspace: Path, argv: list[str]
+) -> None:
+    from harvey.tools.shell_policy import needs_confirmation
+
+    reason = needs_confirmation(argv, [argv[0]], victim_workspace)
+    assert reason is not None and "run" in reason, (argv, reason)
+
+
+def test_plain_tar_listing_still_runs_unasked(victim_workspace: Path) -> None:
+    from harvey.tools.shell_policy import needs_confirmation
+
+    assert needs_confirmation(["tar", "-tf", "a.tar"], ["tar"], victim_workspace) is None
+    assert needs_confirmation(["tar", "tvf", "a.tar"], ["tar"], victim_workspace) is None
+
+
+def test_seatbelt_and_bubblewrap_leave_out_the_secret_files(tmp_path: Path) -> None:
+    from harvey.secret_files import SecretFiles
+    from harvey.tools.workspace_view import workspace_view
+
+    ws = tmp_path / "ws"
+    (ws / ".ssh").mkdir(parents=True)
+    (ws / ".env").write_text("k\n")
+    (ws / "a.txt").write_text("x\n")
+    view = workspace_view(ws, SecretFiles())
+    policy = sandbox.Policy.for_command(ws, tmp_path, view=view)
+    profile = sandbox.seatbelt_profile(policy)
+    assert '(deny file-read* file-write* (literal (param "SECRET_0")) ' in profile
+    assert '(subpath (param "SECRET_DIR_0"))' in profile
+    argv = sandbox.seatbelt_argv(policy, ["cat", ".env"])
+    assert f"-DSECRET_0={ws / '.env'}" in argv and f"-DSECRET_DIR_0={ws / '.ssh'}" in argv
+    joined = " ".join(sandbox.bubblewrap_argv(policy, ["cat", ".env"]))
+    assert f"--ro-bind /dev/null {ws / '.env'}" in joined
+    assert f"--tmpfs {ws / '.ssh'} --remount-ro {ws / '.ssh'}" in joined
+    assert "--cap-drop ALL" in joined and "--unshare-all" in joined
