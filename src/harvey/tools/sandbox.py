@@ -8,10 +8,19 @@ is the kernel. A command runs inside one of:
   and all its children can read and execute only the workspace and the system
   folders programs need, write only a private temporary folder, reach no
   ``/proc``, no home, no TCP (ABI >= 4), no signals or abstract sockets outside
-  their domain (ABI >= 6).
+  their domain (ABI >= 6); besides Landlock the launcher drops every
+  capability, installs a seccomp filter (no sockets offline, no Unix sockets
+  unless the user allows them to approved commands, no io_uring), sets the
+  ``security.limits`` and, as a child subreaper, ends every descendant when
+  the command returns or is stopped.
 - **bubblewrap** (Linux, when Landlock is missing and ``bwrap`` works): the
-  same view built as a mount namespace with no ``/proc`` and no network.
+  same view built as a mount namespace with no ``/proc`` and no network, its
+  own PID namespace, no capabilities and the same seccomp filter.
 - **sandbox-exec** (macOS): an SBPL profile with the same rules.
+
+The workspace is never granted whole when it holds secret files
+(``workspace_view``): they get no read right under Landlock, are covered
+under bubblewrap and denied under sandbox-exec.
 
 Commands the user approved get a second profile (``Policy.approved``): they may
 also write inside the workspace and use the network, because the person saw the

@@ -6,7 +6,10 @@ sandbox-exec), which lets it read the workspace and system folders, write only
 a private temporary folder, and reach no ``/proc``, home folder or network,
 with a scrubbed environment (no API keys). Where no confinement is available
 (or ``security.sandbox: none``) nothing runs unasked: every command asks in the
-REPL and is refused in batch mode.
+REPL and is refused in batch mode. Secret files (``.env``, keys,
+``security.secret_files``) are not readable by any command, and nothing a
+command starts outlives it: on a timeout or the output cap the launcher gets
+SIGTERM and ends every descendant, however detached.
 
 The checks here are a second line. The command line is split into argv (POSIX
 quoting rules) and executed directly, so pipes, redirection, ``;``/``&&``,
@@ -14,8 +17,11 @@ substitution and globbing are refused with a message that says so. Commands on
 ``security.allowed_commands`` run at once; anything else, options that write
 or run programs (``find -delete``, ``sort -o``) and arguments that point
 outside the workspace ask the person (``ctx.confirm``) and are refused in
-non-interactive mode. An approved command runs confined too, with a profile
-that may also write the workspace.
+non-interactive mode. ``PATH`` holds only system folders, and a program named
+by a path (``./bin/x``, ``.venv/bin/ls``) always asks: the workspace may be a
+hostile clone. Unasked ``git`` runs only as a reader (``git_policy``). An
+approved command runs confined too, with a profile that may also write the
+workspace.
 
 Output is read incrementally and capped (``MAX_OUTPUT_BYTES``): past the cap
 the command is stopped, so memory does not grow with what a command prints.
