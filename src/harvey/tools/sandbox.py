@@ -38,13 +38,12 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from harvey.tools.sandbox_env import KEPT_ENV, SECRET_MARKERS, scratch_folder, scrubbed_env
 from harvey.tools.sandbox_profiles import (
     SEATBELT_APPROVED,
     SEATBELT_BASE,
@@ -55,14 +54,18 @@ from harvey.tools.sandbox_profiles import (
 from harvey.tools.workspace_view import WorkspaceView
 
 __all__ = [
+    "KEPT_ENV",
     "SEATBELT_APPROVED",
     "SEATBELT_BASE",
+    "SECRET_MARKERS",
     "Confinement",
     "Launch",
     "Policy",
     "bubblewrap_argv",
     "detect",
     "launch",
+    "scratch_folder",
+    "scrubbed_env",
     "seatbelt_argv",
     "seatbelt_profile",
     "wrap",
@@ -102,8 +105,6 @@ NETWORK_FILES = (
     "/etc/ca-certificates",
 )
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
-KEPT_ENV = ("PATH", "LANG", "TERM")
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 @dataclass(frozen=True)
@@ -397,45 +398,3 @@ def launcher_argv(spec: str | None, argv: list[str], spec_fd: int | None = None)
     # -I: ignore PYTHON* variables and user site; -S: no site-packages.
     given = [spec] if spec is not None else ["--spec-fd", str(spec_fd)]
     return [sys.executable, "-I", "-S", str(LAUNCHER), *given, "--", *argv]
-
-
-# -- environment and scratch folder ------------------------------------------------------
-
-
-def scrubbed_env(scratch: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Only what programs need: PATH, LANG, LC_*, TERM, and HOME/TMPDIR in ``scratch``.
-    Nothing else of the user's (API keys, tokens, proxies with passwords) gets through."""
-    environ = os.environ if environ is None else environ
-    env = {
-        name: value
-        for name, value in environ.items()
-        if (name in KEPT_ENV or name.startswith("LC_"))
-        and not any(marker in name.upper() for marker in SECRET_MARKERS)
-    }
-    env.setdefault("PATH", os.defpath)
-    env["HOME"] = env["TMPDIR"] = str(scratch)
-    return env
-
-
-@contextmanager
-def scratch_folder() -> Iterator[Path]:
-    """A private (0700) temporary folder for one command, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="harvey-cmd-"))
-    try:
-        yield folder
-    finally:
-        _remove_tree(folder)
-
-
-def _remove_tree(folder: Path) -> None:
-    """Remove a folder even if the command made parts of it unreadable (``chmod 0``):
-    top-down, each subfolder is made accessible before the walk enters it."""
-    for root, dirs, _files in os.walk(folder):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):  # never chmod through a link out of the folder
-                try:
-                    os.chmod(path, 0o700)
-                except OSError:
-                    pass
-    shutil.rmtree(folder, ignore_errors=True)
