@@ -741,3 +741,12 @@ def test_seatbelt_and_bubblewrap_leave_out_the_secret_files(tmp_path: Path) -> N
     assert f"--ro-bind /dev/null {ws / '.env'}" in joined
     assert f"--tmpfs {ws / '.ssh'} --remount-ro {ws / '.ssh'}" in joined
     assert "--cap-drop ALL" in joined and "--unshare-all" in joined
+
+
+def test_a_submodule_config_is_checked_too(repo: Path) -> None:
+    """``git status`` runs git in every submodule, which reads its own config."""
+    module = repo / ".git" / "modules" / "lib"
+    module.mkdir(parents=True)
+    (module / "config").write_text("[core]\n\tfsmonitor = echo SUBMODULE-RAN\n")
+    result = run_command(git_ctx(repo), "git status")
+    assert not result.ran and "core.fsmonitor" in str(result.problem)

@@ -94,6 +94,7 @@ HARMLESS_KEYS = tuple(
     advice.* index.version protocol.version feature.manyfiles maintenance.auto
     """)
 )
+MAX_SUBMODULE_CONFIGS = 50
 NEUTRAL = (
     "--no-pager",
     *("-c", "core.fsmonitor=false"),
@@ -178,7 +179,11 @@ def config_files(workspace: Path) -> list[Path] | str:
                     found.append(path)
         if (folder / "commondir").exists():
             return "the repository shares its config with another (commondir)"
-    return found
+    # Submodules: a plain "git status" runs git in each, with its own config.
+    modules = sorted(dot_git.glob("modules/**/config")) if dot_git.is_dir() else []
+    if len(modules) > MAX_SUBMODULE_CONFIGS:
+        return "the repository has too many submodules to check their git config"
+    return found + modules
 
 
 def repository_config_problem(workspace: Path) -> str | None:
