@@ -97,6 +97,25 @@ def test_a_unix_socket_outside_cannot_be_reached(
         server.accept()  # nobody ever connected
 
 
+def test_allowed_commands_in_harvey_run_reach_no_socket(
+    attack: Attack, victim_workspace: Path, unix_server: tuple[Path, socket.socket]
+) -> None:
+    """What the model can do with the default allow-list: open a socket file as a file."""
+    path, server = unix_server
+    (victim_workspace / "in.sock").symlink_to(path)
+    result = attack(
+        [
+            ("run_shell", {"command": "cat in.sock"}),
+            ("run_shell", {"command": f"cat {path}"}),
+            ("run_shell", {"command": "grep -r x in.sock"}),
+        ]
+    )
+    assert result.proc.returncode == 0, result.proc.stderr
+    with pytest.raises(BlockingIOError):
+        server.accept()  # nobody ever connected
+    assert all(out.startswith("error:") for out in result.tool_outputs), result.tool_outputs
+
+
 def test_a_socket_inside_the_workspace_or_a_pair_is_no_way_out(victim_workspace: Path) -> None:
     """socketpair stays (it reaches nothing); a socket file the command finds is useless."""
     server = socket.socket(socket.AF_UNIX)
