@@ -121,3 +121,17 @@ def test_the_walk_fails_closed(tmp_path: Path) -> None:
 )
 def test_git_check(tmp_path: Path, args: list[str], asks: bool) -> None:
     assert (check_git(args, tmp_path) is not None) is asks
+
+
+def test_node_modules_is_granted_without_a_walk(tmp_path: Path) -> None:
+    package = tmp_path / "node_modules" / "pkg" / "test"
+    package.mkdir(parents=True)
+    for i in range(30):
+        (package / f"f{i}.js").write_text("x")
+    (tmp_path / ".env").write_text("k\n")
+    view = workspace_view(tmp_path, SecretFiles(), max_entries=20)
+    assert str(tmp_path / "node_modules") in view.whole
+    (tmp_path / "node_modules").rename(tmp_path / "real")
+    (tmp_path / "node_modules").symlink_to(tmp_path)  # a link by that name grants nothing
+    view = workspace_view(tmp_path, SecretFiles(), max_entries=200)
+    assert not any(beneath(str(tmp_path / ".env"), folder) for folder in view.whole)

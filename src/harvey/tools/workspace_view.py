@@ -15,7 +15,7 @@ links followed) and splits it:
 A file that is a hard link to a secret file (same device and inode) is a secret
 too. A link inside the workspace that points at a secret file grants nothing:
 the kernel checks the target, which has no rule. ``.git/objects`` (thousands
-of hash-named files, never a secret by name) is granted without a walk.
+of hash-named files) and ``node_modules`` folders are granted without a walk.
 
 The walk is bounded (``MAX_ENTRIES`` looked at, ``MAX_RULES`` rules): when it
 cannot finish, ``WorkspaceTooBig`` says why and the command asks instead of
@@ -32,9 +32,13 @@ from pathlib import Path
 from harvey.errors import ToolError
 from harvey.secret_files import SecretFiles
 
-MAX_ENTRIES = 50_000
+MAX_ENTRIES = 100_000
 MAX_RULES = 5_000
+# Granted whole without a walk: git's objects (hash-named) and installed packages
+# (tools write them, people do not keep keys there; a test certificate inside a
+# package stays readable). A link with such a name is never granted.
 UNWALKED = (".git/objects", ".git/lfs/objects")
+UNWALKED_NAMES = ("node_modules",)
 
 
 class WorkspaceTooBig(ToolError):
@@ -115,7 +119,7 @@ def workspace_view(
                 folder.secret = True
             elif is_dir:
                 folder.folders.append(entry.path)
-                if relative not in UNWALKED:
+                if relative not in UNWALKED and entry.name not in UNWALKED_NAMES:
                     stack.append(entry.path)
             else:
                 folder.files.append(entry.path)
