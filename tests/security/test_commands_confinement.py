@@ -769,3 +769,30 @@ def test_a_submodule_config_is_checked_too(repo: Path) -> None:
     (module / "config").write_text("[core]\n\tfsmonitor = echo SUBMODULE-RAN\n")
     result = run_command(git_ctx(repo), "git status")
     assert not result.ran and "core.fsmonitor" in str(result.problem)
+
+
+def test_without_confinement_an_approved_command_is_still_reaped_and_limited(
+    victim_workspace: Path,
+) -> None:
+    """``security.sandbox: none`` (every command asked): no Landlock, but the launcher
+    still supervises the command and sets the limits."""
+    none = sandbox.Confinement("none", reason="test")
+    result = _execute(
+        [PYTHON, "-c", DAEMONS, "return"],
+        victim_workspace,
+        60,
+        none,
+        True,
+        limits=LimitsSettings(file_size_mb=1),
+    )
+    found = pids(result.output)
+    assert len(found) == 2 and not [pid for pid in found if alive(pid)], result.output
+    big = _execute(
+        ["sh", "-c", 'head -c 3000000 /dev/zero > "$TMPDIR/big"'],
+        victim_workspace,
+        60,
+        none,
+        True,
+        limits=LimitsSettings(file_size_mb=1),
+    )
+    assert "File too large" in big.output

@@ -327,7 +327,14 @@ def launch(confinement: Confinement, policy: Policy, argv: list[str]) -> Launch:
         return Launch(launcher_argv(None, argv, fd), (fd,))
     if confinement.kind == "bubblewrap":
         return _bubblewrap_launch(policy, argv)
+    if confinement.kind == "none" and sys.platform == "linux" and sys.executable:
+        # Unconfined (every command was approved), but still limited and reaped.
+        return Launch(launcher_argv(json.dumps(_limits_only(policy)), argv))
     return Launch(wrap(confinement, policy, argv))
+
+
+def _limits_only(policy: Policy) -> dict[str, object]:
+    return {"abi": 0, "limits_only": True, "limits": dict(policy.limits), "parent": os.getpid()}
 
 
 def _bubblewrap_launch(policy: Policy, argv: list[str]) -> Launch:
@@ -343,8 +350,7 @@ def _bubblewrap_launch(policy: Policy, argv: list[str]) -> Launch:
         at = wrapped.index("--")
         wrapped[at:at] = ["--seccomp", str(fd)]
         fds = (fd,)
-    spec = {"abi": 0, "limits_only": True, "limits": dict(policy.limits), "parent": os.getpid()}
-    return Launch(launcher_argv(json.dumps(spec), wrapped), fds)
+    return Launch(launcher_argv(json.dumps(_limits_only(policy)), wrapped), fds)
 
 
 def _memfd(data: bytes) -> int:
