@@ -135,3 +135,39 @@ def test_node_modules_is_granted_without_a_walk(tmp_path: Path) -> None:
     (tmp_path / "node_modules").symlink_to(tmp_path)  # a link by that name grants nothing
     view = workspace_view(tmp_path, SecretFiles(), max_entries=200)
     assert not any(beneath(str(tmp_path / ".env"), folder) for folder in view.whole)
+
+
+def reference_matches(secrets: SecretFiles, relative: str) -> bool:
+    """SecretFiles.matches as first written, pattern by pattern with fnmatchcase."""
+    import fnmatch
+    import unicodedata
+
+    def fold(text: str) -> str:
+        return unicodedata.normalize("NFKC", text).casefold()
+
+    parts = [fold(p) for p in relative.split("/") if p not in ("", ".")]
+    if not parts:
+        return False
+    if any(part in secrets._folders for part in parts[:-1]):
+        return True
+    if any(fnmatch.fnmatchcase(parts[-1], p) for p in secrets._names):
+        return True
+    joined = "/".join(parts)
+    return any(
+        fnmatch.fnmatchcase(joined, p) or fnmatch.fnmatchcase(joined, "*/" + p)
+        for p in secrets._paths
+    )
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", ".env", ".ENV", "x.pem", ".kube", "config", "id_rsa.pub", "k", "é"])
+        | st.text(alphabet="ab.*?[]/\n", max_size=6),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_compiled_secret_patterns_match_as_fnmatch_does(parts: list[str]) -> None:
+    secrets = SecretFiles(["vault.*", "deploy/*.yml", "[ab]?"])
+    relative = "/".join(parts)
+    assert secrets.matches(relative) == reference_matches(secrets, relative)

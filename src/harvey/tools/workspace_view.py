@@ -102,7 +102,7 @@ def workspace_view(
                 "its secret files out of a command's reach"
             )
         for entry in entries:
-            relative = os.path.relpath(entry.path, root)
+            relative = entry.path[len(root) + 1 :] if root != "/" else entry.path[1:]
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
