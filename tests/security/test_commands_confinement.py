@@ -26,7 +26,11 @@ from harvey.tools.registry import ToolContext
 from harvey.tools.shell import ShellResult, _execute, run_command
 from tests.security.conftest import Attack
 
-PYTHON = "/usr/bin/python3"
+# A python3 the sandbox lets run (beneath /usr); the test interpreter may live elsewhere.
+PYTHON = next(
+    (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)),
+    "/usr/bin/python3",
+)
 DOTENV_VALUE = "sk-dotenv-QWERTYUIOPASDFGHJKLZXCVBNM-0123456789"
 
 
@@ -46,6 +50,8 @@ def confined(
     unix_sockets: bool = False,
     timeout: float = 60,
 ) -> ShellResult:
+    if argv[0] == PYTHON and not os.path.exists(PYTHON):
+        pytest.fail("the kernel probes need a python3 beneath /usr (apt-get install python3)")
     return _execute(
         list(argv),
         workspace,
