@@ -802,3 +802,41 @@ def test_without_confinement_an_approved_command_is_still_reaped_and_limited(
         limits=LimitsSettings(file_size_mb=1),
     )
     assert "File too large" in big.output
+
+
+def test_the_launcher_grants_no_workspace_part_reached_through_a_link(
+    victim_workspace: Path, outside: Path, tmp_path: Path
+) -> None:
+    """Were a folder swapped for a link between the walk and the launcher, the grant
+    for a path beneath it would name the link's target: the launcher grants nothing."""
+    import json
+    import sys
+
+    (outside / "inner").mkdir()
+    (outside / "inner" / "data.txt").write_text("outside secret\n")
+    (victim_workspace / "swapped").symlink_to(outside)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    ws = os.path.realpath(victim_workspace)
+    launcher = [sys.executable, "-I", "-S", str(sandbox.LAUNCHER)]
+    spec = {
+        "abi": sandbox.detect("auto").abi,
+        "read": [*sandbox.SYSTEM_DIRS, f"{ws}/swapped/inner", f"{ws}/swapped"],
+        "files": [f"{ws}/swapped/inner/data.txt"],
+        "write": [str(scratch)],
+        "devices": ["/dev/null"],
+        "workspace": ws,
+    }
+    done = subprocess.run(
+        [*launcher, json.dumps(spec), "--", "cat", f"{outside}/inner/data.txt"],
+        capture_output=True,
+        text=True,
+    )
+    assert "outside secret" not in done.stdout and "Permission denied" in done.stderr
+    spec["workspace"] = ""  # the same grants, read as system paths, do follow the link
+    followed = subprocess.run(
+        [*launcher, json.dumps(spec), "--", "cat", f"{outside}/inner/data.txt"],
+        capture_output=True,
+        text=True,
+    )
+    assert "outside secret" in followed.stdout, followed.stderr

@@ -41,6 +41,8 @@ The policy is an object with:
   limits_only  true under bubblewrap: only the limits and the supervision here,
             bubblewrap itself confines (namespaces, capabilities, seccomp)
   parent    Harvey's pid: if Harvey is already gone, nothing runs
+  workspace the workspace's real path: parts beneath it are granted only when no
+            link leads to them (``add_path``)
 """
 
 from __future__ import annotations
@@ -143,8 +145,10 @@ def restrict(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
     grants += [(p, DIR_WRITE) for p in policy.get("dir_write", [])]
     grants += [(p, write) for p in policy.get("write", [])]
     grants += [(p, READ_FILE | WRITE_FILE) for p in policy.get("devices", [])]
+    workspace = policy.get("workspace") or ""
     for path, access in grants:
-        add_path(libc, add_rule, ruleset, path, access & fs)
+        exact = bool(workspace) and (path == workspace or path.startswith(workspace + "/"))
+        add_path(libc, add_rule, ruleset, path, access & fs, exact)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         fail(f"prctl(NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}")
     if libc.syscall(restrict_self, ruleset, 0) != 0:
@@ -152,19 +156,26 @@ def restrict(libc: ctypes.CDLL, policy: dict[str, Any]) -> None:
     os.close(ruleset)
 
 
-def add_path(libc: ctypes.CDLL, add_rule: int, ruleset: int, path: str, access: int) -> None:
+def add_path(
+    libc: ctypes.CDLL, add_rule: int, ruleset: int, path: str, access: int, exact: bool
+) -> None:
     """Grant ``access`` beneath ``path``; a missing path is skipped (nothing to grant).
-    The path is opened without following a final link: a link swapped in since
-    Harvey looked would otherwise grant its target."""
+
+    System paths may be links (``/bin -> usr/bin``, ``/etc/resolv.conf``): their
+    target is granted. A workspace part (``exact``) is granted only if it is still
+    exactly what Harvey walked: opened without following a final link, and the path
+    the kernel reports for it must be the one asked for, so a link swapped in for a
+    folder since the walk grants nothing (fail closed)."""
+    flags = os.O_PATH | os.O_CLOEXEC | (os.O_NOFOLLOW if exact else 0)
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return
     except OSError as exc:
         fail(f"cannot open {path}: {exc.strerror}")
     try:
         mode = os.fstat(fd).st_mode
-        if stat.S_ISLNK(mode):
+        if exact and (stat.S_ISLNK(mode) or os.readlink(f"/proc/self/fd/{fd}") != path):
             return  # a link is never granted: its target decides
         if not stat.S_ISDIR(mode):
             access &= FILE_RIGHTS

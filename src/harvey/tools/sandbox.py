@@ -385,6 +385,7 @@ def landlock_spec(policy: Policy, abi: int) -> dict[str, object]:
         "unix": policy.unix_sockets,
         "limits": dict(policy.limits),
         "parent": os.getpid(),
+        "workspace": policy.workspace,
     }
     if policy.approved:  # everything but reading the secrets
         spec["write"] = [policy.scratch, *parts.whole]
