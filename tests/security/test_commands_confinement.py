@@ -12,6 +12,7 @@ default allow-list, and these tests are about what the kernel allows, not the li
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -40,6 +41,18 @@ def landlock() -> sandbox.Confinement:
     if found.kind != "landlock" or found.abi < 6:
         pytest.fail(f"these attacks must run under Landlock ABI >= 6, found {found.describe()}")
     return found
+
+
+@functools.cache
+def trust() -> tuple[str, ...]:
+    """``--trust`` where ``harvey run`` has it: these tests widen the allow-list in the
+    workspace's harvey.yaml as its (trusting) owner would."""
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "harvey", "run", "--help"], capture_output=True, text=True
+    )
+    return ("--trust",) if "--trust" in done.stdout else ()
 
 
 def confined(
@@ -242,7 +255,7 @@ def test_a_daemon_started_through_harvey_run_is_gone_after_the_run(
     (victim_workspace / "d.sh").write_text(
         "setsid sleep 600 &\necho DAEMON $!\n( sleep 601 & echo FORKED $! )\n"
     )
-    result = attack([("run_shell", {"command": "sh d.sh"})])
+    result = attack([("run_shell", {"command": "sh d.sh"})], *trust())
     output = "\n".join(result.tool_outputs)
     found = [
         int(w)
@@ -250,9 +263,7 @@ def test_a_daemon_started_through_harvey_run_is_gone_after_the_run(
         for w in line.split()[1:2]
         if line.startswith(("DAEMON", "FORKED"))
     ]
-    if not found:  # the workspace config was not honoured (untrusted): nothing ran at all
-        assert "refused" in output
-        return
+    assert len(found) == 2, output
     assert not [pid for pid in found if alive(pid)]
 
 
@@ -558,7 +569,8 @@ def test_the_documented_git_allow_list_is_safe_in_harvey_run(
             ("run_shell", {"command": "git log -p"}),
             ("run_shell", {"command": "git x"}),
             ("run_shell", {"command": f"git -c alias.y=!touch{chr(32)}{outside}/MARK y"}),
-        ]
+        ],
+        *trust(),
     )
     output = "\n".join(result.tool_outputs)
     assert "RAN" not in output and not (outside / "MARK").exists()
