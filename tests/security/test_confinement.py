@@ -165,6 +165,8 @@ def test_doctor_reports_the_confinement(victim_workspace: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "confinement: landlock (ABI " in done.stdout
     assert "workspace read-only, no network, no /proc" in done.stdout
+    assert "capabilities: none" in done.stdout and "process limit: " in done.stdout
+    assert "secret files" in done.stdout and "denied (security.unix_sockets)" in done.stdout
     assert API_KEY not in done.stdout
 
 
