@@ -40,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar, cast
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.segment import Segment
+    from rich.text import Text
 
 # What is shown rather than obeyed: C0 but tab and newline, DEL, C1, lone surrogates
 # (undecodable bytes of a file name), the line and paragraph separators some terminals
@@ -197,6 +198,9 @@ def guarded(func: F) -> F:
 def safe_console(**kwargs: Any) -> Console:
     """A rich console for text from outside: sanitised, never markup, never a link.
 
+    Every string it is given is sanitised before rich reads it (so a BEL shows
+    as ``^G`` rather than being dropped, and the layout measures what is shown).
+
     ``markup``, ``emoji`` and ``highlight`` are off unless asked for, so a string
     such as ``[link=https://x]here[/]`` or ``[conceal]`` prints as it is written;
     Harvey's own styled lines pass ``markup=True`` and escape what they interpolate.
@@ -217,6 +221,7 @@ def _safe_console_class() -> type[Console]:
     from rich.console import Console
     from rich.segment import Segment
     from rich.style import Style
+    from rich.text import Text
 
     no_concealing = Style(conceal=False)
 
@@ -228,6 +233,10 @@ def _safe_console_class() -> type[Console]:
         @file.setter
         def file(self, new_file: IO[str]) -> None:
             self._file = new_file
+
+        def render_str(self, text: str, **options: Any) -> Text:
+            # before rich makes a Text of it, which silently drops BEL, BS and CR
+            return super().render_str(for_terminal(text), **options)
 
         def _render_buffer(self, buffer: Iterable[Segment]) -> str:
             clean: list[Segment] = []
