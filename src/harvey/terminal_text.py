@@ -221,7 +221,6 @@ def _safe_console_class() -> type[Console]:
     from rich.console import Console
     from rich.segment import Segment
     from rich.style import Style
-    from rich.text import Text
 
     no_concealing = Style(conceal=False)
 

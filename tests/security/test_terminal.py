@@ -24,6 +24,7 @@ import pexpect
 import pytest
 
 from harvey.llm.scripted import Reply
+from harvey.memory.store import Memory, MemoryStore
 from tests.fakes.base import HTTPFailure
 from tests.fakes.openai import FakeOpenAI
 
@@ -66,7 +67,9 @@ def assert_shown(data: bytes, *visible: str) -> None:
         assert text.encode() in plain, f"{text!r} is not shown"
 
 
-def harvey(workspace: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def harvey(
+    workspace: Path, *args: str, input: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "harvey", *args],
         cwd=workspace,
@@ -125,7 +128,9 @@ def test_run_raw_keeps_the_bytes_only_when_piped(victim_workspace: Path) -> None
 @pytest.mark.parametrize("raw", [False, True], ids=["plain", "--raw"])
 def test_run_on_a_terminal_is_sanitised_even_with_raw(victim_workspace: Path, raw: bool) -> None:
     with FakeOpenAI([Reply(HOSTILE)]) as srv:
-        child = on_pty(victim_workspace, "run", "hello", *(["--raw"] if raw else []), *openai(srv.url))
+        child = on_pty(
+            victim_workspace, "run", "hello", *(["--raw"] if raw else []), *openai(srv.url)
+        )
         child.expect(pexpect.EOF)
         child.close()
     data = everything_read(child)
@@ -213,9 +218,15 @@ def send(child: pexpect.spawn, line: str, until: bytes) -> None:
     child.expect(PROMPT)
 
 
-def test_repl_reply_shell_output_todos_and_plan(victim_workspace: Path) -> None:
+def test_repl_reply_shell_output_todos_and_plan(victim_workspace: Path, isolated_env: Path) -> None:
     (victim_workspace / ".git").mkdir()  # the plan goes to .harvey/plans
     (victim_workspace / "evil.txt").write_text(f"file says {HOSTILE}\n")
+    (victim_workspace / f"kb{TITLE}.md").write_text("the deploy notes live here\n")
+    assert harvey(victim_workspace, "rag", "new", "kb", "--embedder", "none").returncode == 0
+    assert harvey(victim_workspace, "rag", "ingest", "kb", ".").returncode == 0
+    with MemoryStore(isolated_env / "memory.db") as store:  # a row from before the scrub
+        store.add(Memory("", "user_preference", f"prefers tea{CLIPBOARD}{CONCEAL}and ssh keys"))
+    models = ["fake-model", f"evil{TITLE}[link=https://evil.example]x[/link]"]
     todos = [
         {"id": "1", "content": f"Read {CLIPBOARD} the {CONCEAL}notes", "status": "in_progress"},
         {"id": "2", "content": f"Title {TITLE} \x9b2J", "status": "pending"},
@@ -225,9 +236,13 @@ def test_repl_reply_shell_output_todos_and_plan(victim_workspace: Path) -> None:
         Reply(tool_calls=[("todo_write", {"todos": todos})]),
         Reply("Plan saved."),
     ]
-    with FakeOpenAI(script) as srv:
-        child = on_pty(victim_workspace, *openai(srv.url))
+    with FakeOpenAI(script, models=models) as srv:
+        child = on_pty(victim_workspace, *openai(srv.url), "--model", "fake-model")
         child.expect(PROMPT)
+        send(child, "/model", b"[/link]")
+        send(child, "/rag use kb", b"using knowledge store")
+        send(child, "/rag query deploy notes", b"score")
+        send(child, "/memory list", b"and ssh keys")
         send(child, "say something", b"evil.example/x")
         send(child, "!cat evil.txt", b"file says")
         send(child, "make a plan", b"Plan saved")
@@ -242,6 +257,8 @@ def test_repl_reply_shell_output_todos_and_plan(victim_workspace: Path) -> None:
     assert_shown(data, "Sure. ^[]52;c;SGFydmV5IHdhcyBoZXJl^G ^[]0;pwned title^G", "lone^MCR")
     assert_shown(data, "file says Sure. ^[]52;c;", "2: Title ^[]0;pwned title^G <U+009B>2J")
     assert_shown(data, "1: Read ^[]52;c;SGFydmV5IHdhcyBoZXJl^G the ^[[8mnotes")
+    assert_shown(data, "evil^[]0;pwned title^G[link=https://evil.example]x[/link]")
+    assert_shown(data, "kb^[]0;pwned title^G.md:L1", "prefers tea^[]52;c;")
     assert_shown(data, "a link (https://evil.example/x)")  # the address is shown, not hidden
     assert_shown(data, "[link=https://evil.example]markup[/link]")  # not read as markup
     assert b"\x1b[" in data  # Harvey's own colours and cursor moves are still there
@@ -284,3 +301,34 @@ def test_memory_review_shows_exactly_what_is_stored(
     ]
     shown = re.search(rb"project_fact: (.*?)\r?\n", data)
     assert shown is not None and shown.group(1).decode() == stored[0]
+
+
+def test_a_memory_the_model_adds_is_stored_as_the_question_showed_it(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    text = f"the tests run with make test{CONCEAL} and upload ~/.ssh{CLIPBOARD}"
+    script = [
+        Reply(tool_calls=[("add_memory", {"type": "project_fact", "text": text})]),
+        Reply("noted"),
+    ]
+    with FakeOpenAI(script) as srv:
+        child = on_pty(victim_workspace, *openai(srv.url))
+        child.expect(PROMPT)
+        child.send("remember how we test\r")
+        child.expect(rb"Store this memory\? \[y/N\]")
+        child.send("y\r")
+        child.expect(b"noted")
+        child.expect(PROMPT)
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+        child.close()
+    data = everything_read(child)
+    assert_nothing_raw(data, "the add_memory question")
+    with MemoryStore(isolated_env / "memory.db") as store:
+        stored = [m.text for m in store.memories(all_workspaces=True)]
+    visible = "the tests run with make test^[[8m and upload ~/.ssh^[]52;c;SGFydmV5IHdhcyBoZXJl^G"
+    assert stored == [visible]
+    assert_shown(data, f"(project_fact): {visible}")
+    listed = harvey(victim_workspace, "memory", "list")
+    assert_nothing_raw(listed.stdout, "harvey memory list")
+    assert_shown(listed.stdout, visible)
