@@ -147,8 +147,9 @@ class TerminalStream(io.TextIOBase):
     def errors(self) -> str:  # type: ignore[override]
         return getattr(self.raw, "errors", None) or "strict"
 
-    def close(self) -> None:  # the raw stream belongs to whoever made it
-        self.flush()
+    def close(self) -> None:  # the raw stream belongs to whoever made it: only flushed
+        with contextlib.suppress(Exception):
+            self.flush()
 
 
 def guard(stream: TextIO) -> TextIO:

@@ -197,12 +197,14 @@ def test_file_names_in_progress_lines(victim_workspace: Path) -> None:
     docs.mkdir()
     (docs / f"a{TITLE}.md").write_text("The dam held until spring.\n" * 20)
     (docs / f"b{CLIPBOARD}.md").write_text("The river rose in March.\n" * 20)
+    (docs / f"c{CONCEAL}\x9b2J.bin").write_bytes(b"\x00\x01binary")  # skipped, with a warning
     with FakeOpenAI([], default_reply=Reply("a summary")) as srv:
         proc = harvey(victim_workspace, "analyze", "docs", "-i", "summarise", *openai(srv.url))
     assert proc.returncode == 0, proc.stderr
     assert b"done: " in proc.stderr  # the progress lines name the files
     assert_nothing_raw(proc.stdout + proc.stderr, "harvey analyze")
     assert_shown(proc.stderr, "a^[]0;pwned title^G.md")
+    assert_shown(proc.stderr, "skipped 1 file: docs/c^[[8m<U+009B>2J.bin")
 
 
 # ------------------------------------------------------------------ the REPL
