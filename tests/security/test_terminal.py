@@ -68,12 +68,12 @@ def assert_shown(data: bytes, *visible: str) -> None:
 
 
 def harvey(
-    workspace: Path, *args: str, input: bytes | None = None
+    workspace: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "harvey", *args],
         cwd=workspace,
-        input=input,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         timeout=120,
     )
@@ -205,6 +205,28 @@ def test_file_names_in_progress_lines(victim_workspace: Path) -> None:
     assert_nothing_raw(proc.stdout + proc.stderr, "harvey analyze")
     assert_shown(proc.stderr, "a^[]0;pwned title^G.md")
     assert_shown(proc.stderr, "skipped 1 file: docs/c^[[8m<U+009B>2J.bin")
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_an_undecodable_file_name_is_shown_not_written_as_its_bytes(
+    victim_workspace: Path, locale: str
+) -> None:
+    """A name that is not UTF-8 holds a raw C1 byte (0x9b); Python keeps it as a lone
+    surrogate, which a surrogateescape stream (Python's stdout in the C locale) would
+    write back as the byte itself."""
+    docs = victim_workspace / "docs"
+    docs.mkdir()
+    name = os.path.join(os.fsencode(docs), b"d\x9b2J\x1b]0;raw\x07.md")
+    Path(os.fsdecode(name)).write_text("The weir was rebuilt in May.\n" * 20)
+    with FakeOpenAI([], default_reply=Reply("a summary")) as srv:
+        proc = harvey(
+            victim_workspace,
+            *("analyze", "docs", "-i", "summarise", *openai(srv.url)),
+            env={"LC_ALL": locale},
+        )
+    assert_nothing_raw(proc.stdout + proc.stderr, "harvey analyze")
+    assert b"\x9b2J" not in (proc.stdout + proc.stderr).replace("\x9b".encode(), b"")
+    assert_shown(proc.stderr, "docs/d<U+DC9B>2J^[]0;raw^G.md")
 
 
 # ------------------------------------------------------------------ the REPL
