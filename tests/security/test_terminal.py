@@ -25,6 +25,7 @@ import pytest
 
 from harvey.llm.scripted import Reply
 from harvey.memory.store import Memory, MemoryStore
+from harvey.messages import ToolCall
 from tests.fakes.base import HTTPFailure
 from tests.fakes.openai import FakeOpenAI
 
@@ -148,6 +149,17 @@ def test_a_server_error_body_is_sanitised(victim_workspace: Path) -> None:
     assert proc.returncode != 0
     assert_nothing_raw(proc.stderr, "the error line")
     assert_shown(proc.stderr, "bad request ^[]52;c;", "hidden <U+009B>2J")
+
+
+def test_a_log_warning_about_a_model_s_tool_call(victim_workspace: Path) -> None:
+    """A tool name is the model's text too; the warning about its arguments names it."""
+    call = ToolCall("call_0", f"evil{TITLE}{CLIPBOARD}", [1])  # type: ignore[arg-type]
+    with FakeOpenAI([Reply(tool_calls=[call]), Reply("done")]) as srv:
+        proc = harvey(victim_workspace, "run", "hello", *openai(srv.url))
+    assert proc.returncode == 0, proc.stderr
+    assert b"arguments are not a JSON object" in proc.stderr
+    assert_nothing_raw(proc.stdout + proc.stderr, "a log warning")
+    assert_shown(proc.stderr, "tool call evil^[]0;pwned title^G^[]52;c;")
 
 
 def test_model_names_from_the_server(victim_workspace: Path) -> None:
