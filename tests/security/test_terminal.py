@@ -339,6 +339,27 @@ def test_memory_review_shows_exactly_what_is_stored(
     assert shown is not None and shown.group(1).decode() == stored[0]
 
 
+def test_names_from_a_workspace_config_in_the_prompt_and_banner(victim_workspace: Path) -> None:
+    """A cloned repository's harvey.yaml names the user (the prompt) and the model (the
+    banner, /status): neither reaches the terminal raw."""
+    (victim_workspace / "harvey.yaml").write_text(
+        'user: "ev\\e]0;pwned title\\ail"\nmodel: "fake\\e]52;c;QUJD\\a\\e[8mmodel"\n'
+    )
+    with FakeOpenAI([]) as srv:
+        child = on_pty(victim_workspace, *openai(srv.url))
+        prompt = re.escape(b"ev^[]0;pwned title^Gil>")
+        child.expect(prompt)
+        child.send("/status\r")
+        child.expect(b"remaining")
+        child.expect(prompt)
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+        child.close()
+    data = everything_read(child)
+    assert_nothing_raw(data, "the REPL's prompt and banner")
+    assert_shown(data, "fake^[]52;c;QUJD^G^[[8mmodel")
+
+
 def test_a_memory_the_model_adds_is_stored_as_the_question_showed_it(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
