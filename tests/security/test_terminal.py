@@ -127,6 +127,17 @@ def test_run_raw_keeps_the_bytes_only_when_piped(victim_workspace: Path) -> None
 
 
 @pytest.mark.parametrize("raw", [False, True], ids=["plain", "--raw"])
+def test_a_lone_surrogate_in_a_reply(victim_workspace: Path, raw: bool) -> None:
+    """JSON can spell a lone surrogate (``"\\ud83d"``), which no UTF-8 stream can write."""
+    with FakeOpenAI([Reply(f"half \ud83d an emoji {TITLE}")]) as srv:
+        flags = ["--raw"] if raw else []
+        proc = harvey(victim_workspace, "run", "hello", *flags, *openai(srv.url))
+    assert proc.returncode == 0, proc.stderr
+    expected = f"half \ufffd an emoji {TITLE}" if raw else "half <U+D83D> an emoji ^[]0;pwned"
+    assert expected.encode() in proc.stdout
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["plain", "--raw"])
 def test_run_on_a_terminal_is_sanitised_even_with_raw(victim_workspace: Path, raw: bool) -> None:
     with FakeOpenAI([Reply(HOSTILE)]) as srv:
         child = on_pty(

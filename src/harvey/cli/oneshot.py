@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator, Sequence
@@ -61,7 +62,7 @@ def run_once(
         print("harvey: --raw has no effect on a terminal; the reply is sanitised", file=sys.stderr)
     if raw and not sys.stdout.isatty():
         out = unguarded(sys.stdout)
-        out.write(reply)
+        out.write(re.sub("[\ud800-\udfff]", "\ufffd", reply))  # a lone surrogate is no UTF-8
     else:
         out = sys.stdout
         out.write(for_terminal(reply))
