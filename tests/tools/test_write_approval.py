@@ -114,8 +114,8 @@ def test_terminal_tricks_in_content_and_path_are_made_visible() -> None:
     text = preview.text()
     assert "\x1b" not in text and "\r" not in text and "\u202e" not in text
     assert "\u2028" not in text
-    assert "\\x1b[2K" in text and "\\u202e" in text and "\\x0d" in text
-    assert preview.title.startswith("Create a\\x1b[31m.txt\\x0a ")
+    assert "^[[2K" in text and "<U+202E>" in text and "^M" in text and "<U+2028>" in text
+    assert preview.title.startswith("Create a^[[31m.txt^J ")
     assert printable("tab\tkept") == "tab\tkept"
 
 

@@ -3,7 +3,9 @@
 A ``HarveyError`` prints ``harvey: MESSAGE`` on stderr and exits with its
 ``exit_code`` (2 for usage and configuration, 1 for model and tool failures);
 Ctrl-C exits 130. A traceback reaches the user only with ``HARVEY_DEBUG=1``,
-or for a bug, and it is redacted either way.
+or for a bug, and it is redacted either way. While a command runs, its stdout
+and stderr are guarded (``terminal_text.guarded``): what it prints reaches the
+terminal sanitised, a server's error body in a message included.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import click
 
 from harvey.errors import Cancelled, HarveyError
 from harvey.redact import debug_enabled, redact, redacted_traceback
+from harvey.terminal_text import guarded
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,4 +60,4 @@ def handle_errors(func: F) -> F:
         except Exception as exc:  # a bug: its traceback, as Python would print it, but redacted
             show_traceback(exc, 1)
 
-    return wrapper  # type: ignore[return-value]
+    return guarded(wrapper)  # type: ignore[return-value]

@@ -45,6 +45,12 @@ from harvey.inputs import clean_text, read_stdin
     help="Let the model create and overwrite workspace files (refused otherwise; --yes does not "
     "imply it).",
 )
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Print the reply's bytes unchanged when stdout is a pipe or a file (escape sequences "
+    "included); without it, and always on a terminal, control characters are shown as ^[ etc.",
+)
 @no_record_option
 @rag_option
 @click.pass_context
@@ -59,6 +65,7 @@ def run(
     model: str | None,
     yes: bool,
     allow_writes: bool,
+    raw: bool,
     no_record: bool,
     rag_store: str | None,
 ) -> None:
@@ -73,7 +80,13 @@ def run(
     settings = with_rag(settings, rag_store)
     sys.exit(
         run_once(
-            paths, settings, prompt, auto_yes=yes, record=not no_record, allow_writes=allow_writes
+            paths,
+            settings,
+            prompt,
+            auto_yes=yes,
+            record=not no_record,
+            allow_writes=allow_writes,
+            raw=raw,
         )
     )
 
