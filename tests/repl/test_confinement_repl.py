@@ -47,7 +47,7 @@ def test_without_confinement_even_an_allowed_command_asks(
 
 
 def test_an_unasked_git_that_the_repository_would_hijack_asks_instead(
-    spawn: Spawn, workspace: Path
+    spawn: Spawn, workspace: Path, isolated_env: Path
 ) -> None:
     """git is allow-listed (as docs/CONFIGURATION.md shows), but this repository's config
     sets a pager: the model's plain ``git log`` asks, and declining runs nothing."""
@@ -55,7 +55,7 @@ def test_an_unasked_git_that_the_repository_would_hijack_asks_instead(
 
     from harvey.llm.scripted import Reply
 
-    (workspace / "harvey.yaml").write_text("security:\n  allowed_commands: [ls, cat, git]\n")
+    (isolated_env / "harvey.yaml").write_text("security:\n  allowed_commands: [ls, cat, git]\n")
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     subprocess.run(
         ["git", "-C", str(workspace), "config", "core.pager", "echo PAGER-RAN; cat"], check=True
