@@ -15,6 +15,10 @@ anchoring the pattern at its file's folder, ``*``/``?``/``[...]`` globs and
 last matching rule of a file wins, and nothing inside an ignored folder can be
 re-included (git does not look inside it either). ``.git/info/exclude`` and a
 global excludes file are not read: they are one person's, not the project's.
+
+The walk yields secret files and hard links like any other file (so a caller
+can count what it skips); ``not_for_model`` says which of them no reader may
+open for the model, by the same rule the file tools apply.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from harvey import secret_files
+
+#: Why a file is never read for the model (skip reasons, and ``FileRefused.reason``).
+SECRET_FILE = "secret file"
+HARD_LINK = "hard link"
 
 SKIPPED_DIRS = frozenset(
     {".git", ".harvey", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox"}
@@ -179,6 +189,25 @@ def relative_posix(workspace: Path, path: Path | str) -> str:
         relative = text[len(base) + 1 :]
         return relative if os.sep == "/" else relative.replace(os.sep, "/")
     return Path(text).relative_to(workspace).as_posix()
+
+
+def not_for_model(workspace: Path, path: Path) -> str | None:
+    """``SECRET_FILE`` when ``path`` (inside ``workspace``, both resolved) is a secret file
+    by its workspace-relative name, ``HARD_LINK`` when it is a regular file with more than
+    one name, ``None`` when it may be read. ``lstat``: a link is judged as itself."""
+    try:
+        relative = relative_posix(workspace, path)
+    except ValueError:  # not under the workspace (a caller's own path): its name decides
+        relative = path.name
+    if secret_files.active().matches(relative):
+        return SECRET_FILE
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None  # the read that follows reports why
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return HARD_LINK
+    return None
 
 
 def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -> Iterator[Path]:

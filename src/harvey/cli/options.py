@@ -111,6 +111,7 @@ def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
 
     The redactor is installed before anything can print or send a key.
     """
+    from harvey import secret_files
     from harvey.config import load_settings, resolve_paths
     from harvey.redact import Redactor, install
 
@@ -120,4 +121,5 @@ def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
     if context is not None and (context.find_object(dict) or {}).get("no_memory"):
         settings.memory.enabled = False  # `harvey --no-memory ...`
     install(Redactor.from_settings(settings))
+    secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     return paths, settings
