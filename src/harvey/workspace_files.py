@@ -139,6 +139,8 @@ class GitIgnore:
         self.rules = _parse(text)
         self._root = root
         self._nested: dict[str, list[_Rule]] = {}  # folder (workspace-relative) -> rules
+        # folder -> the folders from the root down to it that have rules (most have none)
+        self._chains: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def of_workspace(cls, workspace: Path) -> GitIgnore:
@@ -153,14 +155,31 @@ class GitIgnore:
             self._nested[folder] = _read_rules(self._root / folder)
         return self._nested[folder]
 
+    def _with_rules(self, folder: str) -> tuple[str, ...]:
+        """The folders from the root down to ``folder`` (itself included) that have rules,
+        the root first. Remembered per folder and built from the nearest remembered one
+        above, without recursion: asking about every entry of a tree thousands of folders
+        deep costs its path's length, not its depth squared."""
+        pending: list[str] = []
+        current = folder
+        while current not in self._chains:
+            pending.append(current)
+            if not current:
+                break
+            current = current.rpartition("/")[0]
+        chain = self._chains.get(current, ())
+        for name in reversed(pending):
+            if self._rules_of(name):
+                chain = (*chain, name)
+            self._chains[name] = chain
+        return chain
+
     def _verdict(self, relative: str, is_dir: bool) -> bool:
         """Whether the path itself is ignored, its folders taken as not ignored."""
-        parts = relative.split("/")
         verdict = False
         # the root's file first, the deepest last: a later match wins, as in git
-        for depth in range(len(parts)):
-            folder = "/".join(parts[:depth])
-            rest = "/".join(parts[depth:])
+        for folder in self._with_rules(relative.rpartition("/")[0]):
+            rest = relative[len(folder) + 1 :] if folder else relative
             for rule in self._rules_of(folder):
                 if rule.dir_only and not is_dir:
                     continue
