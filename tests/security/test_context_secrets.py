@@ -158,6 +158,7 @@ def test_search_and_listing_show_names_never_contents(
             ("search_files", {"pattern": API_KEY[27:32]}),
             ("search_files", {"pattern": "."}),
             ("search_files", {"pattern": ".", "path": ".ssh"}),
+            ("search_files", {"pattern": ".", "path": "keys"}),  # a link to .ssh/
             ("search_files", {"pattern": ".", "path": "notes2.txt"}),
             ("search_files", {"pattern": ".", "path": "notes.txt"}),
             ("list_files", {"path": ".", "depth": 3}),
@@ -188,6 +189,53 @@ def test_a_mentioned_secret_file_is_not_attached(
     assert "under 2 bar" in sent, "ok.md was not attached: the test proves nothing"
     assert "notes.txt: not attached" in sent and "notes3.txt: not attached" in sent
     assert_nothing_leaked(result)
+
+
+def test_read_in_the_repl_refuses_a_secret_file_in_one_line(
+    victim_workspace: Path, outside: Path
+) -> None:
+    import pexpect
+
+    plant_secrets(victim_workspace, outside)
+    with FakeOpenAI([], default_reply="noted") as srv:
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "harvey", "--backend", "openai", "--base-url", srv.url],
+            cwd=str(victim_workspace),
+            env={**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"},
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(40, 200),
+        )
+        try:
+            child.expect("tester>")
+            for target, why in (
+                (".env", "secret file"),
+                ("notes.txt", "secret file"),
+                ("keys/id_ed25519", "secret file"),
+                ("notes3.txt", "hard links"),
+            ):
+                child.send(f"/read {target}\r")
+                child.expect(why)
+                child.expect("tester>")
+            child.send("/read-chunks deploy.pem summarise it\r")
+            child.expect("secret file")
+            child.expect("tester>")
+            child.send("/read ok.md\r")
+            child.expect("added ok.md")
+            child.expect("tester>")
+            child.send("what do you have?\r")
+            child.expect("noted")
+            child.expect("tester>")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            if child.isalive():
+                child.terminate(force=True)
+        sent = json.dumps(srv.chat_requests)
+    assert "under 2 bar" in sent, "the conversation never reached the server"
+    assert_no_pieces({"the model server": sent}, FILE_SECRET)
+    assert_no_pieces({"the model server": sent}, API_KEY, public=PUBLIC_WORDS)
 
 
 # ------------------------------------------------------------------------- analysis
@@ -323,6 +371,56 @@ def test_an_approved_write_keeps_its_content_while_the_preview_hides_the_key(
     assert result.proc.returncode == 0, result.proc.stderr
     assert target.read_text() == f"export KEY={API_KEY}\n"  # the file is what was approved
     result.assert_secret_absent()
+
+
+def test_security_secret_files_adds_patterns_of_the_users_own(tmp_path: Path) -> None:
+    from harvey import secret_files
+    from harvey.errors import FileRefused
+    from harvey.tools.files import ReadFileTool
+    from harvey.tools.registry import ToolContext
+    from harvey.tools.search import SearchFilesTool
+
+    (tmp_path / "prod.vault").write_text(f"{FILE_SECRET}\n")
+    (tmp_path / "config" / "prod").mkdir(parents=True)
+    (tmp_path / "config" / "prod" / "db.yaml").write_text(f"password: {FILE_SECRET}\n")
+    (tmp_path / "config" / "dev.yaml").write_text("password: dev\n")
+    ctx = ToolContext(workspace=tmp_path)
+    secret_files.install(SecretFiles(["*.vault", "config/prod/*.yaml"]))
+    try:
+        for path in ("prod.vault", "PROD.VAULT", "config/prod/db.yaml", "config/../prod.vault"):
+            with pytest.raises(FileRefused, match="secret file"):
+                ReadFileTool().run(ctx, {"path": path})
+        found = SearchFilesTool().run(ctx, {"pattern": "password|" + FILE_SECRET[:6]})
+        assert "config/dev.yaml:1: password: dev" in found and FILE_SECRET[:6] not in found
+        assert "[not searched: 2 secret files;" in found
+        with pytest.raises(FileRefused):  # the defaults stay: extra patterns only add
+            ReadFileTool().run(ctx, {"path": ".env"})
+    finally:
+        secret_files.reset()
+    assert ReadFileTool().run(ctx, {"path": "prod.vault"}) == f"{FILE_SECRET}\n"
+
+
+def test_stderr_is_redacted_a_line_at_a_time() -> None:
+    import io
+
+    from harvey.cli.errors import RedactingStderr
+    from harvey.redact import install, reset
+
+    install(Redactor([FILE_SECRET]))
+    try:
+        raw = io.StringIO()
+        err = RedactingStderr(raw)
+        half = len(FILE_SECRET) // 2
+        print("warning: key", FILE_SECRET[:half], end="", file=err)  # split across writes
+        print(FILE_SECRET[half:], "in a file named ghp_" + "a1" * 18, file=err)
+        err.write("progress " + FILE_SECRET + "\r")
+        err.write("tail " + FILE_SECRET)
+        err.flush()
+    finally:
+        reset()
+    shown = raw.getvalue()
+    assert FILE_SECRET[:6] not in shown and "ghp_a1a1" not in shown
+    assert shown.count("[REDACTED]") == 4
 
 
 # ------------------------------------------------------------- the rules, as properties
