@@ -459,3 +459,15 @@ def test_tracebacks_printed_by_the_cli_are_redacted(
     # A HarveyError is one line unless HARVEY_DEBUG; a bug always shows its traceback.
     assert err.startswith(f"harvey: server said Bearer {MARKER}\n") != bool(debug)
     assert err.count("Traceback (most recent call last)") == (2 if debug else 1)
+
+
+def test_redact_data_copes_with_arguments_nested_as_deep_as_json_allows() -> None:
+    import json
+
+    r = Redactor(["secretvalue123"])
+    depth = 900  # the C decoder stops near the recursion limit; the copy must not stop first
+    deep = json.loads("[" * depth + '{"k": "secretvalue123"}' + "]" * depth)
+    out = r.redact_data(deep)
+    for _ in range(depth):
+        out = out[0]
+    assert out == {"k": "[REDACTED]"}

@@ -240,14 +240,28 @@ class Redactor:
         return _redact_pem(text)
 
     def redact_data(self, value: Any) -> Any:
-        """Redact every string inside JSON-like data (tool-call arguments)."""
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, dict):
-            return {k: self.redact_data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_data(v) for v in value]
-        return value
+        """Redact every string inside JSON-like data (tool-call arguments).
+
+        Without recursion: a server's tool call can nest its arguments as deep as the
+        JSON decoder allows, and a recursive copy would then die of ``RecursionError``
+        a few frames further down than the decoder did."""
+        if not isinstance(value, dict | list | tuple):
+            return self.redact(value) if isinstance(value, str) else value
+        root: list[Any] = [None]
+        # (source container, the copy to fill, the key or index in the copy)
+        stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+        while stack:
+            source, parent, slot = stack.pop()
+            if isinstance(source, dict):
+                copy: Any = dict.fromkeys(source)
+                stack.extend((v, copy, k) for k, v in source.items())
+            elif isinstance(source, list | tuple):
+                copy = [None] * len(source)
+                stack.extend((v, copy, i) for i, v in enumerate(source))
+            else:
+                copy = self.redact(source) if isinstance(source, str) else source
+            parent[slot] = copy
+        return root[0]
 
 
 def secret_env_values(env: Mapping[str, str]) -> list[str]:
