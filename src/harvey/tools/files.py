@@ -100,7 +100,7 @@ def hard_link_refused(shown: str, links: int) -> FileRefused:
     return FileRefused(
         f"{shown} has {links} hard links: Harvey cannot tell where its other names are (one "
         "may be a file outside the workspace), so it never reads it for the model (see "
-        "security.secret_files in docs/CONFIGURATION.md)",
+        "'Secret files and hard links' in docs/CONFIGURATION.md)",
         HARD_LINK,
     )
 
@@ -264,8 +264,9 @@ class ReadFileTool:
         self.default_limit = default_limit
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        path = safe_path(ctx.workspace, _require_str(args, "path"))
-        check_not_secret(ctx.workspace, path, _require_str(args, "path"))  # FileRefused: error:
+        requested = _require_str(args, "path")
+        path = safe_path(ctx.workspace, requested)
+        check_not_secret(ctx.workspace, path, requested)  # FileRefused: one error: line
         offset = _int_arg(args, "offset", 0)
         limit = _int_arg(args, "limit", self.default_limit)
         shown = display_path(ctx.workspace, path)
