@@ -177,6 +177,23 @@ def test_search_and_listing_show_names_never_contents(
     assert_nothing_leaked(result)
 
 
+@pytest.mark.parametrize("guide", ["link to a secret folder", "hard link"])
+def test_harvey_md_leading_to_a_secret_is_not_in_the_system_prompt(
+    attack: Attack, victim_workspace: Path, outside: Path, guide: str
+) -> None:
+    plant_secrets(victim_workspace, outside)
+    (victim_workspace / ".ssh" / "config").write_text(CONTENT)  # no secret name of its own
+    if guide == "hard link":
+        os.link(outside / "key.txt", victim_workspace / "HARVEY.md")
+    else:
+        (victim_workspace / "HARVEY.md").symlink_to(".ssh/config")
+    result = attack([])
+    assert result.proc.returncode == 0, result.proc.stderr
+    system = result.requests[0]["messages"][0]
+    assert system["role"] == "system" and "HARVEY.md" not in system["content"]
+    assert_nothing_leaked(result)
+
+
 def test_a_mentioned_secret_file_is_not_attached(
     attack: Attack, victim_workspace: Path, outside: Path
 ) -> None:
