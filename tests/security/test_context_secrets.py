@@ -390,6 +390,23 @@ def test_an_approved_write_keeps_its_content_while_the_preview_hides_the_key(
     result.assert_secret_absent()
 
 
+def test_the_memory_profile_is_drafted_from_no_secret_file(
+    victim_workspace: Path, outside: Path
+) -> None:
+    from harvey.memory.profile import facts
+
+    plant_secrets(victim_workspace, outside)
+    (victim_workspace / "README.md").symlink_to(".env")
+    os.link(outside / "key.txt", victim_workspace / "HARVEY.md")
+    (victim_workspace / "README.rst").symlink_to("keys/id_ed25519")
+    (victim_workspace / "README.txt").write_text("A boiler controller.\n")
+    shown = facts(victim_workspace)
+    assert "Head of README.txt:\nA boiler controller." in shown
+    assert "Head of README.md" not in shown and "Head of HARVEY.md" not in shown
+    assert_no_pieces({"the profile's facts": shown}, FILE_SECRET)
+    assert_no_pieces({"the profile's facts": shown}, API_KEY, public=PUBLIC_WORDS)
+
+
 def test_security_secret_files_adds_patterns_of_the_users_own(tmp_path: Path) -> None:
     from harvey import secret_files
     from harvey.errors import FileRefused
