@@ -234,15 +234,18 @@ def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -
     the folders in ``SKIPPED_DIRS``, virtualenvs (a ``pyvenv.cfg``), symlinks and ignored paths.
 
     Symlinks are not followed: a link could lead out of the workspace, and a
-    linked file is ingested under its own path when its folder is walked.
+    linked file is ingested under its own path when its folder is walked. The walk
+    keeps its own stack (any depth; ``os.walk`` recurses in Python 3.11), and a
+    folder it cannot list is skipped.
     """
     ignore = ignore if ignore is not None else GitIgnore.of_workspace(workspace)
     stack = [folder]
     while stack:
         current = stack.pop()
         try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
-        except OSError:
+            with os.scandir(current) as listing:  # closed even when a read fails midway
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # gone, no permission, or deeper than PATH_MAX: skipped
             continue
         subdirs: list[Path] = []
         for entry in entries:
