@@ -50,6 +50,18 @@ DEFAULT_SECRET_FILES: tuple[str, ...] = (
     "kubeconfig*",
     ".kube/config",
     ".docker/config.json",
+    # more of the same kind (issue 19): keys, secrets files, state and history that hold them
+    "*.ppk",
+    "*.keytab",
+    "*.secret",
+    "*.secrets",
+    "secrets.*",
+    ".secrets",
+    "*.tfstate",
+    "*.tfstate.*",
+    "application_default_credentials.json",
+    ".config/gh/hosts.yml",
+    ".*_history",
 )
 
 #: Folders whose every file is a secret.

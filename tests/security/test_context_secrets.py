@@ -481,11 +481,17 @@ DEFAULT_NAMES = (
     "vault.kdbx",
     "kubeconfig",
     "kubeconfig.yaml",
+    "putty.ppk",
+    "secrets.yaml",
+    "prod.tfstate",
+    "terraform.tfstate.backup",
+    ".bash_history",
+    ".python_history",
 )
 STEMS = (
     "env", "pem", "key", "p12", "pfx", "jks", "kdbx", "id_rsa", "id_dsa", "id_ecdsa",
     "id_ed25519", "netrc", "npmrc", "pypirc", "pgpass", "htpasswd", "credentials",
-    "kubeconfig",
+    "kubeconfig", "ppk", "keytab", "secret", "tfstate", "_history",
 )  # fmt: skip
 
 
