@@ -16,9 +16,14 @@ last matching rule of a file wins, and nothing inside an ignored folder can be
 re-included (git does not look inside it either). ``.git/info/exclude`` and a
 global excludes file are not read: they are one person's, not the project's.
 
-The walk yields secret files and hard links like any other file (so a caller
-can count what it skips); ``not_for_model`` says which of them no reader may
-open for the model, by the same rule the file tools apply.
+It also holds the rule for which workspace files are never read for the
+model: secret files by name (``harvey.secret_files``, the installed rule) and
+regular files with more than one name (``st_nlink > 1``: a hard link's other
+name may be ``~/.ssh/id_rsa``, and nothing says where it is). The walk yields
+them like any other file, so a caller can count what it skips:
+``not_for_model`` says why one is skipped; ``check_not_secret`` and
+``check_readable`` refuse one asked for by name, judging both the name asked
+for and the real path after links (``notes.txt -> .env``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvey import secret_files
+from harvey.errors import FileRefused
 
 #: Why a file is never read for the model (skip reasons, and ``FileRefused.reason``).
 SECRET_FILE = "secret file"
@@ -208,6 +214,79 @@ def relative_posix(workspace: Path, path: Path | str) -> str:
         relative = text[len(base) + 1 :]
         return relative if os.sep == "/" else relative.replace(os.sep, "/")
     return Path(text).relative_to(workspace).as_posix()
+
+
+def _shown(root: Path, path: Path) -> str:
+    """``path`` relative to ``root`` with "/" separators ("." for the root itself), or
+    as given when it lies elsewhere (then the whole path is judged: ``~/.ssh/config``)."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return str(path)
+    return relative.as_posix() if relative.parts else "."
+
+
+def secret_refused(shown: str) -> FileRefused:
+    """The one line for a secret file: its name, never its content."""
+    return FileRefused(
+        f"{shown} is a secret file by its name (.env*, *.pem, *.key, id_rsa*, credentials*, "
+        "... or security.secret_files; see docs/CONFIGURATION.md): Harvey never reads it "
+        "for the model",
+        SECRET_FILE,
+    )
+
+
+def hard_link_refused(shown: str, links: int) -> FileRefused:
+    """The one line for a file with more than one name."""
+    return FileRefused(
+        f"{shown} has {links} hard links: Harvey cannot tell where its other names are (one "
+        "may be a file outside the workspace), so it never reads it for the model (see "
+        "'Secret files and hard links' in docs/CONFIGURATION.md)",
+        HARD_LINK,
+    )
+
+
+def _lexical_relative(root: Path, workspace: Path | str, raw: str) -> str | None:
+    """The workspace-relative spelling of what was asked for, ``..`` folded but links
+    not resolved (``None``: it does not name a place inside the workspace)."""
+    if raw.startswith("~"):
+        raw = os.path.expanduser(raw)
+    if not os.path.isabs(raw):
+        return os.path.normpath(raw)
+    normal = os.path.normpath(raw)
+    for base in (os.fspath(root), os.path.abspath(workspace)):
+        if normal == base:
+            return "."
+        if normal.startswith(base.rstrip(os.sep) + os.sep):
+            return normal[len(base.rstrip(os.sep)) + 1 :]
+    return None
+
+
+def check_not_secret(workspace: Path | str, path: Path, requested: str | None = None) -> None:
+    """Raise ``FileRefused`` when ``path`` (resolved, inside ``workspace``) or the name it
+    was asked by (``requested``) is a secret file: a link ``notes.txt -> .env`` is refused
+    by its real path, a link named ``.env`` by the name asked for."""
+    rule = secret_files.active()
+    root = Path(workspace).resolve()
+    names = [_shown(root, path)]
+    if requested is not None:
+        lexical = _lexical_relative(root, workspace, requested)
+        if lexical is not None:
+            names.append(lexical)
+    if any(name not in ("", ".") and rule.matches(name) for name in names):
+        raise secret_refused(names[-1] if len(names) > 1 else names[0])
+
+
+def check_readable(workspace: Path | str, path: Path, requested: str | None = None) -> None:
+    """``check_not_secret``, then refuse a regular file with more than one name
+    (``FileRefused``): what a reader checks before it asks, sizes up or opens."""
+    check_not_secret(workspace, path, requested)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # the read that follows says why it cannot
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise hard_link_refused(_shown(Path(workspace).resolve(), path), info.st_nlink)
 
 
 def not_for_model(workspace: Path, path: Path) -> str | None:

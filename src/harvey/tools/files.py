@@ -4,22 +4,11 @@ The workspace is the only part of the disk a model may touch, so one small
 function decides what "inside" means (symlinks resolved, ``..`` normalised,
 NUL bytes refused, ``/ws-evil`` is not ``/ws``) and every tool calls it.
 
-Some files inside are still never read for the model, because redaction cannot
-hide a key the model reads six bytes at a time:
-
-* **Secret files** (``harvey.secret_files``: ``.env*``, ``*.pem``, ``id_rsa*``,
-  ``credentials*``, ... plus ``security.secret_files``). ``readable_path``
-  checks both the name the model asked for and the real path after links are
-  resolved (``notes.txt -> .env`` is refused), case-folded and NFKC-normalised;
-  ``open_regular`` checks the name of what it opens once more, so a reader
-  that forgot ``readable_path`` still refuses.
-* **Hard links** (``st_nlink > 1``), checked on the opened file descriptor.
-  A hard link has no "target" to resolve: the other name may be
-  ``~/.ssh/id_rsa`` (planted in a clone's archive, or made by ``ln`` in a
-  command), and nothing short of searching every file system says where it
-  is. So every regular file with more than one name is refused, the
-  workspace's own included (``cp -l`` backups, pnpm's store): safe and simple
-  beats clever here.
+Some files inside are still never read for the model (redaction cannot hide a
+key read six bytes at a time): secret files by name and hard links, by the rule
+in ``workspace_files`` (``check_readable``). ``readable_path`` applies it to the
+name asked for and the real path; ``open_regular`` once more to what it opens
+(the name, and ``st_nlink`` on the descriptor), so no reader can forget it.
 
 ``read_file`` is byte-paginated so a model can page through a file of any size
 (including offloaded tool output) without blowing up its context: pages never
@@ -36,11 +25,18 @@ from typing import IO, Any
 
 from harvey import secret_files
 from harvey.context.chunking import detect_doc_type
-from harvey.errors import FileRefused, ToolError, WorkspaceError
+from harvey.errors import ToolError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.tools.approval import describe_write
 from harvey.tools.registry import ToolContext
-from harvey.workspace_files import HARD_LINK, SECRET_FILE
+from harvey.workspace_files import (
+    HARD_LINK,
+    SECRET_FILE,
+    check_not_secret,
+    check_readable,
+    hard_link_refused,
+    secret_refused,
+)
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
@@ -83,69 +79,6 @@ def safe_path(workspace: Path | str, path: Path | str) -> Path:
         shown = raw if len(raw) <= 60 else raw[:57] + "..."
         raise WorkspaceError(f"file name too long: {shown!r} (at most {_NAME_MAX} bytes a name)")
     return resolved
-
-
-def secret_refused(shown: str) -> FileRefused:
-    """The one line for a secret file: its name, never its content."""
-    return FileRefused(
-        f"{shown} is a secret file by its name (.env*, *.pem, *.key, id_rsa*, credentials*, "
-        "... or security.secret_files; see docs/CONFIGURATION.md): Harvey never reads it "
-        "for the model",
-        SECRET_FILE,
-    )
-
-
-def hard_link_refused(shown: str, links: int) -> FileRefused:
-    """The one line for a file with more than one name."""
-    return FileRefused(
-        f"{shown} has {links} hard links: Harvey cannot tell where its other names are (one "
-        "may be a file outside the workspace), so it never reads it for the model (see "
-        "'Secret files and hard links' in docs/CONFIGURATION.md)",
-        HARD_LINK,
-    )
-
-
-def _lexical_relative(root: Path, workspace: Path | str, raw: str) -> str | None:
-    """The workspace-relative spelling of what was asked for, ``..`` folded but links
-    not resolved (``None``: it does not name a place inside the workspace)."""
-    if raw.startswith("~"):
-        raw = os.path.expanduser(raw)
-    if not os.path.isabs(raw):
-        return os.path.normpath(raw)
-    normal = os.path.normpath(raw)
-    for base in (os.fspath(root), os.path.abspath(workspace)):
-        if normal == base:
-            return "."
-        if normal.startswith(base.rstrip(os.sep) + os.sep):
-            return normal[len(base.rstrip(os.sep)) + 1 :]
-    return None
-
-
-def check_not_secret(workspace: Path | str, path: Path, requested: str | None = None) -> None:
-    """Raise ``FileRefused`` when ``path`` (resolved, inside ``workspace``) or the name it
-    was asked by (``requested``) is a secret file: a link ``notes.txt -> .env`` is refused
-    by its real path, a link named ``.env`` by the name asked for."""
-    rule = secret_files.active()
-    root = Path(workspace).resolve()
-    names = [display_path(root, path)]
-    if requested is not None:
-        lexical = _lexical_relative(root, workspace, requested)
-        if lexical is not None:
-            names.append(lexical)
-    if any(name not in ("", ".") and rule.matches(name) for name in names):
-        raise secret_refused(names[-1] if len(names) > 1 else names[0])
-
-
-def check_readable(workspace: Path | str, path: Path, requested: str | None = None) -> None:
-    """``check_not_secret``, then refuse a regular file with more than one name
-    (``FileRefused``): what a reader checks before it asks, sizes up or opens."""
-    check_not_secret(workspace, path, requested)
-    try:
-        info = os.stat(path)
-    except OSError:
-        return  # the read that follows says why it cannot
-    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-        raise hard_link_refused(display_path(Path(workspace).resolve(), path), info.st_nlink)
 
 
 def readable_path(workspace: Path | str, path: Path | str) -> Path:
