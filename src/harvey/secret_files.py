@@ -17,6 +17,7 @@ whatever its name.
 from __future__ import annotations
 
 import fnmatch
+import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -68,6 +69,11 @@ DEFAULT_SECRET_FILES: tuple[str, ...] = (
 SECRET_FOLDERS: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".kube")
 
 
+def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
+    """fnmatch patterns as one regex (``(?!)`` matches nothing when there are none)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)")
+
+
 def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
@@ -80,6 +86,10 @@ class SecretFiles:
         self._names = tuple(p for p in patterns if p and "/" not in p)
         self._paths = tuple(p for p in patterns if "/" in p)
         self._folders = tuple(_fold(f) for f in SECRET_FOLDERS)
+        # One compiled regex each (what fnmatchcase does per pattern): the sandbox asks
+        # this of every entry of the workspace before each command.
+        self._name_re = _compile(self._names)
+        self._path_re = _compile([*self._paths, *("*/" + p for p in self._paths)])
 
     def matches(self, relative: str | PurePath) -> bool:
         """True when the workspace-relative path ``relative`` is a secret file (or lies in
@@ -90,14 +100,9 @@ class SecretFiles:
             return False
         if any(part in self._folders for part in parts[:-1]):
             return True
-        name = parts[-1]
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._names):
+        if self._name_re.match(parts[-1]):
             return True
-        joined = "/".join(parts)
-        return any(
-            fnmatch.fnmatchcase(joined, pattern) or fnmatch.fnmatchcase(joined, "*/" + pattern)
-            for pattern in self._paths
-        )
+        return bool(self._path_re.match("/".join(parts)))
 
     def any_matches(self, paths: Sequence[str | PurePath]) -> bool:
         return any(self.matches(p) for p in paths)

@@ -19,6 +19,7 @@ from harvey.cli.options import (
     model_options,
     no_record_option,
     rag_option,
+    trust_option,
     with_rag,
     workspace_option,
 )
@@ -30,6 +31,7 @@ from harvey.inputs import clean_text, read_stdin
 @click.command()
 @click.argument("prompt")
 @workspace_option
+@trust_option
 @model_options
 @click.option(
     "--yes",
@@ -101,6 +103,7 @@ def run(
     help="Print a Markdown section per file, then the overall answer (folders, several files).",
 )
 @workspace_option
+@trust_option
 @model_options
 @click.option(
     "--chunk-size",
