@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath, PurePosixPath
@@ -50,6 +51,18 @@ DEFAULT_SECRET_FILES: tuple[str, ...] = (
     "kubeconfig*",
     ".kube/config",
     ".docker/config.json",
+    # more of the same kind (issue 19): keys, secrets files, state and history that hold them
+    "*.ppk",
+    "*.keytab",
+    "*.secret",
+    "*.secrets",
+    "secrets.*",
+    ".secrets",
+    "*.tfstate",
+    "*.tfstate.*",
+    "application_default_credentials.json",
+    ".config/gh/hosts.yml",
+    ".*_history",
 )
 
 #: Folders whose every file is a secret.
@@ -101,3 +114,32 @@ DEFAULT = SecretFiles()
 def is_secret_file(relative: str | PurePath, extra: Iterable[str] = ()) -> bool:
     """``SecretFiles(extra).matches(relative)``: the one-off form."""
     return (SecretFiles(extra) if extra else DEFAULT).matches(relative)
+
+
+_lock = threading.Lock()
+_active: SecretFiles | None = None
+
+
+def install(rule: SecretFiles) -> SecretFiles:
+    """Make ``rule`` (the defaults plus this run's ``security.secret_files``) the one every
+    reader for the model asks: the CLI and ``open_runtime`` install it beside the redactor,
+    so the file tools, search, ingest, analysis and mentioned files agree without each
+    caller passing the settings down."""
+    global _active
+    with _lock:
+        _active = rule
+    return rule
+
+
+def active() -> SecretFiles:
+    """The installed rule, or the defaults before one is installed (library use): a reader
+    that never saw the settings still refuses ``.env``."""
+    with _lock:
+        return _active if _active is not None else DEFAULT
+
+
+def reset() -> None:
+    """Forget the installed rule (tests)."""
+    global _active
+    with _lock:
+        _active = None

@@ -94,10 +94,12 @@ def test_a_key_and_a_token_in_a_workspace_file_never_reach_the_model(
     (isolated_env / "harvey.yaml").write_text(
         f"routes:\n  - name: cloud\n    api_key: {ROUTE_KEY}\n"
     )
-    (victim_workspace / ".env").write_text(
+    # Redaction, the last line: a file with no secret-file name (a .env itself is never
+    # read at all: tests/security/test_context_secrets.py).
+    (victim_workspace / "notes.txt").write_text(
         f"OPENAI_API_KEY={API_KEY}\nGITHUB_TOKEN={GITHUB_TOKEN}\nROUTE={ROUTE_KEY}\nok=1\n"
     )
-    result = attack([("read_file", {"path": ".env"})])
+    result = attack([("read_file", {"path": "notes.txt"})])
     assert result.proc.returncode == 0, result.proc.stderr
     (output,) = [out for out in result.tool_outputs if "ok=1" in out]
     assert "OPENAI_API_KEY=[REDACTED]" in output and "GITHUB_TOKEN=ghp_[REDACTED]" in output

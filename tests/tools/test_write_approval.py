@@ -100,7 +100,7 @@ def test_binary_or_huge_current_file_is_described_not_diffed(tmp_path: Path) -> 
     binary.write_bytes(b"\x00\x01\x02")
     preview = write_preview(describe_write(binary, "b.bin", "text"))
     assert preview.title == "Overwrite b.bin (3 bytes → 4 bytes)"
-    assert preview.cut == "[the current file is not a text file; no diff shown]"
+    assert preview.cut == "[the current file is not a text file, or a hard link; no diff shown]"
     huge = tmp_path / "huge.txt"
     huge.write_bytes(b"x" * (MAX_COMPARE_BYTES + 1))
     request = describe_write(huge, "huge.txt", "small")

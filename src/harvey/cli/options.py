@@ -131,6 +131,7 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     ``ask`` (the REPL) on a terminal — put to the user as a question.
     The redactor is installed before anything can print or send a key.
     """
+    from harvey import secret_files
     from harvey.config import load_settings, resolve_paths
     from harvey.redact import Redactor, install
 
@@ -141,6 +142,7 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     if shared.get("no_memory"):
         settings.memory.enabled = False  # `harvey --no-memory ...`
     install(Redactor.from_settings(settings))
+    secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     return paths, settings
 
 
