@@ -6,6 +6,7 @@ point at a fresh 0700 folder that is removed afterwards (``scratch_folder``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -43,14 +44,61 @@ def scratch_folder() -> Iterator[Path]:
 
 
 def _remove_tree(folder: Path) -> None:
-    """Remove a folder even if the command made parts of it unreadable (``chmod 0``):
-    top-down, each subfolder is made accessible before the walk enters it."""
-    for root, dirs, _files in os.walk(folder):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):  # never chmod through a link out of the folder
+    """Remove a command's scratch folder whatever it left there, and never raise.
+
+    The command may have made parts unreadable (``chmod 0``) or nested folders
+    thousands deep (``os.walk`` and ``shutil.rmtree`` recurse, and paths that deep
+    pass ``PATH_MAX``). So the walk holds one folder descriptor at a time, goes
+    down by name and back up by ``..``, keeps only a stack of names, and makes
+    each folder accessible before it enters it. A link is removed, never followed.
+    The command and everything it started have ended, so nothing moves meanwhile.
+    """
+    try:
+        os.chmod(folder, 0o700)
+        fd = os.open(folder, _DIR_FLAGS)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    names: list[str] = []
+    try:
+        while True:
+            below = _empty_but_folders(fd)
+            if below is not None:
+                with contextlib.suppress(OSError):
+                    os.chmod(below, 0o700, dir_fd=fd)
                 try:
-                    os.chmod(path, 0o700)
-                except OSError:
-                    pass
-    shutil.rmtree(folder, ignore_errors=True)
+                    child = os.open(below, _DIR_FLAGS, dir_fd=fd)
+                except OSError:  # cannot enter it: leave it (it stays in /tmp)
+                    return
+                os.close(fd)
+                fd, names = child, [*names, below]
+                continue
+            if not names:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(names.pop(), dir_fd=fd)
+            except OSError:  # something would not go: stop rather than loop
+                return
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _empty_but_folders(fd: int) -> str | None:
+    """Unlink every non-folder in the folder ``fd``; the name of one subfolder, if any."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                return entry.name
+            with contextlib.suppress(OSError):
+                os.unlink(entry.name, dir_fd=fd)
+    return None
