@@ -58,15 +58,18 @@ MIN_SECRET_LENGTH = 8
 #: ``PAT`` alone is not a marker anywhere: it is inside ``PATH``, ``PATHEXT``,
 #: ``PYTHONPATH`` and ``XDG_*_PATH``, whose values (every folder on the system) would
 #: then be scrubbed from all output. A word is bounded by ``_`` or the name's ends, and
-#: may carry a number (``GH_PAT2``).
+#: may carry a number (``GH_PAT2``). ``AUTH`` is a word marker for the same reason
+#: (``NPM_AUTH``, ``SSH_AUTH_SOCK``; never ``GIT_AUTHOR_NAME``). The sandbox's
+#: environment scrub and the Ray start use this one rule.
 SECRET_ENV_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(?:^|_)PAT[0-9]*(?:_|$)", re.IGNORECASE
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|(?:^|_)(?:PAT|AUTH)[0-9]*(?:_|$)",
+    re.IGNORECASE,
 )
 
 
 def is_secret_env_name(name: str) -> bool:
     """Whether the environment variable ``name`` holds a secret by its name: the rule
-    redaction uses, exported so the sandbox's environment scrub can use the same one."""
+    redaction uses, and the one the sandbox and the Ray start scrub environments by."""
     return SECRET_ENV_NAME.search(name) is not None
 
 

@@ -37,35 +37,22 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from harvey.errors import ClusterError
+from harvey.redact import is_secret_env_name
 
 LOOPBACK = "127.0.0.1"
 SINGLE_MACHINE_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's loopback-only mode
 KEPT_PREFIX = "RAY_AUTH_"  # RAY_AUTH_MODE, RAY_AUTH_TOKEN(_PATH): this cluster's own token
 
-# A name holds a secret when it contains one of these anywhere (case-insensitive) ...
-SECRET_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
-# ... or has one of these as a whole word (``GH_PAT``, ``NPM_AUTH``, ``SSH_AUTH_SOCK``),
-# so that ``PATH``, ``PYTHONPATH`` and ``AUTHOR`` are not taken for secrets.
-SECRET_WORDS = frozenset({"PAT", "AUTH"})
-_WORD = re.compile(r"[A-Z0-9]+")
-
 
 def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name says it holds a secret.
-
-    Wider than redaction's suffix rule on purpose (a missing variable costs a
-    Ray worker nothing): ``OPENAI_API_KEY_PROD``, ``GH_PAT``, ``my_password``,
-    ``AWS_SECRET_ACCESS_KEY``, ``GOOGLE_APPLICATION_CREDENTIALS`` all are.
-    """
-    upper = name.upper()
-    if any(part in upper for part in SECRET_PARTS):
-        return True
-    return any(word in SECRET_WORDS for word in _WORD.findall(upper))
+    """Whether an environment variable's name says it holds a secret: redaction's rule
+    (``OPENAI_API_KEY_PROD``, ``GH_PAT``, ``my_password``, ``SSH_AUTH_SOCK``), so the
+    Ray start, the sandbox and redaction never disagree about a name."""
+    return is_secret_env_name(name)
 
 
 def ray_environment(

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from harvey.tools.sandbox_env import KEPT_ENV, SECRET_MARKERS, scratch_folder, scrubbed_env
+from harvey.tools.sandbox_env import KEPT_ENV, scratch_folder, scrubbed_env
 from harvey.tools.sandbox_profiles import (
     SEATBELT_APPROVED,
     SEATBELT_BASE,
@@ -57,7 +57,6 @@ __all__ = [
     "KEPT_ENV",
     "SEATBELT_APPROVED",
     "SEATBELT_BASE",
-    "SECRET_MARKERS",
     "Confinement",
     "Launch",
     "Policy",

@@ -14,8 +14,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from harvey.redact import is_secret_env_name
+
 KEPT_ENV = ("PATH", "LANG", "TERM")
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 def scrubbed_env(scratch: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -26,7 +27,7 @@ def scrubbed_env(scratch: Path, environ: Mapping[str, str] | None = None) -> dic
         name: value
         for name, value in environ.items()
         if (name in KEPT_ENV or name.startswith("LC_"))
-        and not any(marker in name.upper() for marker in SECRET_MARKERS)
+        and not is_secret_env_name(name)
     }
     env.setdefault("PATH", os.defpath)
     env["HOME"] = env["TMPDIR"] = str(scratch)
