@@ -166,7 +166,8 @@ def test_a_base_url_must_be_http_with_a_host(tmp_path: Path, url: str) -> None:
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "https://api.example.com/v1"])
 def test_good_base_urls_pass(tmp_path: Path, url: str) -> None:
     write(tmp_path, f"routes:\n  - name: r\n    base_url: {url}\n")
-    settings = load_settings(resolve_paths(tmp_path), {"base_url": url}, env={})
+    paths = resolve_paths(tmp_path)
+    settings = load_settings(paths, {"base_url": url}, env={}, decide=lambda _review: True)
     assert settings.base_url == url and settings.routes[0].base_url == url
 
 

@@ -136,7 +136,13 @@ def test_secret_environment_variables_are_chosen_by_name_and_length() -> None:
         "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "DB_PASSWORD": "correct horse battery",
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "TOKENIZERS_PARALLELISM": "false-but-long",
+        "PYTHONPATH": "/home/me/project/src",
+        "PATHEXT": ".COM;.EXE;.BAT;.CMD",
+        "XDG_DATA_DIRS": "/usr/local/share:/usr/share",
+        # issue 19: a marker anywhere in the name, not only at its end; PAT as a word
+        "GH_PAT": "gh-pat-value-3456",
+        "OPENAI_API_KEY_PROD": "prod-key-value-7890",
+        "MY_TOKEN_2": "token-two-value-1357",
     }
     assert sorted(secret_env_values(env)) == sorted(
         [
@@ -145,6 +151,9 @@ def test_secret_environment_variables_are_chosen_by_name_and_length() -> None:
             "secret-value-9012",
             "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
             "correct horse battery",
+            "gh-pat-value-3456",
+            "prod-key-value-7890",
+            "token-two-value-1357",
         ]
     )
 
@@ -450,3 +459,15 @@ def test_tracebacks_printed_by_the_cli_are_redacted(
     # A HarveyError is one line unless HARVEY_DEBUG; a bug always shows its traceback.
     assert err.startswith(f"harvey: server said Bearer {MARKER}\n") != bool(debug)
     assert err.count("Traceback (most recent call last)") == (2 if debug else 1)
+
+
+def test_redact_data_copes_with_arguments_nested_as_deep_as_json_allows() -> None:
+    import json
+
+    r = Redactor(["secretvalue123"])
+    depth = 900  # the C decoder stops near the recursion limit; the copy must not stop first
+    deep = json.loads("[" * depth + '{"k": "secretvalue123"}' + "]" * depth)
+    out = r.redact_data(deep)
+    for _ in range(depth):
+        out = out[0]
+    assert out == {"k": "[REDACTED]"}

@@ -333,6 +333,9 @@ class Agent:
             allowed_commands=tuple(self.settings.security.allowed_commands),
             shell_timeout=self.settings.security.shell_timeout,
             sandbox=self.settings.security.sandbox,
+            limits=self.settings.security.limits,
+            unix_sockets=self.settings.security.unix_sockets,
+            secret_files=tuple(self.settings.security.secret_files),
             harvey_home=self.harvey_home,
         )
 

@@ -1,18 +1,20 @@
 """harvey.yaml → validated settings.
 
 Precedence, highest first: command-line flags, environment, ``harvey.yaml`` at
-the workspace root, built-in defaults. Loading never writes anything; a bad
-file raises ``ConfigError`` naming the file, the line or key, and what is
+the workspace root (only its narrowing part until the workspace is trusted:
+``harvey.trust``), the user's own ``HARVEY_HOME/harvey.yaml``, built-in
+defaults; ``harvey.config_layers`` adds them up. Loading never writes anything;
+a bad file raises ``ConfigError`` naming the file, the line or key, and what is
 allowed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -28,6 +30,9 @@ from pydantic import (
 from harvey.context.chunking import Overlap
 from harvey.errors import ConfigError, UsageError
 from harvey.llm.backends import check_name
+
+if TYPE_CHECKING:
+    from harvey.trust import Review
 
 CONFIG_FILENAME = "harvey.yaml"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
@@ -310,6 +315,11 @@ class Paths:
     def sessions_db(self) -> Path:
         return self.harvey_home / "sessions.db"
 
+    @property
+    def user_config_file(self) -> Path:
+        """The user's own settings (trusted, unlike the workspace's ``config_file``)."""
+        return self.harvey_home / CONFIG_FILENAME
+
 
 def default_harvey_home(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
@@ -364,28 +374,6 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
-def load_file(path: Path) -> tuple[dict[str, Any], str]:
-    """Parse harvey.yaml into (plain data, its text); ({}, "") when it does not exist.
-
-    The text comes back too so a validation error can name the line without
-    reading the file a second time.
-    """
-    if not path.exists():
-        return {}, ""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    from harvey.config_yaml import parse  # PyYAML only when there is a file to read
-
-    data = parse(path, text)
-    if data is None:
-        return {}, text
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys (e.g. 'model: ...')")
-    return data, text
-
-
 def validate(data: dict[str, Any], source: Path | str, text: str | None = None) -> Settings:
     try:
         return Settings.model_validate(data)
@@ -406,35 +394,20 @@ def validate(data: dict[str, Any], source: Path | str, text: str | None = None) 
         raise ConfigError(message) from exc
 
 
-ENV_KEYS = {
-    "HARVEY_BACKEND": "backend",
-    "HARVEY_MODEL": "model",
-    "HARVEY_BASE_URL": "base_url",
-    "HARVEY_USER": "user",
-}
-
-
-_INSTEAD_OF = {"endpoints": "base_url", "base_url": "endpoints"}
-
-
 def load_settings(
     paths: Paths,
     overrides: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    decide: Callable[[Review], bool] | None = None,
 ) -> Settings:
-    """Merge defaults < harvey.yaml < environment < flags, then validate."""
-    env = os.environ if env is None else env
-    data, text = load_file(paths.config_file)
-    settings = validate(data, paths.config_file, text)
-    merged = settings.model_dump(exclude_unset=True)
-    layers = [{key: env[var] for var, key in ENV_KEYS.items() if env.get(var)}, overrides or {}]
-    for layer in layers:
-        for key, value in layer.items():
-            if value is not None:
-                merged[key] = value
-                if key in _INSTEAD_OF:  # --endpoint replaces base_url, --base-url endpoints
-                    merged.pop(_INSTEAD_OF[key], None)
-    return validate(merged, "command line/environment")
+    """Merge defaults < HARVEY_HOME/harvey.yaml < workspace harvey.yaml < environment <
+    flags, then validate. An untrusted workspace file that would widen anything is
+    refused (``ConfigError``) unless ``decide`` says to apply it (True) or to keep
+    only its narrowing part (False); see ``harvey.config_layers``."""
+    from harvey.config_layers import load_layers  # below this module: it is handed validate
+
+    return load_layers(paths, validate, overrides, env, decide)
 
 
 def base_url_for(backend: str, settings: Settings, env: Mapping[str, str] | None = None) -> str:

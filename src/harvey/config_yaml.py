@@ -59,6 +59,10 @@ def parse(path: Path, text: str) -> Any:
         return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
     except DuplicateKey as exc:
         raise ConfigError(f"{path}: line {exc.second_line}: {exc}") from exc
+    except RecursionError:
+        # PyYAML composes nested collections recursively: a file 5,000 levels deep ends
+        # Python's stack. One line, not a traceback (no real settings nest past ten).
+        raise ConfigError(f"{path}: nested too deeply to be a settings file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -70,7 +74,7 @@ def line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
     """The 1-based line of a key path in ``text``, None when it cannot be found."""
     try:
         document = yaml.compose(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     return _node_line(document, loc)
 

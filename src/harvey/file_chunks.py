@@ -7,7 +7,8 @@ file: the size comes from ``stat`` alone (so a FIFO is refused before an open
 could block on it), a file up to one window is read whole and chunked with its
 grammar, and a larger one is streamed through the chunker twice — once to
 count the chunks (the prompts say "chunk i of N"), once, lazily, for the map
-phase. Every read error is one ``WorkspaceError`` line naming the file.
+phase. Every read error is one ``WorkspaceError`` line naming the file; a
+secret file or a hard link is refused (``FileRefused``) before its size is used.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from harvey import secret_files
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
 from harvey.context.chunking import Chunk, ChunkConfig, DocType, chunk_document, language_for_path
 from harvey.context.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.errors import BackendError, WorkspaceError
 from harvey.llm.base import LLMClient
-from harvey.tools.files import file_kind, open_regular
+from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused
 
 
 def chunk_config(
@@ -51,13 +53,21 @@ def chunk_config(
 
 
 def regular_size(path: Path, name: str) -> int:
-    """The size of a regular file, from ``stat`` alone (a FIFO would block an open)."""
+    """The size of a regular file, from ``stat`` alone (a FIFO would block an open).
+
+    ``name`` is the workspace-relative name: a secret one is refused here, before a
+    question about its chunks could be asked, and so is a file with several names."""
+    rule = secret_files.active()
+    if rule.matches(name) or rule.matches(path.name):
+        raise secret_refused(name)
     try:
         info = os.stat(path)
     except OSError as exc:
         raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
     if not stat.S_ISREG(info.st_mode):
         raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
+    if info.st_nlink > 1:
+        raise hard_link_refused(name, info.st_nlink)
     return info.st_size
 
 

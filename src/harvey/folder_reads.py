@@ -5,8 +5,10 @@ inside the workspace and exist; a folder is walked by ``workspace_files`` (the
 walk a knowledge-store ingest makes: no ``.git/``, ``.harvey/``, virtualenvs,
 ``node_modules/`` or what ``.gitignore`` ignores); ``--include``/``--exclude``
 globs filter what was found; empty, binary and unreadable files are skipped
-and named. When nothing is left the run stops before anything is opened or
-written, with one line saying which of these emptied it (``UsageError``).
+and named, and so are secret files and hard links (``not_for_model``: never
+read for the model, counted like binaries). When nothing is left the run stops
+before anything is opened or written, with one line saying which of these
+emptied it (``UsageError``).
 
 ``analyze_files`` is the folder counterpart of ``ChunkedReads.analyze``: the
 same ``@route`` in the instruction, the same ``chunking:`` settings (the chunk
@@ -37,16 +39,22 @@ from harvey.context.folder_analysis import FolderResult, FolderRun
 from harvey.context.folder_map import FileChunks
 from harvey.context.map_support import MapExecutor
 from harvey.context.progress import make_progress
-from harvey.errors import UsageError, WorkspaceError
+from harvey.errors import FileRefused, UsageError, WorkspaceError
 from harvey.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.oversize import ChunkedReads
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
-from harvey.workspace_files import GitIgnore, matches_any, relative_posix, walk_files
+from harvey.workspace_files import (
+    GitIgnore,
+    matches_any,
+    not_for_model,
+    relative_posix,
+    walk_files,
+)
 
 KEEP_BYTES = 64 * 1024 * 1024  # chunk text kept between the count and the map phase
 SKIPPED_RULES = (
-    "binary files, .git/, .harvey/, virtualenvs, node_modules/ and what .gitignore ignores "
-    "are skipped"
+    "binary files, secret files, hard links, .git/, .harvey/, virtualenvs, node_modules/ and "
+    "what .gitignore ignores are skipped"
 )
 
 
@@ -69,8 +77,12 @@ def _relative(root: Path, path: Path) -> str:
     return relative_posix(root, path) if path != root else "."
 
 
-def _unreadable(path: Path) -> str | None:
-    """Why ``path`` cannot be analysed as text (``None``: it can), from stat and its head."""
+def _unreadable(root: Path, path: Path) -> str | None:
+    """Why ``path`` cannot be analysed as text (``None``: it can), from its name, stat and
+    its head."""
+    refused = not_for_model(root, path)
+    if refused is not None:
+        return refused
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -82,6 +94,8 @@ def _unreadable(path: Path) -> str | None:
     try:
         with open_regular(path) as handle:
             head = handle.read(BINARY_SNIFF_BYTES)
+    except FileRefused as exc:
+        return exc.reason
     except (OSError, WorkspaceError) as exc:
         return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return "binary" if looks_binary(head) else None
@@ -130,7 +144,7 @@ def collect_files(
         raise UsageError(f"--include/--exclude matched none of the {len(found)} files in {shown}")
     collected = Collected()
     for f in wanted:
-        why = _unreadable(f)
+        why = _unreadable(root, f)
         if why is None:
             collected.files.append(f)
         else:

@@ -46,11 +46,11 @@ from harvey.context.chunking import (
     detect_doc_type,
 )
 from harvey.context.prompt_budget import PromptBudget
-from harvey.errors import Cancelled, HarveyError, UsageError, WorkspaceError
+from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
-from harvey.tools.files import looks_binary, open_regular, safe_path
+from harvey.tools.files import check_readable, looks_binary, open_regular, readable_path
 from harvey.ui import AgentUI
 
 CANCELLED_TEXT = "File read cancelled by user."
@@ -187,6 +187,7 @@ class ChunkedReads:
         cannot be read, ``SynthesisError`` and ``Cancelled`` from the analysis.
         """
         turn = self._turn(turn)
+        check_readable(self.workspace, path)  # a secret file or a hard link: FileRefused
         name = self._name(path)
         size = regular_size(path, name)
         if size == 0:
@@ -265,7 +266,10 @@ class ChunkedReads:
         for token in PATH_TOKEN.findall(text):
             candidate = token.strip(".,;:'\"`()")
             try:
-                path = safe_path(self.workspace, candidate)
+                path = readable_path(self.workspace, candidate)
+            except FileRefused as exc:  # named, so the model knows why it has nothing
+                attachments.append(f"[{candidate}: not attached: {exc}]")
+                continue
             except HarveyError:
                 continue
             if path in seen or not path.is_file():
@@ -281,8 +285,11 @@ class ChunkedReads:
         return Attached(text + "\n\n" + "\n\n".join(attachments), answer)
 
     def read_for_context(self, path: Path, turn: ReadTurn | None = None) -> ContextRead:
-        """Read a whole file into the conversation, behind the pre-read guard."""
+        """Read a whole file into the conversation, behind the pre-read guard.
+
+        Raises ``FileRefused`` for a secret file (``/read .env``) or a hard link."""
         turn = self._turn(turn)
+        check_readable(self.workspace, path)
         name = self._name(path)
         if self.settings.enabled:
             budget = self.budget.read_budget(turn.client, turn.pending)
@@ -309,6 +316,8 @@ def _attachment(path: Path, name: str) -> str:
     try:
         with open_regular(path) as handle:  # never a FIFO, never more than the limit
             raw = handle.read(ATTACH_LIMIT_BYTES + 1)
+    except FileRefused as exc:
+        return f"[{name}: not attached: {exc}]"
     except WorkspaceError:
         return f"[{name}: not a regular file, not attached]"
     except OSError as exc:

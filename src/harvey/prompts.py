@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harvey.errors import HarveyError
-from harvey.tools.files import open_regular, safe_path
+from harvey.tools.files import open_regular, readable_path
 
 PREAMBLE = """\
 You are Harvey, a careful assistant working with the documents and code in the \
@@ -38,11 +38,12 @@ def _read_guide(workspace: Path) -> str:
 
     The file comes from the workspace, which may be hostile: it is read only if
     it is a regular file that stays inside the workspace (a link to a key file
-    elsewhere is not followed) and only up to the limit (a FIFO would block, a
-    huge file would be read whole).
+    elsewhere is not followed), not a secret file (a link to ``.ssh/config``) nor
+    a hard link, and only up to the limit (a FIFO would block, a huge file would
+    be read whole).
     """
     try:
-        with open_regular(safe_path(workspace, HARVEY_MD)) as handle:
+        with open_regular(readable_path(workspace, HARVEY_MD)) as handle:
             raw = handle.read(HARVEY_MD_LIMIT)
     except (OSError, HarveyError):
         return ""

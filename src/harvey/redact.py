@@ -12,7 +12,9 @@ Two kinds of secret are removed:
 
 * **Configured secrets**, matched verbatim: ``api_key`` in the settings and in
   every route, and the values of environment variables whose names say they
-  hold one (``OPENAI_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ...), when they are
+  hold one (:func:`is_secret_env_name`: ``KEY``, ``TOKEN``, ``SECRET``,
+  ``PASSWORD``/``PASSWD`` or ``CREDENTIAL`` anywhere in the name, ``PAT`` as a
+  word: ``OPENAI_API_KEY_PROD``, ``MY_TOKEN_2``, ``GH_PAT``), when they are
   long enough (``MIN_SECRET_LENGTH``) to be a secret rather than a word.
 * **Token-shaped strings**: ``Bearer …``, OpenAI ``sk-…``, GitHub ``ghp_…`` and
   ``github_pat_…``, Slack ``xox?-…``, AWS ``AKIA…``/``ASIA…``, Google ``AIza…``,
@@ -50,10 +52,25 @@ MARKER = "[REDACTED]"
 #: Shorter values are words, not secrets; replacing them would garble output.
 MIN_SECRET_LENGTH = 8
 
-#: Environment variables whose values are secrets, by the end of their name.
+#: Environment variables whose values are secrets: a marker anywhere in the name
+#: (``OPENAI_API_KEY_PROD``, ``MY_TOKEN_2``, ``DB_PASSWORD_FILE``: a suffix rule missed
+#: these), or ``PAT`` (a personal access token: ``GH_PAT``) as a word of its own.
+#: ``PAT`` alone is not a marker anywhere: it is inside ``PATH``, ``PATHEXT``,
+#: ``PYTHONPATH`` and ``XDG_*_PATH``, whose values (every folder on the system) would
+#: then be scrubbed from all output. A word is bounded by ``_`` or the name's ends, and
+#: may carry a number (``GH_PAT2``). ``AUTH`` is a word marker for the same reason
+#: (``NPM_AUTH``, ``SSH_AUTH_SOCK``; never ``GIT_AUTHOR_NAME``). The sandbox's
+#: environment scrub and the Ray start use this one rule.
 SECRET_ENV_NAME = re.compile(
-    r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|(?:^|_)(?:PAT|AUTH)[0-9]*(?:_|$)",
+    re.IGNORECASE,
 )
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether the environment variable ``name`` holds a secret by its name: the rule
+    redaction uses, and the one the sandbox and the Ray start scrub environments by."""
+    return SECRET_ENV_NAME.search(name) is not None
 
 
 @dataclass(frozen=True)
@@ -226,14 +243,28 @@ class Redactor:
         return _redact_pem(text)
 
     def redact_data(self, value: Any) -> Any:
-        """Redact every string inside JSON-like data (tool-call arguments)."""
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, dict):
-            return {k: self.redact_data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_data(v) for v in value]
-        return value
+        """Redact every string inside JSON-like data (tool-call arguments).
+
+        Without recursion: a server's tool call can nest its arguments as deep as the
+        JSON decoder allows, and a recursive copy would then die of ``RecursionError``
+        a few frames further down than the decoder did."""
+        if not isinstance(value, dict | list | tuple):
+            return self.redact(value) if isinstance(value, str) else value
+        root: list[Any] = [None]
+        # (source container, the copy to fill, the key or index in the copy)
+        stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+        while stack:
+            source, parent, slot = stack.pop()
+            if isinstance(source, dict):
+                copy: Any = dict.fromkeys(source)
+                stack.extend((v, copy, k) for k, v in source.items())
+            elif isinstance(source, list | tuple):
+                copy = [None] * len(source)
+                stack.extend((v, copy, i) for i, v in enumerate(source))
+            else:
+                copy = self.redact(source) if isinstance(source, str) else source
+            parent[slot] = copy
+        return root[0]
 
 
 def secret_env_values(env: Mapping[str, str]) -> list[str]:
@@ -241,7 +272,7 @@ def secret_env_values(env: Mapping[str, str]) -> list[str]:
     return [
         value
         for name, value in env.items()
-        if SECRET_ENV_NAME.search(name) and len(value.strip()) >= MIN_SECRET_LENGTH
+        if is_secret_env_name(name) and len(value.strip()) >= MIN_SECRET_LENGTH
     ]
 
 

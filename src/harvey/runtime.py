@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harvey import secret_files
 from harvey.agent import Agent, default_user_name
 from harvey.clients import Clients
 from harvey.config import Paths, SessionSettings, Settings
@@ -121,6 +122,7 @@ def open_runtime(
     missing or unreadable one leaves no ``HARVEY_HOME`` or ``sessions.db``.
     """
     install(Redactor.from_settings(settings))  # the keys of *these* settings are redacted
+    secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     imported = _history_from_file(resume_file, ui) if resume_file is not None else None
     client = make_client(settings)
     store = open_store(paths)

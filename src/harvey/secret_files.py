@@ -17,6 +17,8 @@ whatever its name.
 from __future__ import annotations
 
 import fnmatch
+import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath, PurePosixPath
@@ -49,10 +51,27 @@ DEFAULT_SECRET_FILES: tuple[str, ...] = (
     "kubeconfig*",
     ".kube/config",
     ".docker/config.json",
+    # more of the same kind (issue 19): keys, secrets files, state and history that hold them
+    "*.ppk",
+    "*.keytab",
+    "*.secret",
+    "*.secrets",
+    "secrets.*",
+    ".secrets",
+    "*.tfstate",
+    "*.tfstate.*",
+    "application_default_credentials.json",
+    ".config/gh/hosts.yml",
+    ".*_history",
 )
 
 #: Folders whose every file is a secret.
 SECRET_FOLDERS: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".kube")
+
+
+def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
+    """fnmatch patterns as one regex (``(?!)`` matches nothing when there are none)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)")
 
 
 def _fold(text: str) -> str:
@@ -67,6 +86,10 @@ class SecretFiles:
         self._names = tuple(p for p in patterns if p and "/" not in p)
         self._paths = tuple(p for p in patterns if "/" in p)
         self._folders = tuple(_fold(f) for f in SECRET_FOLDERS)
+        # One compiled regex each (what fnmatchcase does per pattern): the sandbox asks
+        # this of every entry of the workspace before each command.
+        self._name_re = _compile(self._names)
+        self._path_re = _compile([*self._paths, *("*/" + p for p in self._paths)])
 
     def matches(self, relative: str | PurePath) -> bool:
         """True when the workspace-relative path ``relative`` is a secret file (or lies in
@@ -77,14 +100,9 @@ class SecretFiles:
             return False
         if any(part in self._folders for part in parts[:-1]):
             return True
-        name = parts[-1]
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._names):
+        if self._name_re.match(parts[-1]):
             return True
-        joined = "/".join(parts)
-        return any(
-            fnmatch.fnmatchcase(joined, pattern) or fnmatch.fnmatchcase(joined, "*/" + pattern)
-            for pattern in self._paths
-        )
+        return bool(self._path_re.match("/".join(parts)))
 
     def any_matches(self, paths: Sequence[str | PurePath]) -> bool:
         return any(self.matches(p) for p in paths)
@@ -96,3 +114,32 @@ DEFAULT = SecretFiles()
 def is_secret_file(relative: str | PurePath, extra: Iterable[str] = ()) -> bool:
     """``SecretFiles(extra).matches(relative)``: the one-off form."""
     return (SecretFiles(extra) if extra else DEFAULT).matches(relative)
+
+
+_lock = threading.Lock()
+_active: SecretFiles | None = None
+
+
+def install(rule: SecretFiles) -> SecretFiles:
+    """Make ``rule`` (the defaults plus this run's ``security.secret_files``) the one every
+    reader for the model asks: the CLI and ``open_runtime`` install it beside the redactor,
+    so the file tools, search, ingest, analysis and mentioned files agree without each
+    caller passing the settings down."""
+    global _active
+    with _lock:
+        _active = rule
+    return rule
+
+
+def active() -> SecretFiles:
+    """The installed rule, or the defaults before one is installed (library use): a reader
+    that never saw the settings still refuses ``.env``."""
+    with _lock:
+        return _active if _active is not None else DEFAULT
+
+
+def reset() -> None:
+    """Forget the installed rule (tests)."""
+    global _active
+    with _lock:
+        _active = None

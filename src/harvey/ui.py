@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 import sys
-import unicodedata
 from dataclasses import dataclass
 from typing import Protocol, TextIO
+
+from harvey.terminal_text import for_terminal
 
 
 class WriteChoice(enum.Enum):
@@ -41,20 +42,14 @@ class WriteRequest:
 
 
 def printable(text: str) -> str:
-    """``text`` with control, format and line-separator characters made visible.
+    """``text`` kept on one line with every control made visible: ``for_terminal``.
 
     Paths and file contents come from the model, which may be steered by a
     hostile file: an escape sequence or a bidi override in a diff could hide
     the line that matters from the person approving it, so none reaches the
-    terminal raw (tab is kept).
+    terminal raw (tab is kept, a newline shown as ``^J``).
     """
-    out = []
-    for c in text:
-        if c != "\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-    return "".join(out)
+    return for_terminal(text, one_line=True)
 
 
 class AgentUI(Protocol):
@@ -94,7 +89,7 @@ class HeadlessUI:
 
     def confirm(self, question: str) -> bool:
         if self.auto_yes:
-            print(f"{question} yes (--yes)", file=self.err)
+            print(for_terminal(f"{question} yes (--yes)"), file=self.err)
         return self.auto_yes
 
     def ask_chunk_instruction(self, alert: str, default: str) -> str | None:
@@ -112,4 +107,4 @@ class HeadlessUI:
         return self.err
 
     def warn(self, message: str) -> None:
-        print(f"warning: {message}", file=self.err)
+        print(f"warning: {for_terminal(message)}", file=self.err)

@@ -15,6 +15,15 @@ anchoring the pattern at its file's folder, ``*``/``?``/``[...]`` globs and
 last matching rule of a file wins, and nothing inside an ignored folder can be
 re-included (git does not look inside it either). ``.git/info/exclude`` and a
 global excludes file are not read: they are one person's, not the project's.
+
+It also holds the rule for which workspace files are never read for the
+model: secret files by name (``harvey.secret_files``, the installed rule) and
+regular files with more than one name (``st_nlink > 1``: a hard link's other
+name may be ``~/.ssh/id_rsa``, and nothing says where it is). The walk yields
+them like any other file, so a caller can count what it skips:
+``not_for_model`` says why one is skipped; ``check_not_secret`` and
+``check_readable`` refuse one asked for by name, judging both the name asked
+for and the real path after links (``notes.txt -> .env``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,13 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from harvey import secret_files
+from harvey.errors import FileRefused
+
+#: Why a file is never read for the model (skip reasons, and ``FileRefused.reason``).
+SECRET_FILE = "secret file"
+HARD_LINK = "hard link"
 
 SKIPPED_DIRS = frozenset(
     {".git", ".harvey", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox"}
@@ -129,6 +145,8 @@ class GitIgnore:
         self.rules = _parse(text)
         self._root = root
         self._nested: dict[str, list[_Rule]] = {}  # folder (workspace-relative) -> rules
+        # folder -> the folders from the root down to it that have rules (most have none)
+        self._chains: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def of_workspace(cls, workspace: Path) -> GitIgnore:
@@ -143,14 +161,31 @@ class GitIgnore:
             self._nested[folder] = _read_rules(self._root / folder)
         return self._nested[folder]
 
+    def _with_rules(self, folder: str) -> tuple[str, ...]:
+        """The folders from the root down to ``folder`` (itself included) that have rules,
+        the root first. Remembered per folder and built from the nearest remembered one
+        above, without recursion: asking about every entry of a tree thousands of folders
+        deep costs its path's length, not its depth squared."""
+        pending: list[str] = []
+        current = folder
+        while current not in self._chains:
+            pending.append(current)
+            if not current:
+                break
+            current = current.rpartition("/")[0]
+        chain = self._chains.get(current, ())
+        for name in reversed(pending):
+            if self._rules_of(name):
+                chain = (*chain, name)
+            self._chains[name] = chain
+        return chain
+
     def _verdict(self, relative: str, is_dir: bool) -> bool:
         """Whether the path itself is ignored, its folders taken as not ignored."""
-        parts = relative.split("/")
         verdict = False
         # the root's file first, the deepest last: a later match wins, as in git
-        for depth in range(len(parts)):
-            folder = "/".join(parts[:depth])
-            rest = "/".join(parts[depth:])
+        for folder in self._with_rules(relative.rpartition("/")[0]):
+            rest = relative[len(folder) + 1 :] if folder else relative
             for rule in self._rules_of(folder):
                 if rule.dir_only and not is_dir:
                     continue
@@ -181,20 +216,115 @@ def relative_posix(workspace: Path, path: Path | str) -> str:
     return Path(text).relative_to(workspace).as_posix()
 
 
+def _shown(root: Path, path: Path) -> str:
+    """``path`` relative to ``root`` with "/" separators ("." for the root itself), or
+    as given when it lies elsewhere (then the whole path is judged: ``~/.ssh/config``)."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return str(path)
+    return relative.as_posix() if relative.parts else "."
+
+
+def secret_refused(shown: str) -> FileRefused:
+    """The one line for a secret file: its name, never its content."""
+    return FileRefused(
+        f"{shown} is a secret file by its name (.env*, *.pem, *.key, id_rsa*, credentials*, "
+        "... or security.secret_files; see docs/CONFIGURATION.md): Harvey never reads it "
+        "for the model",
+        SECRET_FILE,
+    )
+
+
+def hard_link_refused(shown: str, links: int) -> FileRefused:
+    """The one line for a file with more than one name."""
+    return FileRefused(
+        f"{shown} has {links} hard links: Harvey cannot tell where its other names are (one "
+        "may be a file outside the workspace), so it never reads it for the model (see "
+        "'Secret files and hard links' in docs/CONFIGURATION.md)",
+        HARD_LINK,
+    )
+
+
+def _lexical_relative(root: Path, workspace: Path | str, raw: str) -> str | None:
+    """The workspace-relative spelling of what was asked for, ``..`` folded but links
+    not resolved (``None``: it does not name a place inside the workspace)."""
+    if raw.startswith("~"):
+        raw = os.path.expanduser(raw)
+    if not os.path.isabs(raw):
+        return os.path.normpath(raw)
+    normal = os.path.normpath(raw)
+    for base in (os.fspath(root), os.path.abspath(workspace)):
+        if normal == base:
+            return "."
+        if normal.startswith(base.rstrip(os.sep) + os.sep):
+            return normal[len(base.rstrip(os.sep)) + 1 :]
+    return None
+
+
+def check_not_secret(workspace: Path | str, path: Path, requested: str | None = None) -> None:
+    """Raise ``FileRefused`` when ``path`` (resolved, inside ``workspace``) or the name it
+    was asked by (``requested``) is a secret file: a link ``notes.txt -> .env`` is refused
+    by its real path, a link named ``.env`` by the name asked for."""
+    rule = secret_files.active()
+    root = Path(workspace).resolve()
+    names = [_shown(root, path)]
+    if requested is not None:
+        lexical = _lexical_relative(root, workspace, requested)
+        if lexical is not None:
+            names.append(lexical)
+    if any(name not in ("", ".") and rule.matches(name) for name in names):
+        raise secret_refused(names[-1] if len(names) > 1 else names[0])
+
+
+def check_readable(workspace: Path | str, path: Path, requested: str | None = None) -> None:
+    """``check_not_secret``, then refuse a regular file with more than one name
+    (``FileRefused``): what a reader checks before it asks, sizes up or opens."""
+    check_not_secret(workspace, path, requested)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # the read that follows says why it cannot
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise hard_link_refused(_shown(Path(workspace).resolve(), path), info.st_nlink)
+
+
+def not_for_model(workspace: Path, path: Path) -> str | None:
+    """``SECRET_FILE`` when ``path`` (inside ``workspace``, both resolved) is a secret file
+    by its workspace-relative name, ``HARD_LINK`` when it is a regular file with more than
+    one name, ``None`` when it may be read. ``lstat``: a link is judged as itself."""
+    try:
+        relative = relative_posix(workspace, path)
+    except ValueError:  # not under the workspace (a caller's own path): its name decides
+        relative = path.name
+    if secret_files.active().matches(relative):
+        return SECRET_FILE
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None  # the read that follows reports why
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return HARD_LINK
+    return None
+
+
 def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -> Iterator[Path]:
     """Regular files under ``folder`` (inside ``workspace``, both resolved), sorted, skipping
     the folders in ``SKIPPED_DIRS``, virtualenvs (a ``pyvenv.cfg``), symlinks and ignored paths.
 
     Symlinks are not followed: a link could lead out of the workspace, and a
-    linked file is ingested under its own path when its folder is walked.
+    linked file is ingested under its own path when its folder is walked. The walk
+    keeps its own stack (any depth; ``os.walk`` recurses in Python 3.11), and a
+    folder it cannot list is skipped.
     """
     ignore = ignore if ignore is not None else GitIgnore.of_workspace(workspace)
     stack = [folder]
     while stack:
         current = stack.pop()
         try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
-        except OSError:
+            with os.scandir(current) as listing:  # closed even when a read fails midway
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # gone, no permission, or deeper than PATH_MAX: skipped
             continue
         subdirs: list[Path] = []
         for entry in entries:

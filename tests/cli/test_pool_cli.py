@@ -45,8 +45,8 @@ def test_endpoints_in_harvey_yaml(harvey: Run, workspace: Path) -> None:
         (workspace / "harvey.yaml").write_text(
             f"backend: openai\nendpoints:\n  - {a.url}\n  - url: {b.url}\n    max_in_flight: 2\n"
         )
-        proc = harvey("run", "hello")
-        models = harvey("models")
+        proc = harvey("run", "--trust", "hello")  # servers in a workspace file: trusted here
+        models = harvey("--trust", "models")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "from a\n"
     assert models.returncode == 0, models.stderr
@@ -58,7 +58,7 @@ def test_base_url_and_endpoints_together_is_a_config_error(harvey: Run, workspac
     (workspace / "harvey.yaml").write_text(
         "backend: openai\nbase_url: http://127.0.0.1:9/v1\nendpoints: [http://127.0.0.1:8/v1]\n"
     )
-    assert_one_line_error(harvey("run", "hi"), 2, "not both")
+    assert_one_line_error(harvey("run", "--trust", "hi"), 2, "not both")
 
 
 def test_an_endpoint_serving_another_model_is_refused(harvey: Run, workspace: Path) -> None:

@@ -74,17 +74,20 @@ def test_an_unreachable_cluster_is_one_line_and_nothing_is_half_written(
     _nothing_written(workspace)
 
 
-def test_the_executor_can_come_from_harvey_yaml(harvey: Run, workspace: Path) -> None:
+def test_the_executor_can_come_from_harvey_yaml(
+    harvey: Run, workspace: Path, isolated_env: Path
+) -> None:
     write_doc(workspace)
     port = _closed_port()
-    (workspace / "harvey.yaml").write_text(
+    # Joining a cluster widens what Harvey does: the user's own file may say so.
+    (isolated_env / "harvey.yaml").write_text(
         f"retries: 0\nanalysis:\n  executor: ray\n  ray_address: '127.0.0.1:{port}'\n"
     )
     proc = _analyze(harvey)
     assert_one_line_error(proc, 1, f"cannot reach the Ray cluster at 127.0.0.1:{port}")
     local = _analyze(harvey, "--executor", "local")  # the flag wins: the server is asked
     assert "Ray" not in local.stderr and "127.0.0.1:9" in local.stderr, local.stderr
-    (workspace / "harvey.yaml").write_text("analysis:\n  executor: spark\n")
+    (isolated_env / "harvey.yaml").write_text("analysis:\n  executor: spark\n")
     assert_one_line_error(_analyze(harvey), 2, "analysis.executor")
 
 

@@ -59,9 +59,10 @@ def test_a_later_layer_replaces_the_other_way_to_the_server(tmp_path: Path) -> N
 
     (tmp_path / "harvey.yaml").write_text("endpoints: [http://127.0.0.1:8/v1]\n")
     paths = resolve_paths(tmp_path)
-    by_env = load_settings(paths, env={"HARVEY_BASE_URL": "http://127.0.0.1:9/v1"})
+    trusted = {"decide": lambda _review: True}  # servers in a workspace file need trust
+    by_env = load_settings(paths, env={"HARVEY_BASE_URL": "http://127.0.0.1:9/v1"}, **trusted)
     assert (by_env.base_url, by_env.endpoints) == ("http://127.0.0.1:9/v1", [])
     (tmp_path / "harvey.yaml").write_text("base_url: http://127.0.0.1:9/v1\n")
-    by_flag = load_settings(paths, {"endpoints": ["http://127.0.0.1:7/v1"]}, env={})
+    by_flag = load_settings(paths, {"endpoints": ["http://127.0.0.1:7/v1"]}, env={}, **trusted)
     assert by_flag.base_url is None
     assert [e.url for e in by_flag.endpoints] == ["http://127.0.0.1:7/v1"]

@@ -18,7 +18,9 @@ from .conftest import PROMPT, Spawn, send_line
 from .test_repl import finish
 
 
-def test_recorded_repl_session_round_trips(spawn: Spawn, workspace: Path) -> None:
+def test_recorded_repl_session_round_trips(
+    spawn: Spawn, workspace: Path, isolated_env: Path
+) -> None:
     (workspace / "notes.md").write_text("# Notes\n\nThe pump was installed in 1863.\n")
     main_script = [
         Reply(tool_calls=[("read_file", {"path": "notes.md"})]),
@@ -29,7 +31,8 @@ def test_recorded_repl_session_round_trips(spawn: Spawn, workspace: Path) -> Non
         FakeOpenAI(main_script, models=["mainmodel"]) as main,
         FakeOpenAI([Reply(tool_calls=[("list_files", {})]), Reply("Two files here.")]) as other,
     ):
-        (workspace / "harvey.yaml").write_text(
+        # A route's server is the user's own setting (a workspace file's would ask first).
+        (isolated_env / "harvey.yaml").write_text(
             "routes:\n  - name: scout\n    backend: openai\n"
             f"    base_url: {other.url}\n    model: scout-model\n"
         )

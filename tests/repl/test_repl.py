@@ -154,12 +154,12 @@ def test_overflow_alert_no_cancels(spawn: Spawn, workspace: Path) -> None:
     assert tool_msg["content"] == "File read cancelled by user."
 
 
-def test_route_turn_is_attributed(spawn: Spawn, workspace: Path) -> None:
+def test_route_turn_is_attributed(spawn: Spawn, workspace: Path, isolated_env: Path) -> None:
     with (
         FakeOpenAI([Reply("main reply")]) as main,
         FakeOpenAI([Reply(tool_calls=[("list_files", {})]), Reply("route reply")]) as other,
     ):
-        (workspace / "harvey.yaml").write_text(
+        (isolated_env / "harvey.yaml").write_text(  # the user's own file: a route's server
             f"routes:\n  - name: helper\n    backend: openai\n    base_url: {other.url}\n    model: helper-model\n"
         )
         child = spawn("--backend", "openai", "--base-url", main.url)

@@ -37,8 +37,10 @@ class AttackResult:
     tool_outputs: list[str] = field(default_factory=list)
 
     def everything_stored(self) -> bytes:
-        """The bytes of sessions.db (with WAL) and every session recording."""
-        blobs = [p.read_bytes() for p in sorted(self.home.rglob("*")) if p.is_file()]
+        """The bytes of sessions.db (with WAL) and every session recording: everything in
+        HARVEY_HOME but the user's own harvey.yaml, where a key may rightly sit."""
+        own = self.home / "harvey.yaml"
+        blobs = [p.read_bytes() for p in sorted(self.home.rglob("*")) if p.is_file() and p != own]
         harvey_dir = self.workspace / ".harvey"
         if harvey_dir.exists():
             blobs += [p.read_bytes() for p in sorted(harvey_dir.rglob("*")) if p.is_file()]

@@ -85,11 +85,12 @@ def test_sort_compress_program_has_no_effect(
 
 
 def test_an_allow_listed_shell_runs_hostile_lines_that_can_do_nothing(
-    attack: Attack, victim_workspace: Path, outside: Path, stray: Path
+    attack: Attack, victim_workspace: Path, outside: Path, stray: Path, isolated_env: Path
 ) -> None:
     """A user who allow-lists ``sh`` leaves only the kernel between the model and the disk:
     the option checks pass ``sh cmds.txt``, the hostile lines really run, and achieve nothing."""
-    (victim_workspace / "harvey.yaml").write_text("security:\n  allowed_commands: [sh, ls, cat]\n")
+    # The user's own HARVEY_HOME/harvey.yaml: a workspace file may not allow-list anything.
+    (isolated_env / "harvey.yaml").write_text("security:\n  allowed_commands: [sh, ls, cat]\n")
     (victim_workspace / "cmds.txt").write_text(hostile_script(victim_workspace, outside, stray))
     before_outside, before_ws = snapshot(outside), workspace_files(victim_workspace)
     result = attack([("run_shell", {"command": "sh cmds.txt"})])
@@ -143,9 +144,9 @@ def test_option_tricks_cannot_reach_outside(
 
 
 def test_no_confinement_means_even_ls_is_refused_in_batch_mode(
-    attack: Attack, victim_workspace: Path
+    attack: Attack, victim_workspace: Path, isolated_env: Path
 ) -> None:
-    (victim_workspace / "harvey.yaml").write_text("security:\n  sandbox: none\n")
+    (isolated_env / "harvey.yaml").write_text("security:\n  sandbox: none\n")
     (victim_workspace / "notes.md").write_text("x\n")
     result = attack([("run_shell", {"command": "ls"})])
     assert result.proc.returncode == 0, result.proc.stderr
@@ -164,11 +165,13 @@ def test_doctor_reports_the_confinement(victim_workspace: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "confinement: landlock (ABI " in done.stdout
     assert "workspace read-only, no network, no /proc" in done.stdout
+    assert "capabilities: none" in done.stdout and "process limit: " in done.stdout
+    assert "secret files" in done.stdout and "denied (security.unix_sockets)" in done.stdout
     assert API_KEY not in done.stdout
 
 
-def test_doctor_says_none_when_configured_off(victim_workspace: Path) -> None:
-    (victim_workspace / "harvey.yaml").write_text("security:\n  sandbox: none\n")
+def test_doctor_says_none_when_configured_off(victim_workspace: Path, isolated_env: Path) -> None:
+    (isolated_env / "harvey.yaml").write_text("security:\n  sandbox: none\n")
     done = subprocess.run(
         [sys.executable, "-m", "harvey", "doctor"],
         cwd=victim_workspace,

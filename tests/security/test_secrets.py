@@ -49,7 +49,9 @@ class EchoingOpenAI(FakeOpenAI):
 
 
 def _stored(workspace: Path, home: Path) -> bytes:
+    own = home / "harvey.yaml"  # the user's own settings, where a key may rightly sit
     files = [p for root in (home, workspace / ".harvey") for p in root.rglob("*") if p.is_file()]
+    files = [p for p in files if p != own]
     return b"\n".join(p.read_bytes() for p in sorted(files))
 
 
@@ -86,15 +88,18 @@ def _run_against(
 
 
 def test_a_key_and_a_token_in_a_workspace_file_never_reach_the_model(
-    attack: Attack, victim_workspace: Path
+    attack: Attack, victim_workspace: Path, isolated_env: Path
 ) -> None:
-    (victim_workspace / "harvey.yaml").write_text(
+    # The route's key is the user's own (a key in the workspace's harvey.yaml is refused).
+    (isolated_env / "harvey.yaml").write_text(
         f"routes:\n  - name: cloud\n    api_key: {ROUTE_KEY}\n"
     )
-    (victim_workspace / ".env").write_text(
+    # Redaction, the last line: a file with no secret-file name (a .env itself is never
+    # read at all: tests/security/test_context_secrets.py).
+    (victim_workspace / "notes.txt").write_text(
         f"OPENAI_API_KEY={API_KEY}\nGITHUB_TOKEN={GITHUB_TOKEN}\nROUTE={ROUTE_KEY}\nok=1\n"
     )
-    result = attack([("read_file", {"path": ".env"})])
+    result = attack([("read_file", {"path": "notes.txt"})])
     assert result.proc.returncode == 0, result.proc.stderr
     (output,) = [out for out in result.tool_outputs if "ok=1" in out]
     assert "OPENAI_API_KEY=[REDACTED]" in output and "GITHUB_TOKEN=ghp_[REDACTED]" in output
@@ -147,7 +152,7 @@ def test_a_server_echoing_the_authorization_header_shows_no_key(
 def test_the_debug_traceback_is_shown_without_the_key_from_harvey_yaml(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
-    (victim_workspace / "harvey.yaml").write_text(f"api_key: {YAML_KEY}\n")
+    (isolated_env / "harvey.yaml").write_text(f"api_key: {YAML_KEY}\n")  # the user's own file
     proc = _run_against(EchoingOpenAI(), victim_workspace, {"HARVEY_DEBUG": "1"})
     assert proc.returncode == 1
     assert "Traceback (most recent call last)" in proc.stderr

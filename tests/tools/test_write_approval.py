@@ -100,7 +100,7 @@ def test_binary_or_huge_current_file_is_described_not_diffed(tmp_path: Path) -> 
     binary.write_bytes(b"\x00\x01\x02")
     preview = write_preview(describe_write(binary, "b.bin", "text"))
     assert preview.title == "Overwrite b.bin (3 bytes → 4 bytes)"
-    assert preview.cut == "[the current file is not a text file; no diff shown]"
+    assert preview.cut == "[the current file is not a text file, or a hard link; no diff shown]"
     huge = tmp_path / "huge.txt"
     huge.write_bytes(b"x" * (MAX_COMPARE_BYTES + 1))
     request = describe_write(huge, "huge.txt", "small")
@@ -114,8 +114,8 @@ def test_terminal_tricks_in_content_and_path_are_made_visible() -> None:
     text = preview.text()
     assert "\x1b" not in text and "\r" not in text and "\u202e" not in text
     assert "\u2028" not in text
-    assert "\\x1b[2K" in text and "\\u202e" in text and "\\x0d" in text
-    assert preview.title.startswith("Create a\\x1b[31m.txt\\x0a ")
+    assert "^[[2K" in text and "<U+202E>" in text and "^M" in text and "<U+2028>" in text
+    assert preview.title.startswith("Create a^[[31m.txt^J ")
     assert printable("tab\tkept") == "tab\tkept"
 
 

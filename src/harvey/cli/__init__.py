@@ -2,7 +2,8 @@
 
 One module per command or group: ``app`` (the group, ``--version``, the REPL),
 ``run`` (one-shot ``run`` and ``analyze``, carried out by ``oneshot``),
-``models``, ``doctor``, ``sessions``, ``rag`` (knowledge stores), ``memory``;
+``models``, ``doctor``, ``sessions``, ``rag`` (knowledge stores), ``memory``,
+``trust`` (workspace trust, and the REPL's trust question);
 ``options`` and ``errors`` are what they share. The commands are
 attached here, so the command modules never import the group.
 """
@@ -16,8 +17,9 @@ from harvey.cli.models import models
 from harvey.cli.rag import rag
 from harvey.cli.run import analyze, run
 from harvey.cli.sessions import sessions
+from harvey.cli.trust import trust
 
-for _command in (run, analyze, models, doctor, sessions, rag, memory):
+for _command in (run, analyze, models, doctor, sessions, rag, memory, trust):
     main.add_command(_command)
 
 __all__ = ["main"]

@@ -19,6 +19,7 @@ from harvey.cli.options import (
     model_options,
     no_record_option,
     rag_option,
+    trust_option,
     with_rag,
     workspace_option,
 )
@@ -77,6 +78,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 )
 @no_record_option
 @rag_option
+@trust_option
 @click.option("--no-memory", is_flag=True, help="No long-term memory recall this session.")
 @click.pass_context
 @handle_errors
@@ -119,7 +121,12 @@ def main(
     if continue_file is not None:  # before anything is created (a tty makes HARVEY_HOME)
         check_input_file(continue_file, "session file")
     paths, settings = load(
-        workspace, backend=backend, base_url=base_url, model=model, endpoints=endpoints or None
+        workspace,
+        ask=True,  # an untrusted widening harvey.yaml: the REPL asks before it starts
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        endpoints=endpoints or None,
     )
     settings = with_rag(settings, rag_store)
     from harvey.repl import run_repl

@@ -6,12 +6,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harvey.cli.errors import handle_errors
 from harvey.cli.options import load, workspace_option
 from harvey.errors import HarveyError
+
+if TYPE_CHECKING:
+    from harvey.config import SecuritySettings
 
 
 def confinement(workspace: Path | None) -> tuple[str, str]:
@@ -25,6 +29,13 @@ def confinement(workspace: Path | None) -> tuple[str, str]:
     return mode, detect(mode).describe()
 
 
+def _security(workspace: Path | None) -> SecuritySettings | None:
+    try:
+        return load(workspace)[1].security
+    except HarveyError:
+        return None
+
+
 @click.command()
 @workspace_option
 @handle_errors
@@ -36,7 +47,32 @@ def doctor(workspace: Path | None) -> None:
     if line.startswith("none"):
         click.echo("commands: every one asks in the REPL and is refused in batch mode")
     else:
-        click.echo("allow-listed commands: read the workspace and system folders, write only")
-        click.echo("  a private temporary folder (HOME and TMPDIR), removed afterwards")
-        click.echo("approved commands: may also write the workspace and use the network")
+        _confined(workspace, line)
     click.echo("environment: only PATH, LANG, LC_*, TERM (no keys or tokens)")
+    click.echo("PATH: system folders only; a program from the workspace asks, by its path")
+
+
+def _confined(workspace: Path | None, line: str) -> None:
+    from harvey.tools.sandbox import process_limit
+
+    security = _security(workspace)
+    click.echo("allow-listed commands: read the workspace and system folders, write only")
+    click.echo("  a private temporary folder (HOME and TMPDIR), removed afterwards")
+    click.echo("approved commands: may also write the workspace and use the network")
+    click.echo("secret files (.env, keys, security.secret_files): no command can read them")
+    if line.startswith("landlock"):
+        unix = "allowed" if security is not None and security.unix_sockets else "denied"
+        click.echo("sockets: none for allow-listed commands; Unix sockets for approved ones:")
+        click.echo(f"  {unix} (security.unix_sockets)")
+        click.echo("capabilities: none (bounding, ambient and all sets emptied, no_new_privs)")
+        click.echo("every process a command starts ends with it (the launcher is a subreaper)")
+        click.echo(f"process limit: {process_limit()}")
+    elif line.startswith("bubblewrap"):
+        click.echo("capabilities: none; own PID namespace (nothing outlives a command);")
+        click.echo("  no host socket mounted; empty network namespace unless approved")
+    if security is not None:
+        limits = security.limits
+        click.echo(
+            f"limits: {limits.processes} processes, files up to {limits.file_size_mb} MB, "
+            f"{limits.cpu_seconds} s of CPU, {limits.memory_mb} MB of memory"
+        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from harvey.config import ChunkingSettings, Paths, Settings
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.runtime import Runtime, open_runtime
+from harvey.terminal_text import for_terminal, unguarded
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI
 
@@ -38,8 +40,13 @@ def run_once(
     auto_yes: bool,
     record: bool,
     allow_writes: bool = False,
+    raw: bool = False,
 ) -> int:
-    """One turn, its reply on stdout; a reply sessions.db refused is printed, then the error."""
+    """One turn, its reply on stdout; a reply sessions.db refused is printed, then the error.
+
+    The reply is sanitised (``for_terminal``) unless ``raw`` and stdout is not a
+    terminal: a pipe or a file then gets the model's bytes as they came.
+    """
     ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes)
     runtime = open_runtime(paths, settings, ui=ui, record=record)
     unsaved: TurnNotSaved | None = None
@@ -50,8 +57,16 @@ def run_once(
             outcome, unsaved = exc.outcome, exc
     finally:
         runtime.close()
-    sys.stdout.write(redact(outcome.reply).rstrip("\n") + "\n")  # as it was stored
-    sys.stdout.flush()
+    reply = redact(outcome.reply).rstrip("\n") + "\n"  # as it was stored
+    if raw and sys.stdout.isatty():
+        print("harvey: --raw has no effect on a terminal; the reply is sanitised", file=sys.stderr)
+    if raw and not sys.stdout.isatty():
+        out = unguarded(sys.stdout)
+        out.write(re.sub("[\ud800-\udfff]", "\ufffd", reply))  # a lone surrogate is no UTF-8
+    else:
+        out = sys.stdout
+        out.write(for_terminal(reply))
+    out.flush()
     if unsaved is not None:
         raise unsaved
     return 0

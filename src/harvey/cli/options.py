@@ -19,6 +19,7 @@ from harvey.llm.backends import backend_names
 
 if TYPE_CHECKING:
     from harvey.config import Paths, Settings
+    from harvey.trust import Review
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,6 +61,22 @@ def no_record_option(func: F) -> F:
     return click.option("--no-record", is_flag=True, help="Do not write a .spmd session file.")(
         func
     )
+
+
+def _trust_for_this_run(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:  # on the group's dict, which every command's context shares
+        ctx.ensure_object(dict)["trust"] = True
+
+
+def trust_option(func: F) -> F:
+    return click.option(
+        "--trust",
+        is_flag=True,
+        expose_value=False,
+        callback=_trust_for_this_run,
+        help="Apply the workspace's harvey.yaml whole for this run, as if trusted "
+        "(`harvey trust` remembers it).",
+    )(func)
 
 
 def with_rag(settings: Settings, name: str | None) -> Settings:
@@ -106,18 +123,37 @@ def load_for_model(
     return load(opts.pop("workspace"), **opts)
 
 
-def load(workspace: Path | None, **overrides: Any) -> tuple[Paths, Settings]:
+def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tuple[Paths, Settings]:
     """Resolve the workspace, load its settings, install the redactor they configure.
 
+    An untrusted workspace harvey.yaml that would widen anything is refused
+    (one line naming ``harvey trust``), applied under ``--trust``, or — with
+    ``ask`` (the REPL) on a terminal — put to the user as a question.
     The redactor is installed before anything can print or send a key.
     """
+    from harvey import secret_files
     from harvey.config import load_settings, resolve_paths
     from harvey.redact import Redactor, install
 
     paths = resolve_paths(workspace)
-    settings = load_settings(paths, overrides)
     context = click.get_current_context(silent=True)
-    if context is not None and (context.find_object(dict) or {}).get("no_memory"):
+    shared = (context.find_object(dict) or {}) if context is not None else {}
+    settings = load_settings(paths, overrides, decide=_decide(bool(shared.get("trust")), ask))
+    if shared.get("no_memory"):
         settings.memory.enabled = False  # `harvey --no-memory ...`
     install(Redactor.from_settings(settings))
+    secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     return paths, settings
+
+
+def _decide(trusted_for_run: bool, ask: bool) -> Callable[[Review], bool] | None:
+    """How an untrusted widening is settled: --trust applies it, the REPL asks, else refused."""
+    import sys
+
+    if trusted_for_run:
+        return lambda _review: True
+    if ask and sys.stdin.isatty() and sys.stdout.isatty():
+        from harvey.cli.trust import ask_to_trust
+
+        return ask_to_trust
+    return None

@@ -58,15 +58,16 @@ def _progress_bar() -> tuple[AbstractContextManager[Any], Progress | None]:
     """A rich bar (files and bytes) on a terminal; nothing otherwise."""
     if not sys.stderr.isatty():
         return nullcontext(), None
-    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress
+
+    from harvey.terminal_text import safe_console
 
     bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         DownloadColumn(),
-        console=Console(stderr=True),
+        console=safe_console(stderr=True),
         transient=True,
     )
     files = bar.add_task("files", total=None)

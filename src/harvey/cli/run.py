@@ -19,6 +19,7 @@ from harvey.cli.options import (
     model_options,
     no_record_option,
     rag_option,
+    trust_option,
     with_rag,
     workspace_option,
 )
@@ -30,6 +31,7 @@ from harvey.inputs import clean_text, read_stdin
 @click.command()
 @click.argument("prompt")
 @workspace_option
+@trust_option
 @model_options
 @click.option(
     "--yes",
@@ -42,6 +44,12 @@ from harvey.inputs import clean_text, read_stdin
     is_flag=True,
     help="Let the model create and overwrite workspace files (refused otherwise; --yes does not "
     "imply it).",
+)
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Print the reply's bytes unchanged when stdout is a pipe or a file (escape sequences "
+    "included); without it, and always on a terminal, control characters are shown as ^[ etc.",
 )
 @no_record_option
 @rag_option
@@ -57,6 +65,7 @@ def run(
     model: str | None,
     yes: bool,
     allow_writes: bool,
+    raw: bool,
     no_record: bool,
     rag_store: str | None,
 ) -> None:
@@ -71,7 +80,13 @@ def run(
     settings = with_rag(settings, rag_store)
     sys.exit(
         run_once(
-            paths, settings, prompt, auto_yes=yes, record=not no_record, allow_writes=allow_writes
+            paths,
+            settings,
+            prompt,
+            auto_yes=yes,
+            record=not no_record,
+            allow_writes=allow_writes,
+            raw=raw,
         )
     )
 
@@ -101,6 +116,7 @@ def run(
     help="Print a Markdown section per file, then the overall answer (folders, several files).",
 )
 @workspace_option
+@trust_option
 @model_options
 @click.option(
     "--chunk-size",

@@ -18,6 +18,10 @@ error messages sent to the log instead of stdout) and its usage
 statistics stay off unless the person turned them on
 (``RAY_USAGE_STATS_ENABLED``): a local-first tool does not report on its
 user's behalf.
+
+A Ray started here (no address, or ``local``) listens on loopback only and
+its processes get an environment without secrets (``harvey.cluster.local``);
+joining a cluster someone else started changes nothing on it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from harvey.cluster.local import assert_loopback, local_start
 from harvey.errors import ClusterError, UsageError
 
 INSTALL_HINT = "pip install 'harvey-agent[ray]'"
@@ -103,15 +108,27 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> tuple[Any, b
         "include_dashboard": False,
     }
     starts_here = address == "local" or (address is None and not os.environ.get("RAY_ADDRESS"))
-    if starts_here and num_cpus is not None:
-        options["num_cpus"] = num_cpus
+    if starts_here:
+        # "local", never None: ray.init(None) would join a `ray start` cluster it finds
+        # on this machine, whose addresses and environment are not Harvey's to choose.
+        options["address"] = "local"
+        if num_cpus is not None:
+            options["num_cpus"] = num_cpus
+    start: contextlib.AbstractContextManager[dict[str, Any]]
+    start = local_start(ray) if starts_here else contextlib.nullcontext({})
     try:
-        with _quiet_stderr():
-            ray.init(**options)
+        with _quiet_stderr(), start as local_options:
+            ray.init(**options, **local_options)
     except (ConnectionError, TimeoutError, RuntimeError, ValueError, OSError) as exc:
         where = address or os.environ.get("RAY_ADDRESS") or "this machine"
         first = (str(exc).strip() or type(exc).__name__).splitlines()[0]
         raise ClusterError(f"cannot join the Ray cluster at {where}: {first}") from exc
+    if starts_here:
+        try:
+            assert_loopback(ray)
+        except ClusterError:
+            disconnect(ray)
+            raise
     _errors_to_log(ray)
     return ray, True
 

@@ -5,7 +5,9 @@ started); a reporter decides how they look. On a terminal a rich progress bar
 shows chunks done, failures, elapsed time and ETA. When output is a pipe or a
 file — ``harvey analyze ... 2>log``, tests — each call prints one plain line,
 ``Processing chunk i/N…``, as the seed specifies, so logs stay greppable.
-All calls come from the engine's coordinating thread.
+All calls come from the engine's coordinating thread. File names come from the
+workspace and may hold escape sequences: a plain line passes ``for_terminal``,
+and the bar draws through ``safe_console``.
 
 A whole-folder analysis also reports files: ``expect_files`` before ``start``
 adds a files column to the bar, ``file_finished`` when the last chunk of a file
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import sys
 from typing import Any, Protocol, TextIO
+
+from harvey.terminal_text import for_terminal, safe_console
 
 
 class ProgressReporter(Protocol):
@@ -67,7 +71,7 @@ class PlainProgress:
         self.stream = stream
 
     def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(for_terminal(text) + "\n")
         self.stream.flush()
 
     def start(self, total: int) -> None:
@@ -113,7 +117,6 @@ class RichProgress:
         self._files = files
 
     def start(self, total: int) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -136,7 +139,7 @@ class RichProgress:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(file=self._stream),
+            console=safe_console(file=self._stream),
             transient=False,
         )
         self._progress.start()

@@ -4,7 +4,10 @@ Safety: every path goes through ``safe_path`` (it must stay inside the
 workspace, symlinks resolved), only regular files are opened
 (``open_regular``, which never blocks on a FIFO), binary files are recognised
 by the project's one test (``looks_binary``) and skipped, as are files over
-``MAX_FILE_BYTES``. None of these is fatal: each is counted and named.
+``MAX_FILE_BYTES``, secret files (``harvey.secret_files``, by the real path's
+name) and hard links (``st_nlink > 1``: the other name may be outside the
+workspace). None of these is fatal: each is counted and named; a secret file
+or hard link ingested by an older Harvey has its rows removed.
 
 Incremental: a file whose size and mtime match its row is skipped unread; one
 whose bytes hash the same only has its mtime refreshed; a changed file's
@@ -36,11 +39,17 @@ from harvey.context.chunking import (
     detect_doc_type,
     language_for_path,
 )
-from harvey.errors import UsageError, WorkspaceError
+from harvey.errors import FileRefused, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.tools.files import looks_binary, open_regular, safe_path
-from harvey.workspace_files import GitIgnore, matches_any, relative_posix, walk_files
+from harvey.workspace_files import (
+    GitIgnore,
+    matches_any,
+    not_for_model,
+    relative_posix,
+    walk_files,
+)
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Languages whose files are split at tree-sitter's definition starts; every other source
@@ -166,6 +175,12 @@ class Ingester:
         report: IngestReport,
     ) -> None:
         rel = relative_posix(self.workspace, path)
+        refused = not_for_model(self.workspace, path)
+        if refused is not None:
+            report.skipped.append((rel, refused))
+            if rel in known:  # stored before it was refused: its text must not stay findable
+                report.removed += self.store.remove_files([rel])
+            return
         if isinstance(before, OSError):
             report.skipped.append((rel, f"unreadable: {before.strerror or before}"))
             return
@@ -180,6 +195,9 @@ class Ingester:
             with open_regular(path) as fh:
                 data = fh.read(MAX_FILE_BYTES + 1)
             after = os.stat(path)
+        except FileRefused as exc:  # became a hard link since the check above
+            report.skipped.append((rel, exc.reason))
+            return
         except (OSError, WorkspaceError) as exc:
             report.skipped.append((rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}"))
             return

@@ -17,14 +17,16 @@ from harvey.knowledge.embedders import Embedder, check_spec, make_embedder
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, open_store
+from harvey.llm.keys import key_for
 
 
 def build_embedder(spec: str, settings: Settings) -> Embedder | None:
-    key = (
-        settings.api_key.get_secret_value()
-        if settings.api_key
-        else os.environ.get("OPENAI_API_KEY")
-    )
+    """The embedder ``spec`` names; only an ``openai:`` one is handed the key (and only
+    then does an ``api_key_command`` run)."""
+    key = None
+    if spec.startswith("openai:"):
+        secret = key_for(settings.api_key, settings.api_key_command, os.environ)
+        key = secret.get_secret_value() if secret is not None else None
     return make_embedder(
         spec,
         ollama_url=base_url_for("ollama", settings),

@@ -20,6 +20,7 @@ from harvey.config import EndpointSetting, RouteSettings, Settings, base_url_for
 from harvey.errors import BackendUnavailable, ConfigError
 from harvey.llm.backends import AUTO, BuildRequest, lookup, runs_locally
 from harvey.llm.base import LLMClient
+from harvey.llm.keys import key_for
 
 POOLABLE = ("ollama", "openai")  # the backends an `endpoints:` pool can be made of
 PROBE_TIMEOUT = 0.5  # seconds: how long `auto` waits for Ollama before going local
@@ -70,7 +71,8 @@ def make_client(
         except ValueError as exc:
             raise ConfigError(f"invalid backend settings {updates}: {exc}") from exc
     if settings.endpoints:
-        return _pool(settings, settings.endpoints, settings.model, env, settings.api_key)
+        key = key_for(settings.api_key, settings.api_key_command, env)
+        return _pool(settings, settings.endpoints, settings.model, env, key)
     chosen, seen = _resolve(settings, env)
     if settings.backend == AUTO and chosen == "local" and not runs_locally(settings.model):
         raise BackendUnavailable(
@@ -83,7 +85,7 @@ def make_client(
         settings,
         base_url=base_url_for(chosen, settings, env),
         model=settings.model,
-        api_key=settings.api_key or _env_key(env),
+        api_key=key_for(settings.api_key, settings.api_key_command, env),
         num_ctx=settings.num_ctx,
         context_window=settings.context_window,
         env=env,
@@ -98,14 +100,15 @@ def make_route_client(
     env = os.environ if env is None else env
     if route.endpoints:
         routed = settings.model_copy(update={"backend": route.backend})
-        return _pool(routed, route.endpoints, route.model, env, route.api_key)
+        key = key_for(route.api_key, route.api_key_command, env)
+        return _pool(routed, route.endpoints, route.model, env, key)
     unrouted = settings.model_copy(update={"base_url": None})
     return _build(
         route.backend,
         settings,
         base_url=route.base_url or base_url_for(route.backend, unrouted, env),
         model=route.model,
-        api_key=route.api_key or _env_key(env),
+        api_key=key_for(route.api_key, route.api_key_command, env),
         num_ctx=None,
         context_window=None,
         env=env,
@@ -119,8 +122,9 @@ def _pool(
     env: Mapping[str, str],
     api_key: SecretStr | None,
 ) -> LLMClient:
-    """A ``PooledClient`` over ``endpoints``; each endpoint's client comes from the table,
-    without retries of its own (the pool retries a failed call on another endpoint)."""
+    """A ``PooledClient`` over ``endpoints``, all sharing ``api_key``; each endpoint's client
+    comes from the table, without retries of its own (the pool retries a failed call on
+    another endpoint)."""
     from harvey.llm.pool import EndpointSpec
     from harvey.llm.pool_setup import build_pool
 
@@ -130,7 +134,7 @@ def _pool(
     if backend not in POOLABLE:
         raise ConfigError(f"endpoints: needs backend ollama or openai, not {backend!r}")
     single = settings.model_copy(update={"retries": 0, "endpoints": []})
-    key = api_key or _env_key(env)
+    key = api_key
 
     def make(url: str, name: str | None) -> LLMClient:
         return _build(
@@ -174,9 +178,3 @@ def _build(
         known_models=known_models,
     )
     return lookup(backend).build(request)
-
-
-def _env_key(env: Mapping[str, str]) -> SecretStr | None:
-    """OPENAI_API_KEY as a secret, so the key stays wrapped until the header is built."""
-    value = env.get("OPENAI_API_KEY")
-    return SecretStr(value) if value else None

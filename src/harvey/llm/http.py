@@ -117,7 +117,10 @@ def status_error(endpoint: Endpoint, status: int, body: bytes, model: str | None
             status,
         )
     if status in (401, 403):
-        hint = "check the API key (OPENAI_API_KEY or api_key in harvey.yaml)"
+        hint = (
+            "check the API key (OPENAI_API_KEY, or api_key or api_key_command "
+            "in HARVEY_HOME/harvey.yaml)"
+        )
     elif status == 429:
         hint = "the server is rate limiting; wait a moment and try again"
     elif status >= 500:

@@ -5,6 +5,13 @@ listing, the head of README and HARVEY.md, the languages by file count — so
 the model describes what is there rather than guessing, and the person
 reviews it like any mined memory before it is stored. A new profile
 supersedes the old one, so regenerating never loses the previous text.
+
+The workspace may be a hostile clone: a ``README.md`` that is a link to
+``.env`` or to ``~/.ssh/id_rsa``, or a hard link to one, is read through
+``readable_path`` and ``open_regular`` like any file tool's read, so it is
+refused rather than drafted into a profile that every later session recalls.
+The walk that counts languages keeps its own stack (``os.walk`` recurses in
+Python 3.11) and never follows a link.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from harvey.errors import HarveyError
 from harvey.llm.base import LLMClient, chat
 from harvey.memory.scrub import scrub
 from harvey.memory.store import Memory, MemoryStore
@@ -32,24 +40,41 @@ def languages(workspace: Path) -> list[tuple[str, int]]:
     """Languages by file count, most first (at most ``MAX_FILES`` files looked at)."""
     counts: Counter[str] = Counter()
     seen = 0
-    for _root, dirs, files in os.walk(workspace):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        for name in files:
-            language = LANGUAGES.get(Path(name).suffix.lower())
+    stack = [os.fspath(workspace)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # unreadable, or deeper than PATH_MAX: skipped
+            continue
+        subdirs: list[str] = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
+                    subdirs.append(entry.path)
+                continue
+            language = LANGUAGES.get(Path(entry.name).suffix.lower())
             if language:
                 counts[language] += 1
             seen += 1
             if seen >= MAX_FILES:
                 return counts.most_common(8)
+        stack.extend(reversed(subdirs))
     return counts.most_common(8)
 
 
-def _head(path: Path) -> str:
+def _head(workspace: Path, name: str) -> str:
+    """The first ``HEAD_LINES`` lines of a workspace file, or "" when it may not be read
+    for the model (outside, a secret file, a hard link, not a regular file) or is absent."""
+    from harvey.tools.files import open_regular, readable_path
+
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return "".join(line for _, line in zip(range(HEAD_LINES), handle, strict=False))
-    except OSError:
+        with open_regular(readable_path(workspace, name)) as handle:
+            raw = handle.read(HEAD_LINES * 400)
+    except (OSError, HarveyError):
         return ""
+    lines = raw.decode("utf-8", errors="replace").splitlines(keepends=True)
+    return "".join(lines[:HEAD_LINES])
 
 
 def facts(workspace: Path) -> str:
@@ -63,7 +88,7 @@ def facts(workspace: Path) -> str:
     langs = ", ".join(f"{name} ({n} files)" for name, n in languages(workspace))
     parts.append(f"Languages: {langs or 'none recognised'}")
     for name in ("README.md", "README.rst", "README.txt", "README", "HARVEY.md"):
-        head = _head(workspace / name)
+        head = _head(workspace, name)
         if head:
             parts.append(f"Head of {name}:\n{head}")
     return "\n\n".join(parts)

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from harvey.config import ChunkingSettings
 from harvey.context.chunking import OVERLAPS
@@ -24,6 +26,7 @@ from harvey.memory.slash import MEMORY_USAGE, memory_command, recall_command
 from harvey.messages import Message
 from harvey.repl.rag import RAG_USAGE, rag_command
 from harvey.repl.status import status_rows
+from harvey.repl.ui import safe_markdown
 
 if TYPE_CHECKING:
     from harvey.repl.loop import Repl
@@ -57,7 +60,7 @@ READ_CHUNKS_USAGE = (
 def show_help(repl: Repl, _: str) -> None:
     table = Table(show_header=False, box=None)
     for usage, what in (*INPUT_FORMS, *((c.usage, c.help) for c in SLASH_COMMANDS)):
-        table.add_row(f"[bold]{usage}[/]", what)
+        table.add_row(Text(usage, style="bold"), what)
     repl.console.print(table)
 
 
@@ -91,8 +94,6 @@ def new_session(repl: Repl, _: str) -> None:
 
 
 def plan(repl: Repl, arg: str) -> None:
-    from rich.markdown import Markdown
-
     writer = repl.rt.plan_writer
     if writer is None:
         raise UsageError("no plan file for this session")
@@ -104,8 +105,8 @@ def plan(repl: Repl, arg: str) -> None:
     if not writer.path.exists():
         repl.console.print("no plan yet (the model writes one with todo_write)")
         return
-    repl.console.print(f"[dim]{writer.path}[/]", highlight=False)
-    repl.console.print(Markdown(writer.read()))
+    repl.console.print(f"[dim]{escape(str(writer.path))}[/]", markup=True)
+    repl.console.print(safe_markdown(writer.read()))
 
 
 def open_editor(path: str) -> None:
@@ -158,8 +159,6 @@ def read(repl: Repl, arg: str) -> None:
 
 
 def read_chunks(repl: Repl, arg: str) -> None:
-    from rich.markdown import Markdown
-
     from harvey.tools.files import safe_path
 
     request = parse_read_chunks(arg)
@@ -171,7 +170,7 @@ def read_chunks(repl: Repl, arg: str) -> None:
     if not instruction.strip():
         raise UsageError("an instruction is needed")
     result = agent.chunks.analyze(path, instruction, overrides=request.options)
-    repl.console.print(Markdown(result.text))
+    repl.console.print(safe_markdown(result.text))
     agent.record_analysis(request.file, instruction, result.text)
 
 

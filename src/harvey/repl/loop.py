@@ -6,10 +6,16 @@ with history, ``sessions.db`` and the session file as they were. The loop is
 the REPL's error boundary: a ``HarveyError``, an ``OSError`` or any other
 exception a line raises becomes one line, and the prompt comes back
 (``HARVEY_DEBUG=1`` adds the redacted traceback).
+
+Everything the REPL prints goes through one console, ``terminal_text.safe_console``:
+text from outside (replies, tool output, stored rows, file names) is sanitised
+and never read as rich markup; Harvey's own styled lines say ``markup=True`` and
+escape what they interpolate.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -25,8 +31,9 @@ from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import debug_enabled, redact, redacted_traceback
 from harvey.repl.commands import find_command
 from harvey.repl.status import banner_line
-from harvey.repl.ui import LineReader, TerminalUI
+from harvey.repl.ui import LineReader, TerminalUI, safe_markdown
 from harvey.runtime import Runtime, open_runtime
+from harvey.terminal_text import safe_console, unguarded
 
 
 class Repl:
@@ -46,13 +53,16 @@ class Repl:
 
     def banner(self) -> None:
         resumed = " (resumed)" if self.rt.resumed else ""
+        where = escape(f"{banner_line(self.agent)} · workspace {self.rt.paths.workspace}")
         self.console.print(
-            f"[bold]Harvey[/] — {banner_line(self.agent)} · workspace {self.rt.paths.workspace}"
-            f"{resumed}\nType /help for commands, Ctrl-D or /exit to quit.",
-            highlight=False,
+            f"[bold]Harvey[/] — {where}{resumed}\n"
+            "Type /help for commands, Ctrl-D or /exit to quit.",
+            markup=True,
         )
         if self.rt.recorder is not None and self.rt.recorder.enabled:
-            self.console.print(f"[dim]recording to {self.rt.recorder.path}[/]", highlight=False)
+            self.console.print(
+                f"[dim]recording to {escape(str(self.rt.recorder.path))}[/]", markup=True
+            )
 
     def restart(self) -> None:
         """Close this session and open a new one with the same settings (``/new``)."""
@@ -79,9 +89,9 @@ class Repl:
                     return 0
             except KeyboardInterrupt:
                 self.agent.cancel_event.set()
-                self.console.print("\n[yellow]cancelled[/]")
+                self.console.print("\n[yellow]cancelled[/]", markup=True)
             except Cancelled:
-                self.console.print("\n[yellow]cancelled[/]")
+                self.console.print("\n[yellow]cancelled[/]", markup=True)
             except HarveyError as exc:
                 self.error(exc, str(exc))
             except OSError as exc:  # a file name the system refuses (too long, ...)
@@ -93,9 +103,9 @@ class Repl:
     def error(self, exc: BaseException, message: str) -> None:
         """One redacted ``error:`` line; the traceback too under ``HARVEY_DEBUG=1``."""
         if debug_enabled():
-            self.console.print(redacted_traceback(exc), markup=False, highlight=False)
+            self.console.print(redacted_traceback(exc))
         line = redact(" ".join(message.split()))  # one line, even for a multi-line message
-        self.console.print(f"[red]error:[/] {escape(line)}", highlight=False)
+        self.console.print(f"[red]error:[/] {escape(line)}", markup=True)
 
     def dispatch(self, text: str) -> bool:
         """Run one line; False when it ends the session."""
@@ -114,16 +124,22 @@ class Repl:
     # -- chat --------------------------------------------------------------------
 
     def chat(self, text: str) -> None:
-        from rich.markdown import Markdown
-
         buffer: list[str] = []
-        live = Live(console=self.console, refresh_per_second=8, vertical_overflow="visible")
+        # No redirection of stdout: rich would read what others print meanwhile as ANSI
+        # styles (Text.from_ansi); unredirected, it stays behind the process's guard.
+        live = Live(
+            console=self.console,
+            refresh_per_second=8,
+            vertical_overflow="visible",
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
 
         def on_text(delta: str) -> None:
             if not buffer:
                 live.start()
             buffer.append(delta)
-            live.update(Markdown(redact("".join(buffer))))  # whole text: a key spans deltas
+            live.update(safe_markdown(redact("".join(buffer))))  # whole text: a key spans deltas
 
         def stop_live() -> None:
             if buffer:
@@ -134,10 +150,8 @@ class Repl:
             status = "error" if result.is_error else "ok"
             stop_live()
             args = call.arguments_json()
-            self.console.print(
-                f"[dim]→ {call.name}({args[:120]}{'…' if len(args) > 120 else ''}) — {status}[/]",
-                highlight=False,
-            )
+            shown = escape(f"{call.name}({args[:120]}{'…' if len(args) > 120 else ''})")
+            self.console.print(f"[dim]→ {shown} — {status}[/]", markup=True)
 
         self.ui.pause = stop_live
         unsaved: TurnNotSaved | None = None
@@ -149,7 +163,7 @@ class Repl:
             self.ui.pause = None
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
-            self.console.print(Markdown(redact(outcome.reply) or "(no reply)"))
+            self.console.print(safe_markdown(redact(outcome.reply) or "(no reply)"))
         if unsaved is not None:
             raise unsaved
 
@@ -163,13 +177,11 @@ class Repl:
         ctx = self.agent.tool_context()
         result = run_command(ctx, command)
         if result.problem is not None:  # refused, declined, not found, timed out
-            self.console.print(f"[yellow]{result.problem}[/]", highlight=False)
+            self.console.print(f"[yellow]{escape(result.problem)}[/]", markup=True)
         if result.output or result.problem is None:
-            self.console.print(
-                redact(result.output).rstrip() or "(no output)", highlight=False, markup=False
-            )
+            self.console.print(redact(result.output).rstrip() or "(no output)")
         if result.exit_code != 0:
-            self.console.print(f"[dim]exit {result.exit_code}[/]")
+            self.console.print(f"[dim]exit {result.exit_code}[/]", markup=True)
         if self.rt.recorder is not None:
             self.rt.recorder.record_shell(command, result.output, result.exit_code)
         if result.ran:
@@ -189,16 +201,28 @@ def run_repl(
     resume_latest: bool = False,
     resume_file: Path | None = None,
 ) -> int:
-    console = Console(highlight=False)
-    reader = LineReader(paths.harvey_home / "history")
-    ui = TerminalUI(console, reader)
-    runtime = open_runtime(
-        paths, settings, ui=ui, record=record, resume_latest=resume_latest, resume_file=resume_file
-    )
-    repl = Repl(runtime, console, reader, ui)
-    try:
-        code = repl.loop()
-        mine_on_exit(repl)  # a long interactive session is offered for mining
-        return code
-    finally:
-        repl.rt.close()
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.output import create_output
+
+    # rich and prompt_toolkit draw with escape sequences of their own, so they write to
+    # the terminal under the command line's guard; what others print stays guarded.
+    screen = unguarded(sys.stdout)
+    with create_app_session(output=create_output(stdout=screen)):
+        console = safe_console(file=screen)
+        reader = LineReader(paths.harvey_home / "history")
+        ui = TerminalUI(console, reader)
+        runtime = open_runtime(
+            paths,
+            settings,
+            ui=ui,
+            record=record,
+            resume_latest=resume_latest,
+            resume_file=resume_file,
+        )
+        repl = Repl(runtime, console, reader, ui)
+        try:
+            code = repl.loop()
+            mine_on_exit(repl)  # a long interactive session is offered for mining
+            return code
+        finally:
+            repl.rt.close()

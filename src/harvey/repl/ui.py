@@ -10,19 +10,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import History, InMemoryHistory
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
 from harvey.errors import HarveyError
 from harvey.inputs import clean_text, read_stdin_line
 from harvey.repl.history import PrivateHistory
+from harvey.terminal_text import for_terminal
 from harvey.tools.approval import WritePreview, write_preview
 from harvey.ui import WriteChoice, WriteRequest
+
+if TYPE_CHECKING:
+    from rich.markdown import Markdown
 
 WRITE_QUESTION = "write it? [y]es / [N]o / [a]ll this session / [q]uit the turn: "
 WRITE_ANSWERS = {
@@ -48,6 +53,15 @@ def render_write_preview(preview: WritePreview) -> Panel:
     if preview.cut:
         lines.append(Text(preview.cut, style="dim"))
     return Panel(Group(*lines), title="write_file", border_style="yellow")
+
+
+def safe_markdown(text: str) -> Markdown:
+    """Markdown from outside (a reply, the plan, an analysis) as rich renders it:
+    sanitised before it is laid out, every link's address shown beside its text
+    (no hidden OSC 8 target)."""
+    from rich.markdown import Markdown
+
+    return Markdown(for_terminal(text), hyperlinks=False)
 
 
 class TerminalUI:
@@ -93,7 +107,7 @@ class TerminalUI:
     def warn(self, message: str) -> None:
         if message not in self._warned:
             self._warned.add(message)
-            self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+            self.console.print(f"[yellow]warning:[/] {escape(message)}", markup=True)
 
 
 class LineReader:
@@ -111,6 +125,9 @@ class LineReader:
             self._session = PromptSession(history=history)
 
     def read(self, prompt: str, default: str = "") -> str:
+        """One line; the prompt and the prefilled ``default`` (a memory's text, an
+        instruction) are sanitised, as everything shown is."""
+        prompt, default = for_terminal(prompt), for_terminal(default)
         if self._session is not None:
             return clean_text(str(self._session.prompt(prompt, default=default)))
         sys.stdout.write(prompt + (f"[{default}] " if default else ""))

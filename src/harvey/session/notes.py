@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from harvey.redact import redact
 from harvey.session.escape import (
     character_cue,
     cue_name,
@@ -60,9 +61,13 @@ def tool_note(note: ToolNote, character: str | None = None) -> str:
 
 
 def write_note(note: WriteNote) -> str:
-    """``[[write: PATH — ok|skipped|error: …]]``; the path is a model's, so it is escaped."""
-    status = encode_field(write_status(note.status))
-    return format_note(f"write: {encode_field(note.path)}{SEP}{status}")
+    """``[[write: PATH — ok|skipped|error: …]]``; the path is a model's, so it is escaped.
+
+    Both are redacted here, in the one writer of the note, before escaping: a model can
+    name a file after a token (``ghp_….txt``), and the recorder's turn redaction does
+    not reach write notes. (An escaped token would no longer look like one.)"""
+    status = encode_field(redact(write_status(note.status)))
+    return format_note(f"write: {encode_field(redact(note.path))}{SEP}{status}")
 
 
 def rag_note(rag: RagInfo) -> str:

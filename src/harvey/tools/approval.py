@@ -14,6 +14,11 @@ call, and does not pass through the gate. A *model's* write to ``harvey.yaml``,
 ``HARVEY.md``, ``.harvey/`` or ``.git/`` is another matter: it would change
 what later sessions allow, tell the model, or run (a git hook), so neither
 "all" nor ``--allow-writes`` covers it; only a yes to that one write does.
+
+No key is painted on the screen by the question either: the preview's path, diff
+and head are redacted (the file written is the model's content as approved,
+unchanged), and the current text of a secret file or of a hard link (whose
+other name may be a file outside the workspace) is never read for a diff.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvey import secret_files
 from harvey.errors import Cancelled, ToolError
+from harvey.redact import redact
 from harvey.ui import AgentUI, WriteChoice, WriteRequest, printable
 
 #: A current file larger than this is not read to compute a diff.
@@ -65,13 +72,15 @@ class WritePreview:
 def describe_write(path: Path, shown: str, content: str) -> WriteRequest:
     """A WriteRequest for ``content`` going to ``path``, with the current text when comparable."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except FileNotFoundError:
         return WriteRequest(shown, content)
     except OSError as exc:
         raise ToolError(f"cannot stat {shown}: {exc.strerror or exc}") from exc
+    size = info.st_size
     old: str | None = None
-    if path.is_file() and size <= MAX_COMPARE_BYTES:
+    unread = secret_files.active().matches(shown) or info.st_nlink > 1
+    if path.is_file() and size <= MAX_COMPARE_BYTES and not unread:
         try:
             data = path.read_bytes()
         except OSError:
@@ -96,29 +105,38 @@ def _lines(text: str) -> list[str]:
 
 
 def write_preview(request: WriteRequest) -> WritePreview:
-    """The question's content: a unified diff for an existing file, the head of a new one."""
-    path = printable(request.path)
+    """The question's content: a unified diff for an existing file, the head of a new one.
+
+    Texts are redacted whole before they are split into lines (a private-key block spans
+    lines) and before long lines are cut (a cut token would no longer look like one)."""
+    path = printable(redact(request.path))
     new_size = len(request.content.encode("utf-8", errors="surrogatepass"))
-    new_lines = _lines(request.content)
+    new_lines = _lines(redact(request.content))
     if request.is_new:
         text_lines = new_lines[:-1] if new_lines and new_lines[-1] == "" else new_lines
-        count = len(text_lines)  # "a\nb\n" is two lines
+        real = _lines(request.content)  # the count is the file's, whatever redaction folded
+        count = len(real) - (1 if real and real[-1] == "" else 0)  # "a\nb\n" is two lines
         title = f"Create {path} (new file, {_size(new_size)}, {count} line{'s' * (count != 1)})"
         head = [_shown_line(line) for line in text_lines[:NEW_FILE_HEAD_LINES]]
-        rest = count - len(head)
+        rest = len(text_lines) - len(head)
         cut = f"[… {rest} more line{'s' * (rest != 1)} not shown]" if rest > 0 else None
         return WritePreview(title, head, cut)
     old_size = request.old_size or 0
     title = f"Overwrite {path} ({_size(old_size)} → {_size(new_size)})"
     if request.old is None:
-        why = "too large to compare" if old_size > MAX_COMPARE_BYTES else "not a text file"
+        if secret_files.active().matches(request.path):
+            why = "a secret file: its content is never shown"
+        elif old_size > MAX_COMPARE_BYTES:
+            why = "too large to compare"
+        else:
+            why = "not a text file, or a hard link"
         return WritePreview(title, [], f"[the current file is {why}; no diff shown]")
     diff = list(
         difflib.unified_diff(
-            _lines(request.old),
+            _lines(redact(request.old)),
             new_lines,
-            f"a/{request.path}",
-            f"b/{request.path}",
+            f"a/{redact(request.path)}",
+            f"b/{redact(request.path)}",
             n=CONTEXT_LINES,
             lineterm="",
         )
@@ -163,8 +181,10 @@ class WriteGate:
         self.approve_all = False
 
     def _report(self, path: str, status: str) -> None:
+        """Every decision, for the turn's ``[[write:]]`` note: redacted here as well as in
+        the note's writer, so no consumer of the record sees a token-shaped path."""
         if self.record is not None:
-            self.record(path, status)
+            self.record(redact(path), redact(status))
 
     def __call__(self, request: WriteRequest, write: WriteAction) -> str:
         protected = is_protected(request.path)

@@ -4,6 +4,12 @@ The workspace is the only part of the disk a model may touch, so one small
 function decides what "inside" means (symlinks resolved, ``..`` normalised,
 NUL bytes refused, ``/ws-evil`` is not ``/ws``) and every tool calls it.
 
+Some files inside are still never read for the model (redaction cannot hide a
+key read six bytes at a time): secret files by name and hard links, by the rule
+in ``workspace_files`` (``check_readable``). ``readable_path`` applies it to the
+name asked for and the real path; ``open_regular`` once more to what it opens
+(the name, and ``st_nlink`` on the descriptor), so no reader can forget it.
+
 ``read_file`` is byte-paginated so a model can page through a file of any size
 (including offloaded tool output) without blowing up its context: pages never
 split a UTF-8 character and tell the model the exact offset to continue from.
@@ -17,11 +23,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from harvey import secret_files
 from harvey.context.chunking import detect_doc_type
 from harvey.errors import ToolError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.tools.approval import describe_write
 from harvey.tools.registry import ToolContext
+from harvey.workspace_files import (
+    HARD_LINK,
+    SECRET_FILE,
+    check_not_secret,
+    check_readable,
+    hard_link_refused,
+    secret_refused,
+)
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
@@ -66,6 +81,14 @@ def safe_path(workspace: Path | str, path: Path | str) -> Path:
     return resolved
 
 
+def readable_path(workspace: Path | str, path: Path | str) -> Path:
+    """``safe_path`` for a read whose bytes go to the model: also refuses a secret file,
+    by the name asked for and by its real path, and a hard link (``FileRefused``)."""
+    resolved = safe_path(workspace, path)
+    check_readable(workspace, resolved, os.fspath(path))
+    return resolved
+
+
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -88,17 +111,24 @@ def open_regular(path: Path) -> IO[bytes]:
     for a writer; the open itself is non-blocking and refuses a final symlink
     (``path`` is already resolved, so one there was swapped in since), and
     ``fstat`` re-checks what was actually opened. Raises ``WorkspaceError`` for
-    a non-regular file and ``OSError`` when it cannot be opened.
+    a non-regular file, ``FileRefused`` for a secret file (by name) or a hard
+    link (on the opened descriptor, so a swap after the check changes nothing),
+    and ``OSError`` when it cannot be opened. Every reader whose bytes reach the
+    model opens through here; nothing else should.
     """
+    if secret_files.active().matches(path.name):
+        raise secret_refused(path.name)
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         raise WorkspaceError(f"{path} is {file_kind(mode)}, not a regular file")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise WorkspaceError(f"{path} is {file_kind(mode)}, not a regular file")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceError(f"{path} is {file_kind(info.st_mode)}, not a regular file")
+        if info.st_nlink > 1:
+            raise hard_link_refused(path.name, info.st_nlink)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -167,21 +197,26 @@ class ReadFileTool:
         self.default_limit = default_limit
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        path = safe_path(ctx.workspace, _require_str(args, "path"))
+        requested = _require_str(args, "path")
+        path = safe_path(ctx.workspace, requested)
+        check_not_secret(ctx.workspace, path, requested)  # FileRefused: one error: line
         offset = _int_arg(args, "offset", 0)
         limit = _int_arg(args, "limit", self.default_limit)
         shown = display_path(ctx.workspace, path)
         if path.is_dir():
             return f"error: {shown} is a directory; use list_files to see what it holds"
         try:
-            size = path.stat().st_size
+            info = path.stat()
         except FileNotFoundError:
             return f"error: {shown} does not exist"
         except OSError as exc:
             raise ToolError(f"cannot stat {shown}: {exc.strerror or exc}") from exc
-        if not path.is_file():
-            kind = file_kind(path.stat().st_mode)
+        size = info.st_size
+        if not stat.S_ISREG(info.st_mode):
+            kind = file_kind(info.st_mode)
             return f"error: {shown} is {kind}, not a regular file; read_file reads regular files"
+        if info.st_nlink > 1:  # before the guard: an oversized one must not reach analysis
+            return f"error: {hard_link_refused(shown, info.st_nlink)}"
         if offset >= size:
             return (
                 f"[offset={offset} is at or past the end of {shown} ({size} bytes); "
@@ -335,7 +370,8 @@ class ListFilesTool:
             return f"error: {shown} is not a folder; use read_file to read it"
         lines: list[str] = []
         truncated = False
-        for line in _tree(path, depth, ""):
+        root = Path(ctx.workspace).resolve()
+        for line in _tree(root, path, depth, ""):
             if len(lines) >= MAX_LIST_ENTRIES:
                 truncated = True
                 break
@@ -347,7 +383,29 @@ class ListFilesTool:
         return f"{shown}/\n" + "\n".join(lines)
 
 
-def _tree(folder: Path, depth: int, indent: str) -> Iterator[str]:
+def _not_read_mark(root: Path, entry: Path) -> str:
+    """`` [secret file: not read]`` / `` [hard link: not read]`` after a name the file
+    tools refuse, so the model sees the file exists and does not try (``""`` otherwise).
+    A link is judged by its own name and by what it leads to."""
+    rule = secret_files.active()
+    names = {display_path(root, entry)}
+    try:
+        names.add(display_path(root, entry.resolve()))
+    except (OSError, RuntimeError):  # a link loop: judged by its own name
+        pass
+    if any(rule.matches(name) for name in names):
+        return f"  [{SECRET_FILE}: not read]"
+    try:
+        info = entry.stat()
+    except OSError:
+        return ""
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"  [{HARD_LINK}: not read]"
+    return ""
+
+
+def _tree(root: Path, folder: Path, depth: int, indent: str) -> Iterator[str]:
+    """The listing, ``depth`` (at most 10) levels down: recursion is bounded by it."""
     try:
         entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
     except OSError as exc:
@@ -355,13 +413,14 @@ def _tree(folder: Path, depth: int, indent: str) -> Iterator[str]:
         return
     for entry in entries:
         if entry.is_symlink():
-            yield f"{indent}  {entry.name} -> {os.readlink(entry)}"
+            target = os.readlink(entry)
+            yield f"{indent}  {entry.name} -> {target}{_not_read_mark(root, entry)}"
         elif entry.is_dir():
             yield f"{indent}  {entry.name}/"
             if depth > 1 and entry.name not in SKIP_DIRS:
-                yield from _tree(entry, depth - 1, indent + "  ")
+                yield from _tree(root, entry, depth - 1, indent + "  ")
         else:
-            yield f"{indent}  {entry.name}"
+            yield f"{indent}  {entry.name}{_not_read_mark(root, entry)}"
 
 
 def _require_str(args: dict[str, Any], key: str) -> str:

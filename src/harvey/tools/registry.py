@@ -12,13 +12,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harvey.context.budget import ReadBudget
 from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult, tool_schema
 from harvey.redact import Redactor, active
 from harvey.ui import WriteRequest
+
+if TYPE_CHECKING:
+    from harvey.config import LimitsSettings
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,9 @@ class ToolContext:
     allowed_commands: tuple[str, ...] = ()
     shell_timeout: float = 30.0
     sandbox: str = "auto"  # security.sandbox: which OS confinement commands run under
+    limits: LimitsSettings | None = None  # security.limits; None: the defaults
+    unix_sockets: bool = False  # security.unix_sockets: approved commands may use them
+    secret_files: tuple[str, ...] = ()  # security.secret_files, beside the defaults
     harvey_home: Path | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 

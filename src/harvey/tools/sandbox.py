@@ -8,10 +8,19 @@ is the kernel. A command runs inside one of:
   and all its children can read and execute only the workspace and the system
   folders programs need, write only a private temporary folder, reach no
   ``/proc``, no home, no TCP (ABI >= 4), no signals or abstract sockets outside
-  their domain (ABI >= 6).
+  their domain (ABI >= 6); besides Landlock the launcher drops every
+  capability, installs a seccomp filter (no sockets offline, no Unix sockets
+  unless the user allows them to approved commands, no io_uring), sets the
+  ``security.limits`` and, as a child subreaper, ends every descendant when
+  the command returns or is stopped.
 - **bubblewrap** (Linux, when Landlock is missing and ``bwrap`` works): the
-  same view built as a mount namespace with no ``/proc`` and no network.
+  same view built as a mount namespace with no ``/proc`` and no network, its
+  own PID namespace, no capabilities and the same seccomp filter.
 - **sandbox-exec** (macOS): an SBPL profile with the same rules.
+
+The workspace is never granted whole when it holds secret files
+(``workspace_view``): they get no read right under Landlock, are covered
+under bubblewrap and denied under sandbox-exec.
 
 Commands the user approved get a second profile (``Policy.approved``): they may
 also write inside the workspace and use the network, because the person saw the
@@ -29,16 +38,42 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from harvey.tools.sandbox_env import KEPT_ENV, scratch_folder, scrubbed_env
+from harvey.tools.sandbox_profiles import (
+    SEATBELT_APPROVED,
+    SEATBELT_BASE,
+    bubblewrap_argv,
+    seatbelt_argv,
+    seatbelt_profile,
+)
+from harvey.tools.workspace_view import WorkspaceView
+
+__all__ = [
+    "KEPT_ENV",
+    "SEATBELT_APPROVED",
+    "SEATBELT_BASE",
+    "Confinement",
+    "Launch",
+    "Policy",
+    "bubblewrap_argv",
+    "detect",
+    "launch",
+    "scratch_folder",
+    "scrubbed_env",
+    "seatbelt_argv",
+    "seatbelt_profile",
+    "wrap",
+]
+
 Kind = Literal["landlock", "bubblewrap", "sandbox-exec", "none"]
 MODES = ("auto", "landlock", "bubblewrap", "sandbox-exec", "none")
 LAUNCHER = Path(__file__).with_name("landlock_launcher.py")
+INLINE_SPEC_BYTES = 64 * 1024  # under MAX_ARG_STRLEN (128 KiB); bigger goes through a memfd
 
 # ABI 3 is the first that handles truncate(2); below it a "read-only" command
 # could still empty a workspace file, so older kernels do not count as confined.
@@ -69,8 +104,6 @@ NETWORK_FILES = (
     "/etc/ca-certificates",
 )
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
-KEPT_ENV = ("PATH", "LANG", "TERM")
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 @dataclass(frozen=True)
@@ -100,20 +133,48 @@ class Confinement:
 
 @dataclass(frozen=True)
 class Policy:
-    """What one command may touch. Paths are resolved (Landlock and SBPL see real paths)."""
+    """What one command may touch. Paths are resolved (Landlock and SBPL see real paths).
+
+    ``view`` is the workspace split around its secret files (``workspace_view``);
+    without one the workspace is granted whole. ``limits`` are the resource limits
+    in counts, bytes and seconds (``command_limits``)."""
 
     workspace: str
     scratch: str  # the private temporary folder: HOME and TMPDIR, removed afterwards
     approved: bool = False  # the user said yes: may write the workspace, may use the network
     read: tuple[str, ...] = field(default=SYSTEM_DIRS + SYSTEM_FILES)
+    view: WorkspaceView | None = None
+    limits: Mapping[str, int] = field(default_factory=dict)
+    unix_sockets: bool = False  # approved commands may use pathname Unix sockets
 
     @classmethod
-    def for_command(cls, workspace: Path, scratch: Path, approved: bool = False) -> Policy:
-        return cls(os.path.realpath(workspace), os.path.realpath(scratch), approved)
+    def for_command(
+        cls,
+        workspace: Path,
+        scratch: Path,
+        approved: bool = False,
+        *,
+        view: WorkspaceView | None = None,
+        limits: Mapping[str, int] | None = None,
+        unix_sockets: bool = False,
+    ) -> Policy:
+        real = os.path.realpath(workspace)
+        return cls(
+            real,
+            os.path.realpath(scratch),
+            approved,
+            view=view,
+            limits=dict(limits or {}),
+            unix_sockets=unix_sockets and approved,
+        )
 
     @property
     def network(self) -> bool:
         return self.approved
+
+    @property
+    def parts(self) -> WorkspaceView:
+        return self.view if self.view is not None else WorkspaceView.everything(self.workspace)
 
     def readable(self) -> list[str]:
         extra = NETWORK_FILES if self.network else ()
@@ -123,16 +184,46 @@ class Policy:
         return [self.scratch, *([self.workspace] if self.approved else [])]
 
     def search_path(self, path: str) -> str:
-        """PATH cut to the folders a confined command may execute from, so that a
-        program in the home folder is "not found" rather than shadowing the system
-        one and then failing with "Permission denied"."""
-        roots = [os.path.realpath(p) for p in self.readable() + self.writable()]
-        keep = [
-            folder
-            for folder in path.split(os.pathsep)
-            if os.path.isabs(folder) and _beneath(os.path.realpath(folder), roots)
-        ]
+        """PATH cut to system folders a confined command may execute from: never the
+        workspace (a cloned repository's ``.venv/bin`` or ``bin/`` would shadow ``ls``),
+        never a relative, empty or missing entry, never the home folder (a program
+        there would be "not found" rather than shadowing the system one)."""
+        roots = [os.path.realpath(p) for p in (*self.read, *NETWORK_FILES)]
+        inside = [self.workspace, self.scratch]
+        keep = []
+        for folder in path.split(os.pathsep):
+            if not os.path.isabs(folder):
+                continue
+            real = os.path.realpath(folder)
+            if os.path.isdir(real) and _beneath(real, roots) and not _beneath(real, inside):
+                keep.append(folder)
         return os.pathsep.join(dict.fromkeys(keep)) or "/usr/bin:/bin"
+
+
+def command_limits(limits: object) -> dict[str, int]:
+    """``security.limits`` (MB and seconds) as the launcher's counts, bytes and seconds."""
+    mb = 1024 * 1024
+    return {
+        "processes": int(getattr(limits, "processes", 1024)),
+        "file_size": int(getattr(limits, "file_size_mb", 4096)) * mb,
+        "cpu": int(getattr(limits, "cpu_seconds", 3600)),
+        "memory": int(getattr(limits, "memory_mb", 16_384)) * mb,
+    }
+
+
+def process_limit() -> str:
+    """How ``security.limits.processes`` is enforced here, for ``harvey doctor``: the
+    kernel never applies RLIMIT_NPROC to root, so as root it takes a ``pids`` cgroup."""
+    if os.geteuid() != 0:
+        return "RLIMIT_NPROC (processes of your user now + the limit)"
+    try:
+        with open("/sys/fs/cgroup/cgroup.subtree_control") as handle:
+            v2 = "pids" in handle.read().split()
+    except OSError:
+        v2 = False
+    if v2 or os.access("/sys/fs/cgroup/pids/cgroup.procs", os.W_OK):
+        return "a pids cgroup per command (running as root)"
+    return "NOT enforced: running as root and no pids cgroup can be made"
 
 
 def _beneath(path: str, roots: list[str]) -> bool:
@@ -212,8 +303,64 @@ def detect(mode: str = "auto") -> Confinement:
 # -- wrapping ------------------------------------------------------------------------
 
 
+@dataclass
+class Launch:
+    """The argv to run, and the file descriptors it must inherit (the launcher's policy
+    when it is too big for an argument); ``close`` after the process has started."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            os.close(fd)
+
+
+def launch(confinement: Confinement, policy: Policy, argv: list[str]) -> Launch:
+    """How to run ``argv`` under ``confinement`` with ``policy``."""
+    if confinement.kind == "landlock":
+        text = json.dumps(landlock_spec(policy, confinement.abi))
+        if len(text) < INLINE_SPEC_BYTES:
+            return Launch(launcher_argv(text, argv))
+        fd = _memfd(text.encode())
+        return Launch(launcher_argv(None, argv, fd), (fd,))
+    if confinement.kind == "bubblewrap":
+        return _bubblewrap_launch(policy, argv)
+    if confinement.kind == "none" and sys.platform == "linux" and sys.executable:
+        # Unconfined (every command was approved), but still limited and reaped.
+        return Launch(launcher_argv(json.dumps(_limits_only(policy)), argv))
+    return Launch(wrap(confinement, policy, argv))
+
+
+def _limits_only(policy: Policy) -> dict[str, object]:
+    return {"abi": 0, "limits_only": True, "limits": dict(policy.limits), "parent": os.getpid()}
+
+
+def _bubblewrap_launch(policy: Policy, argv: list[str]) -> Launch:
+    """bubblewrap with the launcher's seccomp filter (``--seccomp FD``), under the
+    launcher in ``limits_only`` mode for the resource limits and the supervision."""
+    from harvey.tools.launcher_seccomp import ARCHES, filter_program
+
+    wrapped = bubblewrap_argv(policy, argv)
+    fds: tuple[int, ...] = ()
+    machine = os.uname().machine
+    if machine in ARCHES:
+        fd = _memfd(filter_program(machine, policy.network, policy.unix_sockets))
+        at = wrapped.index("--")
+        wrapped[at:at] = ["--seccomp", str(fd)]
+        fds = (fd,)
+    return Launch(launcher_argv(json.dumps(_limits_only(policy)), wrapped), fds)
+
+
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("harvey-policy", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]:
-    """The argv that runs ``argv`` under ``confinement`` with ``policy``."""
+    """The argv that runs ``argv`` under ``confinement`` (the policy inline)."""
     if confinement.kind == "landlock":
         return landlock_argv(policy, confinement.abi, argv)
     if confinement.kind == "bubblewrap":
@@ -223,113 +370,37 @@ def wrap(confinement: Confinement, policy: Policy, argv: list[str]) -> list[str]
     return list(argv)
 
 
-def landlock_argv(policy: Policy, abi: int, argv: list[str]) -> list[str]:
-    spec = {
+def landlock_spec(policy: Policy, abi: int) -> dict[str, object]:
+    """The launcher's policy: system folders, the workspace's parts around its secret
+    files (listing only where a folder holds one), the scratch folder, the limits."""
+    parts = policy.parts
+    spec: dict[str, object] = {
         "abi": abi,
-        "read": policy.readable(),
-        "write": policy.writable(),
+        "read": [*policy.read, *(NETWORK_FILES if policy.network else ())],
+        "write": [policy.scratch],
+        "files": list(parts.files),
         "devices": list(DEVICES),
         "net": policy.network,
+        "unix": policy.unix_sockets,
+        "limits": dict(policy.limits),
+        "parent": os.getpid(),
+        "workspace": policy.workspace,
     }
+    if policy.approved:  # everything but reading the secrets
+        spec["write"] = [policy.scratch, *parts.whole]
+        spec["dir_write"] = list(parts.split)
+        spec["files_write"] = True
+    else:
+        spec["read"] = [*spec["read"], *parts.whole]  # type: ignore[misc]
+        spec["list"] = list(parts.split)
+    return spec
+
+
+def landlock_argv(policy: Policy, abi: int, argv: list[str]) -> list[str]:
+    return launcher_argv(json.dumps(landlock_spec(policy, abi)), argv)
+
+
+def launcher_argv(spec: str | None, argv: list[str], spec_fd: int | None = None) -> list[str]:
     # -I: ignore PYTHON* variables and user site; -S: no site-packages.
-    return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", *argv]
-
-
-def bubblewrap_argv(policy: Policy, argv: list[str]) -> list[str]:
-    bwrap = shutil.which("bwrap") or "bwrap"
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
-    if policy.network:
-        args.append("--share-net")
-    for path in policy.readable():
-        args += ["--ro-bind-try", path, path]
-    args += ["--dev", "/dev"]  # a minimal /dev (null, zero, urandom, tty); no --proc
-    for path in policy.writable():
-        args += ["--bind", path, path]
-    return [*args, "--chdir", policy.workspace, "--", *argv]
-
-
-SEATBELT_BASE = """(version 1)
-(deny default)
-(allow process-exec process-fork)
-(allow signal (target same-sandbox))
-(allow process-info* (target same-sandbox))
-(allow sysctl-read)
-(allow file-read-metadata)
-(allow file-read*
-  (subpath "/usr") (subpath "/bin") (subpath "/sbin") (subpath "/System")
-  (subpath "/Library/Apple") (subpath "/private/var/db/dyld")
-  (subpath "/System/Volumes/Preboot/Cryptexes")
-  (literal "/private/etc/localtime") (subpath "/private/var/db/timezone")
-  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/urandom") (literal "/dev/random"))
-(allow file-write-data (literal "/dev/null"))
-(allow file-read* (subpath (param "WORKSPACE")))
-(allow file-read* file-write* (subpath (param "SCRATCH")))
-"""
-SEATBELT_APPROVED = """(allow file-write* (subpath (param "WORKSPACE")))
-(allow network*)
-(allow file-read* (literal "/private/etc/resolv.conf") (literal "/private/etc/hosts")
-  (subpath "/private/etc/ssl"))
-(allow mach-lookup (global-name "com.apple.dnssd.service"))
-"""
-
-
-def seatbelt_profile(policy: Policy) -> str:
-    """The SBPL profile: deny by default, like the Landlock rules. Paths come in as
-    ``-D`` parameters, so no path is ever spliced into the profile text."""
-    return SEATBELT_BASE + (SEATBELT_APPROVED if policy.approved else "")
-
-
-def seatbelt_argv(policy: Policy, argv: list[str]) -> list[str]:
-    return [
-        "/usr/bin/sandbox-exec",
-        "-p",
-        seatbelt_profile(policy),
-        "-D",
-        f"WORKSPACE={policy.workspace}",
-        "-D",
-        f"SCRATCH={policy.scratch}",
-        "--",
-        *argv,
-    ]
-
-
-# -- environment and scratch folder ------------------------------------------------------
-
-
-def scrubbed_env(scratch: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Only what programs need: PATH, LANG, LC_*, TERM, and HOME/TMPDIR in ``scratch``.
-    Nothing else of the user's (API keys, tokens, proxies with passwords) gets through."""
-    environ = os.environ if environ is None else environ
-    env = {
-        name: value
-        for name, value in environ.items()
-        if (name in KEPT_ENV or name.startswith("LC_"))
-        and not any(marker in name.upper() for marker in SECRET_MARKERS)
-    }
-    env.setdefault("PATH", os.defpath)
-    env["HOME"] = env["TMPDIR"] = str(scratch)
-    return env
-
-
-@contextmanager
-def scratch_folder() -> Iterator[Path]:
-    """A private (0700) temporary folder for one command, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="harvey-cmd-"))
-    try:
-        yield folder
-    finally:
-        _remove_tree(folder)
-
-
-def _remove_tree(folder: Path) -> None:
-    """Remove a folder even if the command made parts of it unreadable (``chmod 0``):
-    top-down, each subfolder is made accessible before the walk enters it."""
-    for root, dirs, _files in os.walk(folder):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):  # never chmod through a link out of the folder
-                try:
-                    os.chmod(path, 0o700)
-                except OSError:
-                    pass
-    shutil.rmtree(folder, ignore_errors=True)
+    given = [spec] if spec is not None else ["--spec-fd", str(spec_fd)]
+    return [sys.executable, "-I", "-S", str(LAUNCHER), *given, "--", *argv]

@@ -9,10 +9,15 @@ for the model, so nothing about a search may be unbounded:
   search; when it passes, the result is an ``error:`` naming the pattern.
 * **What is opened.** Only regular files, checked with ``lstat`` before
   ``open``: opening a FIFO blocks until a writer comes, and a device may never
-  end. Symlinks are not followed — neither to files nor (``os.walk``'s
-  default) to folders — so a link cannot lead the search out of the workspace.
+  end. Symlinks are not followed — neither to files nor to folders — so a
+  link cannot lead the search out of the workspace.
 * **Size.** Files over ``MAX_SEARCH_FILE_BYTES`` are skipped from their
   ``lstat`` size without reading them; matches stop at ``MAX_SEARCH_MATCHES``.
+* **Depth.** The walk keeps its own stack of folders (``os.walk`` recurses in
+  Python 3.11: a tree a few thousand folders deep raised ``RecursionError``);
+  a folder it cannot list (too deep for ``PATH_MAX``, no permission) is skipped.
+* **Secrets.** Secret files (``harvey.secret_files``) and hard links
+  (``st_nlink > 1``) are never opened; the result says how many were left out.
 """
 
 from __future__ import annotations
@@ -24,12 +29,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harvey.errors import ToolError, WorkspaceError
+from harvey import secret_files
+from harvey.errors import FileRefused, ToolError, WorkspaceError
 from harvey.tools.files import (
+    HARD_LINK,
+    SECRET_FILE,
     SKIP_DIRS,
     _require_str,
+    check_not_secret,
     display_path,
     file_kind,
+    hard_link_refused,
     looks_binary,
     open_regular,
     safe_path,
@@ -75,21 +85,28 @@ class SearchFilesTool:
             compiled = regex.compile(pattern)
         except (regex.error, ValueError, OverflowError) as exc:
             return f"error: invalid regular expression {pattern!r}: {exc}"
-        root = safe_path(ctx.workspace, args.get("path") or ".")
+        requested = args.get("path") or "."
+        root = safe_path(ctx.workspace, requested)
         shown = display_path(ctx.workspace, root)
         try:
-            mode = os.lstat(root).st_mode
+            info = os.lstat(root)
         except FileNotFoundError:
             return f"error: {shown} does not exist"
         except OSError as exc:
             return f"error: cannot search {shown}: {exc.strerror or exc}"
+        mode = info.st_mode
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             return f"error: {shown} is {file_kind(mode)}; search_files reads regular files"
+        if stat.S_ISREG(mode):  # one file: refused in one line, like read_file
+            check_not_secret(ctx.workspace, root, str(requested))
+            if info.st_nlink > 1:
+                return f"error: {hard_link_refused(shown, info.st_nlink)}"
         deadline = time.monotonic() + self.deadline_seconds
         matches: list[str] = []
+        left_out = _LeftOut()
         try:
-            for file in _walk_files(root, deadline):
-                for number, line in _text_lines(file):
+            for file in _walk_files(Path(ctx.workspace).resolve(), root, deadline, left_out):
+                for number, line in _text_lines(file, left_out):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise _DeadlinePassed
@@ -103,7 +120,7 @@ class SearchFilesTool:
                     matches.append(f"{display_path(ctx.workspace, file)}:{number}: {text}")
                     if len(matches) >= MAX_SEARCH_MATCHES:
                         matches.append(f"[stopped after {MAX_SEARCH_MATCHES} matches; narrow it]")
-                        return "\n".join(matches)
+                        return "\n".join([*matches, *left_out.note()])
         except _DeadlinePassed:
             return (
                 f"error: the search for {pattern!r} was stopped after "
@@ -112,34 +129,75 @@ class SearchFilesTool:
                 "time: try a simpler pattern (a plain word, or one repetition without a group "
                 "around it), or search a smaller path"
             )
-        return "\n".join(matches) if matches else f"no matches for {pattern!r}"
+        found = [*matches, *left_out.note()]
+        return "\n".join(found) if matches else "\n".join([f"no matches for {pattern!r}", *found])
 
 
-def _walk_files(root: Path, deadline: float) -> Iterator[Path]:
-    """Regular files under ``root`` (or ``root`` itself), symlinks never followed."""
+class _LeftOut:
+    """How many files the search would not open, by why (told to the model, so it does
+    not conclude a secret file holds no match)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, reason: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+
+    def note(self) -> list[str]:
+        if not self.counts:
+            return []
+        parts = ", ".join(f"{n} {why}{'s' if n != 1 else ''}" for why, n in self.counts.items())
+        return [f"[not searched: {parts}; Harvey never reads these for the model]"]
+
+
+def _walk_files(workspace: Path, root: Path, deadline: float, left_out: _LeftOut) -> Iterator[Path]:
+    """Regular files under ``root`` (or ``root`` itself), symlinks never followed, secret
+    files left out (and counted). An explicit stack, not recursion: any depth is fine."""
     if not root.is_dir():
         yield root
         return
-    for folder, dirs, files in os.walk(root):  # os.walk does not follow symlinked folders
+    rule = secret_files.active()
+    stack = [root]
+    while stack:
         if time.monotonic() >= deadline:
             raise _DeadlinePassed
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            yield Path(folder) / name
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # gone, no permission, or a path longer than PATH_MAX
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS:
+                    subdirs.append(Path(entry.path))
+            elif rule.matches(display_path(workspace, Path(entry.path))):
+                left_out.add(SECRET_FILE)
+            else:
+                yield Path(entry.path)
+        stack.extend(reversed(subdirs))  # depth first, in name order
 
 
-def _text_lines(file: Path) -> Iterator[tuple[int, str]]:
+def _text_lines(file: Path, left_out: _LeftOut) -> Iterator[tuple[int, str]]:
     """The lines of a regular, small, text file; nothing for anything else.
 
     ``lstat`` decides before anything is opened: a symlink, FIFO, socket or
-    device is skipped, and so is a file over the size cap.
+    device is skipped, and so is a file over the size cap; a hard link is
+    counted in ``left_out`` (``open_regular`` refuses it again on the descriptor).
     """
     try:
         info = os.lstat(file)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE_BYTES:
             return
+        if info.st_nlink > 1:
+            left_out.add(HARD_LINK)
+            return
         with open_regular(file) as handle:
             data = handle.read(MAX_SEARCH_FILE_BYTES + 1)
+    except FileRefused as exc:  # became one after lstat
+        left_out.add(exc.reason)
+        return
     except (OSError, WorkspaceError):  # gone, unreadable, or swapped for a FIFO after lstat
         return
     if len(data) > MAX_SEARCH_FILE_BYTES or looks_binary(data):

@@ -6,7 +6,10 @@ sandbox-exec), which lets it read the workspace and system folders, write only
 a private temporary folder, and reach no ``/proc``, home folder or network,
 with a scrubbed environment (no API keys). Where no confinement is available
 (or ``security.sandbox: none``) nothing runs unasked: every command asks in the
-REPL and is refused in batch mode.
+REPL and is refused in batch mode. Secret files (``.env``, keys,
+``security.secret_files``) are not readable by any command, and nothing a
+command starts outlives it: on a timeout or the output cap the launcher gets
+SIGTERM and ends every descendant, however detached.
 
 The checks here are a second line. The command line is split into argv (POSIX
 quoting rules) and executed directly, so pipes, redirection, ``;``/``&&``,
@@ -14,8 +17,11 @@ substitution and globbing are refused with a message that says so. Commands on
 ``security.allowed_commands`` run at once; anything else, options that write
 or run programs (``find -delete``, ``sort -o``) and arguments that point
 outside the workspace ask the person (``ctx.confirm``) and are refused in
-non-interactive mode. An approved command runs confined too, with a profile
-that may also write the workspace.
+non-interactive mode. ``PATH`` holds only system folders, and a program named
+by a path (``./bin/x``, ``.venv/bin/ls``) always asks: the workspace may be a
+hostile clone. Unasked ``git`` runs only as a reader (``git_policy``). An
+approved command runs confined too, with a profile that may also write the
+workspace.
 
 Output is read incrementally and capped (``MAX_OUTPUT_BYTES``): past the cap
 the command is stopped, so memory does not grow with what a command prints.
@@ -33,16 +39,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harvey.errors import ToolError
-from harvey.tools import sandbox
+from harvey.secret_files import SecretFiles
+from harvey.tools import git_policy, sandbox
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell_policy import needs_confirmation
+from harvey.tools.workspace_view import WorkspaceTooBig, WorkspaceView, workspace_view
+
+if TYPE_CHECKING:
+    from harvey.config import LimitsSettings
 
 OPERATOR_CHARS = frozenset("();<>|&")
 MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # past this the command is stopped and the rest dropped
 READ_CHUNK = 64 * 1024
+STOP_GRACE_SECONDS = 5.0  # for the launcher to end every descendant before it is killed
 
 
 def split_command(command: str) -> list[str]:
@@ -135,17 +147,44 @@ def run_command(
         return ShellResult("", 2, ran=False, problem=str(exc))
     allowed = allowed_commands if allowed_commands is not None else ctx.allowed_commands
     confinement = sandbox.detect(ctx.sandbox)
-    reason = needs_confirmation(argv, allowed, ctx.workspace)
+    reason = _workspace_program(argv[0], ctx.workspace)
+    reason = reason or needs_confirmation(argv, allowed, ctx.workspace)
     if reason is None and not confinement.active:
         reason = f"no OS confinement available ({confinement.reason}), so nothing runs unasked"
+    view = None
+    if confinement.active:
+        try:
+            view = workspace_view(ctx.workspace, SecretFiles(ctx.secret_files))
+        except WorkspaceTooBig as exc:
+            reason = reason or str(exc)
     if reason is not None:
         if not ctx.interactive or ctx.confirm is None:
             problem = f"refused: {reason} (non-interactive mode cannot ask for approval)"
             return ShellResult("", 126, ran=False, problem=problem)
         if not ctx.confirm(f"Run `{command}`? ({reason})"):
             return ShellResult("", 126, ran=False, problem=f"the user declined to run {command!r}")
+    elif argv[0] == "git":
+        argv = git_policy.neutralised(argv)
     timeout = timeout if timeout is not None else ctx.shell_timeout
-    return _execute(argv, ctx.workspace, timeout, confinement, reason is not None, max_output)
+    return _execute(
+        argv,
+        ctx.workspace,
+        timeout,
+        confinement,
+        reason is not None,
+        max_output,
+        view=view,
+        limits=ctx.limits,
+        unix_sockets=ctx.unix_sockets,
+    )
+
+
+def _workspace_program(program: str, workspace: Path) -> str | None:
+    """A program named by a path runs only when the person approves that path:
+    ``./bin/x`` or ``.venv/bin/ls`` comes from the (possibly hostile) workspace."""
+    if "/" not in program:
+        return None
+    return f"{program!r} is a program named by its path, not a system command"
 
 
 def _execute(
@@ -155,41 +194,64 @@ def _execute(
     confinement: sandbox.Confinement | None = None,
     approved: bool = False,
     max_output: int = MAX_OUTPUT_BYTES,
+    *,
+    view: WorkspaceView | None = None,
+    limits: LimitsSettings | None = None,
+    unix_sockets: bool = False,
 ) -> ShellResult:
-    """Run argv confined, in a private scratch folder, with a scrubbed environment."""
+    """Run argv confined, in a private scratch folder, with a scrubbed environment.
+
+    Without a ``view`` the workspace is walked here (the default secret files are
+    left out); a walk that cannot finish is a ``ToolError``."""
+    from harvey.config import LimitsSettings
+
     confinement = confinement or sandbox.Confinement("none", reason="not requested")
+    if confinement.active and view is None:
+        view = workspace_view(cwd, SecretFiles())
     with sandbox.scratch_folder() as scratch:
         env = sandbox.scrubbed_env(scratch)
-        policy = sandbox.Policy.for_command(cwd, scratch, approved=approved)
-        if confinement.active:
-            env["PATH"] = policy.search_path(env["PATH"])
+        policy = sandbox.Policy.for_command(
+            cwd,
+            scratch,
+            approved=approved,
+            view=view,
+            limits=sandbox.command_limits(limits or LimitsSettings()),
+            unix_sockets=unix_sockets,
+        )
+        env["PATH"] = policy.search_path(env["PATH"])
+        if argv[0] == "git":
+            env.update(git_policy.git_env(cwd))
         if _find_program(argv[0], cwd, env["PATH"]) is None:
             return ShellResult("", 127, ran=False, problem=_not_found(argv[0], confinement))
+        launch = sandbox.launch(confinement, policy, argv)
         try:
             proc = subprocess.Popen(
-                sandbox.wrap(confinement, policy, argv),
+                launch.argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # so a timeout or the cap can stop the whole group
+                pass_fds=launch.pass_fds,
             )
         except FileNotFoundError:
             return ShellResult("", 127, ran=False, problem=f"command not found: {argv[0]}")
         except OSError as exc:
             raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+        finally:
+            launch.close()
         try:
             return _collect(proc, timeout, max_output)
         finally:
-            _kill_group(proc)  # nothing the command started outlives it
+            _stop(proc)  # nothing the command started outlives it
             if proc.stdout is not None:
                 proc.stdout.close()
             proc.wait()
 
 
 def _not_found(program: str, confinement: sandbox.Confinement) -> str:
-    elsewhere = shutil.which(program) if confinement.active else None
+    elsewhere = shutil.which(program) if "/" not in program else None
     if elsewhere is None:
         return f"command not found: {program}"
     return f"command not found: {program} ({elsewhere} is outside the folders commands may run)"
@@ -204,7 +266,7 @@ def _find_program(program: str, cwd: Path, path: str) -> str | None:
 
 def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> ShellResult:
     """Read the output as it comes, never more than ``max_output`` bytes: past the cap
-    or the timeout the process group is killed and the result says so."""
+    or the timeout the command is stopped and the result says so."""
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     output = bytearray()
@@ -232,11 +294,21 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> 
 
 
 def _stopped(proc: subprocess.Popen[bytes], output: bytearray, problem: str) -> ShellResult:
-    _kill_group(proc)
+    _stop(proc)
     return ShellResult(_decode(output), proc.wait(), problem=problem)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the command and everything it started. The Landlock launcher supervises
+    the command: SIGTERM makes it kill every descendant (however detached) and exit,
+    so it gets a moment; then the process group is killed in any case (bubblewrap's
+    PID namespace ends with it; without confinement the group is all there is)."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=STOP_GRACE_SECONDS)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

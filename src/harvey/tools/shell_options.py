@@ -334,4 +334,34 @@ RISKY_WORDS = (
     "plugin",
     "load",
     "eval",
+    "action",
+    "rsh",
+    "compress",
+    "filter",
+    "pipe",
+    "to-",
 )
+
+# Programs whose purpose is running another program: the allow-list cannot see what.
+WRAPPERS = _words(
+    "env xargs nice nohup timeout stdbuf setsid watch flock time sudo doas su strace ltrace "
+    "chroot unshare nsenter parallel busybox"
+)
+# Programs without a table whose options run other programs (short letters count
+# anywhere in a cluster; long options by any abbreviation). ``tar -I sh``,
+# ``--to-command``, ``--checkpoint-action=exec=``; ``rsync -e``; ``zip -TT``.
+RUNS_PROGRAMS: dict[str, tuple[str, ...]] = {
+    "tar": (
+        "-I",
+        "-F",
+        "--use-compress-program",
+        "--to-command",
+        "--checkpoint-action",
+        "--info-script",
+        "--new-volume-script",
+        "--rsh-command",
+        "--rmt-command",
+    ),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "zip": ("-T", "--unzip-command"),
+}

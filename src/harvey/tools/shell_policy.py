@@ -35,6 +35,7 @@ from pathlib import Path
 
 from harvey.errors import ToolError, WorkspaceError
 from harvey.tools.files import safe_path
+from harvey.tools.git_policy import check_git
 from harvey.tools.shell_options import (
     FIND_FILE_ARG,
     FIND_LEADING,
@@ -45,6 +46,8 @@ from harvey.tools.shell_options import (
     FIND_RISKY,
     PROGRAMS,
     RISKY_WORDS,
+    RUNS_PROGRAMS,
+    WRAPPERS,
     Operands,
     Program,
     Role,
@@ -67,7 +70,14 @@ def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: P
     if "/" in program or program not in allowed:
         return f"{program!r} is not on security.allowed_commands"
     args = list(argv[1:])
+    if program == "git":
+        return check_git(args, workspace)
+    if program in WRAPPERS:
+        return f"{program!r} runs another program, which the allow-list would not check"
+    runs = RUNS_PROGRAMS.get(program, ())
     try:
+        if runs:
+            _check_runs(program, args, runs)
         if program == "find":
             _check_find(args, workspace)
         elif program in PROGRAMS and PROGRAMS[program].operands is Operands.PRINTED:
@@ -79,6 +89,25 @@ def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: P
     except _Refuse as refusal:
         return str(refusal)
     return None
+
+
+def _check_runs(program: str, args: list[str], options: tuple[str, ...]) -> None:
+    """Options of a program without a full table that make it run another program:
+    ``tar -I``/``--use-compress-program``/``--to-command``, ``rsync -e``, ``zip -TT``.
+    A short one counts anywhere in a cluster, a long one by any abbreviation."""
+    if program == "tar" and args and not args[0].startswith("-"):
+        args = ["-" + args[0], *args[1:]]  # tar's old style: "tar xIf prog a.tar"
+    for arg in args:
+        if arg == "--":
+            return
+        name = arg.partition("=")[0]
+        for option in options:
+            if option.startswith("--"):
+                hit = len(name) > 3 and name.startswith("--") and option.startswith(name)
+            else:
+                hit = not arg.startswith("--") and arg.startswith("-") and option[1] in arg[1:]
+            if hit:
+                raise _Refuse(f"option {arg!r} lets {program} run other programs")
 
 
 def _check_path(workspace: Path, arg: str, value: str) -> None:

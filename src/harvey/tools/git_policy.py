@@ -1,0 +1,221 @@
+"""git, unasked, only as a reader: no option or repository setting may make it run a program.
+
+git runs programs from many places: ``-c`` and ``--config-env`` on its command
+line, ``--exec-path``, aliases (``alias.x=!CMD``), and the repository's own
+``.git/config`` — ``core.fsmonitor`` and hooks on a plain ``git status``,
+``core.pager`` on ``git log``, ``diff.external``, ``diff.*.textconv`` (picked by
+the repository's ``.gitattributes``), ``filter.*``, ``gpg.program`` with
+``log.showSignature``, ``include.path`` to pull in any of these. A cloned
+repository controls all of that. So, closing the class rather than the list:
+
+- unasked, git runs only a known read-only subcommand (never an alias), with no
+  global option but a few harmless ones, and no option that runs a program;
+- the repository's config (``.git/config``, or ``./config`` of a bare
+  repository; parsed by ``git config --file`` with includes off) may hold only
+  keys from ``HARMLESS_KEYS``; anything else — including any include — asks;
+- the command then still runs with the known program settings overridden
+  (``NEUTRAL``), no system or global config, no prompts, no optional locks
+  (so ``status`` writes no index and runs no hook) and a ceiling above the
+  workspace (so no parent folder's repository is used).
+
+Everything else asks in the REPL and is refused in ``harvey run``. The command
+runs confined by the kernel either way: this is the second line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+READ_ONLY = frozenset(
+    _words(
+        "status log diff show blame annotate shortlog describe rev-parse ls-files ls-tree "
+        "cat-file rev-list grep show-ref count-objects name-rev merge-base whatchanged "
+        "diff-tree diff-files diff-index for-each-ref check-ignore check-attr version"
+    )
+)
+# Subcommands that also write, allowed unasked only with these listing options.
+LISTING = {
+    "branch": frozenset(
+        _words("-a --all -r --remotes -v -vv --verbose -l --list --show-current --no-color --color")
+    ),
+    "tag": frozenset(_words("-l --list -n")),
+}
+GLOBAL_OK = frozenset(
+    _words(
+        "--no-pager -P --no-replace-objects --literal-pathspecs --glob-pathspecs "
+        "--noglob-pathspecs --icase-pathspecs --no-optional-locks"
+    )
+)
+# Options (or an abbreviation of them) that run a program, open a pager, or point git
+# at other files or settings.
+RISKY_OPTIONS = (
+    "--ext-diff",
+    "--textconv",
+    "--open-files-in-pager",
+    "--output",
+    "--exec",
+    "--upload-pack",
+    "--receive-pack",
+    "--show-signature",
+    "--git-dir",
+    "--work-tree",
+    "--config-env",
+    "--exec-path",
+    "--paginate",
+    "--edit",
+    "--filters",
+)
+HARMLESS_KEYS = tuple(
+    _words("""
+    core.repositoryformatversion core.filemode core.bare core.logallrefupdates
+    core.ignorecase core.precomposeunicode core.symlinks core.autocrlf core.eol core.safecrlf
+    core.quotepath core.abbrev core.compression core.loosecompression core.bigfilethreshold
+    core.commentchar core.untrackedcache core.splitindex core.checkstat core.trustctime
+    core.preloadindex core.multipackindex core.commitgraph core.sparsecheckout
+    core.sparsecheckoutcone core.whitespace core.longpaths
+    remote.*.url remote.*.pushurl remote.*.fetch remote.*.tagopt remote.*.prune
+    remote.*.mirror remote.*.promisor remote.*.partialclonefilter
+    branch.*.remote branch.*.merge branch.*.rebase branch.*.pushremote branch.*.description
+    user.name user.email init.defaultbranch pull.rebase pull.ff fetch.prune fetch.prunetags
+    gc.auto gc.autodetach extensions.objectformat extensions.partialclone
+    lfs.repositoryformatversion submodule.*.url submodule.*.active submodule.*.branch
+    color.* diff.renames diff.algorithm diff.mnemonicprefix diff.noprefix diff.context
+    diff.indentheuristic diff.colormoved log.date log.decorate log.abbrevcommit
+    status.showuntrackedfiles status.short status.branch merge.conflictstyle rerere.enabled
+    advice.* index.version protocol.version feature.manyfiles maintenance.auto
+    """)
+)
+MAX_SUBMODULE_CONFIGS = 50
+NEUTRAL = (
+    "--no-pager",
+    *("-c", "core.fsmonitor=false"),
+    *("-c", "core.hooksPath=/dev/null"),
+    *("-c", "core.pager=cat"),
+    *("-c", "core.editor=false"),
+    *("-c", "credential.helper="),
+    *("-c", "gpg.program=false"),
+    *("-c", "log.showSignature=false"),
+    *("-c", "protocol.allow=never"),
+)
+
+
+def git_env(workspace: Path) -> dict[str, str]:
+    """Every git run (asked or not): no system or user config, no prompt, no pager, no
+    optional locks, and no repository found above the workspace."""
+    return {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.realpath(workspace)),
+    }
+
+
+def neutralised(argv: Sequence[str]) -> list[str]:
+    """``git ARGS`` with the program settings overridden, for a run nobody approved."""
+    return [argv[0], *NEUTRAL, *argv[1:]]
+
+
+def check_git(args: Sequence[str], workspace: Path) -> str | None:
+    """Why ``git ARGS`` may not run unasked, or None."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] not in GLOBAL_OK:
+            return f"git option {args[i]!r} may change what git runs or where it looks"
+        i += 1
+    if i == len(args):
+        return None  # plain "git": prints usage
+    command, rest = args[i], list(args[i + 1 :])
+    if command in LISTING:
+        extra = [a for a in rest if a not in LISTING[command] and not a.startswith("--sort")]
+        if extra:
+            return f"git {command} {extra[0]!r} may change the repository"
+    elif command not in READ_ONLY:
+        return f"git {command!r} is not a read-only git command (or is an alias)"
+    for arg in rest:
+        if arg == "--":
+            break
+        problem = _risky_option(arg)
+        if problem:
+            return problem
+    return repository_config_problem(workspace)
+
+
+def _risky_option(arg: str) -> str | None:
+    if arg.startswith("--"):
+        name = arg.partition("=")[0]
+        if any(name == r or (len(name) >= 4 and r.startswith(name)) for r in RISKY_OPTIONS):
+            return f"git option {arg!r} may run a program or read other settings"
+    elif arg.startswith("-") and "O" in arg[1:]:
+        return f"git option {arg!r} may open files in a program"
+    return None
+
+
+def config_files(workspace: Path) -> list[Path] | str:
+    """The repository config files git would read in the workspace, or why they
+    cannot be checked (a ``.git`` that is a link or a file pointing elsewhere)."""
+    dot_git = workspace / ".git"
+    if dot_git.is_symlink() or (dot_git.exists() and not dot_git.is_dir()):
+        return "the workspace's .git is a link or a file pointing elsewhere"
+    found = []
+    for folder in (dot_git, workspace):  # the workspace itself may be a bare repository
+        if (folder / "HEAD").exists() or folder == dot_git:
+            for name in ("config", "config.worktree"):
+                path = folder / name
+                if path.is_symlink():
+                    return f"{path.name} in {folder.name or '.'} is a link"
+                if path.exists():
+                    found.append(path)
+        if (folder / "commondir").exists():
+            return "the repository shares its config with another (commondir)"
+    # Submodules: a plain "git status" runs git in each, with its own config.
+    modules = sorted(dot_git.glob("modules/**/config")) if dot_git.is_dir() else []
+    if len(modules) > MAX_SUBMODULE_CONFIGS:
+        return "the repository has too many submodules to check their git config"
+    return found + modules
+
+
+def repository_config_problem(workspace: Path) -> str | None:
+    """A key of the repository's config outside ``HARMLESS_KEYS``, named, or None."""
+    files = config_files(workspace)
+    if isinstance(files, str):
+        return files
+    for path in files:
+        keys = _config_keys(path)
+        if isinstance(keys, str):
+            return keys
+        for key in keys:
+            if not any(fnmatch.fnmatchcase(key.lower(), pattern) for pattern in HARMLESS_KEYS):
+                return f"the repository's git config sets {key!r}, which git may run or obey"
+    return None
+
+
+def _config_keys(path: Path) -> list[str] | str:
+    """The keys of one config file, read by git's own parser with includes off."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.devnull}
+    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"})
+    try:
+        done = subprocess.run(
+            ["git", "config", "--file", str(path), "--no-includes", "--list", "--null"],
+            capture_output=True,
+            env=env,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"cannot read the repository's git config: {exc}"
+    if done.returncode != 0:
+        return "the repository's git config cannot be parsed"
+    entries = done.stdout.split(b"\0")
+    return [e.split(b"\n", 1)[0].decode("utf-8", "replace") for e in entries if e]

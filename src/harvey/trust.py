@@ -1,0 +1,320 @@
+"""Workspace trust: what a workspace's ``harvey.yaml`` may set before the user trusts it.
+
+A workspace may be a repository someone else wrote, and its ``harvey.yaml`` is
+in reach of that repository and of the model (a tool can write it, a ``git
+pull`` can change it). So the file is screened against one table before it is
+applied: a key in :data:`NARROWING` whose value passes its test only narrows
+what Harvey does or chooses a model, and applies at once; every other key —
+``security.*``, ``base_url``, ``endpoints``, a route's server, ``session.directory``,
+an embedder that would be handed a key, and any key added to the settings later
+and not listed here — *widens*, and applies only once the user trusts the
+workspace. Keys in :data:`NEVER_IN_WORKSPACE` (``api_key``, ``api_key_command``)
+are refused even then: a key must not sit in a file the model can read.
+
+Trust is recorded in ``HARVEY_HOME`` by the workspace's real path and the
+SHA-256 of the ``harvey.yaml`` it was given for, so an edited file (a ``git
+pull``) is a new question. ``HARVEY.md`` and ``AGENTS.md`` are not hashed: they
+only add text to the system prompt and cannot change what Harvey may do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harvey.errors import ConfigError
+
+#: The trust store's file name inside ``HARVEY_HOME``.
+STORE_NAME = "trusted-workspaces.json"
+STORE_VERSION = 1
+
+Rule = Callable[[Any], bool]
+
+
+def _always(_value: Any) -> bool:
+    return True
+
+
+def _one_of(*allowed: str) -> Rule:
+    return lambda value: value in allowed
+
+
+def _not_a_file(model: Any) -> bool:
+    """A model name, not a ``.gguf`` path the embedded backend would load and parse (a
+    file the repository ships, or one anywhere on the disk, handed to llama.cpp)."""
+    return not (isinstance(model, str) and model.strip().lower().endswith(".gguf"))
+
+
+def _no_key_leaves(spec: Any) -> bool:
+    """An embedder that is handed no key: ``none``, ``local`` or ``ollama:MODEL``."""
+    return isinstance(spec, str) and not spec.startswith("openai:")
+
+
+#: Keys an untrusted workspace file may set, each with the test its value must
+#: pass. Everything not here widens (the class is closed by default: a setting
+#: added later is refused until someone decides it only narrows and lists it).
+NARROWING: Mapping[str, Rule] = {
+    # Which model answers: the server and the key stay the user's own.
+    "backend": _always,
+    "model": _not_a_file,
+    "num_ctx": _always,
+    "context_window": _always,
+    "timeout": _always,
+    "connect_timeout": _always,
+    "retries": _always,
+    "user": _always,
+    "tools.enabled": _always,
+    "tools.max_rounds": _always,
+    "session.record": _always,
+    # A route may name a model on the user's own server; its base_url/endpoints widen.
+    "routes[].name": _always,
+    "routes[].backend": _always,
+    "routes[].model": _not_a_file,
+    "chunking.enabled": _always,
+    "chunking.threshold": _always,
+    "chunking.chunk_size_bytes": _always,
+    "chunking.chunk_size_tokens": _always,
+    "chunking.max_chunks": _always,
+    "chunking.overlap": _always,
+    "chunking.concurrency": _always,
+    "analysis.executor": _one_of("local"),  # ray starts a cluster; ray_address joins one
+    "offload.enabled": _always,
+    "offload.threshold": _always,
+    "offload.preview_lines": _always,
+    "rag.active": _always,
+    "rag.top_k": _always,
+    "rag.min_score": _always,
+    "rag.budget_pct": _always,
+    "rag.chunk_size_bytes": _always,
+    "memory.enabled": _always,
+    "memory.budget_pct": _always,
+    "memory.auto_mine_min_turns": _always,
+    "memory.embedder": _no_key_leaves,
+}
+
+#: Keys refused in a workspace file whether it is trusted or not.
+NEVER_IN_WORKSPACE = frozenset(
+    {"api_key", "api_key_command", "routes[].api_key", "routes[].api_key_command"}
+)
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One leaf of a settings mapping: where it is (``("routes", 0, "base_url")``) and its value."""
+
+    loc: Loc
+    value: Any
+
+    @property
+    def path(self) -> str:
+        """``routes[0].base_url``: for a person."""
+        return _join(self.loc, index=True)
+
+    @property
+    def rule_key(self) -> str:
+        """``routes[].base_url``: how the table names it."""
+        return _join(self.loc, index=False)
+
+
+def _join(loc: Loc, *, index: bool) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]" if index else "[]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+@dataclass
+class Screened:
+    """A workspace file's settings split: what applies untrusted, what waits for trust."""
+
+    kept: dict[str, Any]
+    widening: list[Setting] = field(default_factory=list)
+    forbidden: list[Setting] = field(default_factory=list)
+
+
+def leaves(data: Mapping[str, Any], loc: Loc = ()) -> Iterator[Setting]:
+    """Every leaf below ``data``; a list of mappings (``routes``) is walked item by item."""
+    for key, value in data.items():
+        here = (*loc, key)
+        if isinstance(value, Mapping):
+            yield from leaves(value, here)
+        elif _is_table_list(value):
+            for number, item in enumerate(value):
+                yield from leaves(item, (*here, number))
+        else:
+            yield Setting(here, value)
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+def narrows(setting: Setting) -> bool:
+    """True when the table lets an untrusted file set this leaf to this value."""
+    rule = NARROWING.get(setting.rule_key)
+    return rule is not None and bool(rule(setting.value))
+
+
+def screen(data: Mapping[str, Any]) -> Screened:
+    """Split validated settings (``model_dump(exclude_unset=True)``) into the part that
+    applies untrusted and the leaves that widen or are never allowed.
+
+    A list of mappings is one value: one widening item (a route with a
+    ``base_url``) holds the whole list back, so "not now" never leaves a route
+    pointing somewhere other than its author meant.
+    """
+    result = Screened(kept={})
+    for setting in leaves(data):
+        if setting.rule_key in NEVER_IN_WORKSPACE:
+            result.forbidden.append(setting)
+        elif not narrows(setting):
+            result.widening.append(setting)
+    refused = result.widening + result.forbidden
+    held = {s.loc[0] for s in refused if _in_list(s.loc)}
+    result.kept = _keep(data, (), {s.loc for s in refused}, held)
+    return result
+
+
+def _in_list(loc: Loc) -> bool:
+    return any(isinstance(part, int) for part in loc)
+
+
+def _keep(data: Mapping[str, Any], loc: Loc, refused: set[Loc], held: set[Any]) -> dict[str, Any]:
+    """``data`` without the refused leaves, without a top-level list any item of which
+    was refused (``held``), and without stanzas left empty."""
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        here = (*loc, key)
+        if isinstance(value, Mapping):
+            inner = _keep(value, here, refused, held)
+            if inner:
+                kept[key] = inner
+        elif _is_table_list(value):
+            if not loc and key not in held:
+                kept[key] = value
+        elif here not in refused:
+            kept[key] = value
+    return kept
+
+
+def digest(content: bytes | None) -> str:
+    """The SHA-256 of a config file's bytes (``absent`` when there is no file)."""
+    return "absent" if content is None else hashlib.sha256(content).hexdigest()
+
+
+@dataclass(frozen=True)
+class Review:
+    """What the user is asked to trust: a workspace, its file's hash, and what it would widen."""
+
+    workspace: Path
+    config_file: Path
+    digest: str
+    widening: tuple[Setting, ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    workspace: str
+    digest: str
+    trusted_at: float
+
+
+class TrustStore:
+    """``HARVEY_HOME/trusted-workspaces.json``: workspace real path → the trusted file's hash.
+
+    Written whole (0600, a temporary file renamed over the old one), so a reader
+    never sees half a store; HARVEY_HOME is the user's own folder.
+    """
+
+    def __init__(self, harvey_home: Path) -> None:
+        self.home = harvey_home
+        self.path = harvey_home / STORE_NAME
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+        try:
+            data = json.loads(raw)
+            workspaces = data["workspaces"]
+            if not isinstance(workspaces, dict):
+                raise TypeError("workspaces is not a mapping")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"{self.path}: not a trust store Harvey wrote ({exc}); remove it and trust again"
+            ) from exc
+        return {k: v for k, v in workspaces.items() if isinstance(v, dict)}
+
+    def _write(self, workspaces: Mapping[str, Any]) -> None:
+        from harvey.fsutil import atomic_write
+        from harvey.private import make_private_dirs
+
+        payload = {"version": STORE_VERSION, "workspaces": dict(sorted(workspaces.items()))}
+        try:
+            make_private_dirs(self.home)
+            atomic_write(self.path, (json.dumps(payload, indent=1) + "\n").encode(), mode=0o600)
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
+
+    def is_trusted(self, workspace: Path, file_digest: str) -> bool:
+        entry = self._read().get(_key(workspace))
+        return entry is not None and entry.get("sha256") == file_digest
+
+    def trust(self, workspace: Path, file_digest: str) -> None:
+        with self._locked():
+            workspaces = self._read()
+            workspaces[_key(workspace)] = {"sha256": file_digest, "trusted_at": time.time()}
+            self._write(workspaces)
+
+    def revoke(self, workspace: Path) -> bool:
+        """Forget ``workspace``; False when it was not trusted."""
+        with self._locked():
+            workspaces = self._read()
+            if workspaces.pop(_key(workspace), None) is None:
+                return False
+            self._write(workspaces)
+            return True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time: two sessions trusting at once both keep their entry."""
+        import fcntl
+
+        from harvey.private import make_private_dirs
+
+        try:
+            make_private_dirs(self.home)
+            fd = os.open(self.home / f".{STORE_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def entries(self) -> list[Entry]:
+        return [
+            Entry(path, str(value.get("sha256", "")), float(value.get("trusted_at", 0) or 0))
+            for path, value in sorted(self._read().items())
+        ]
+
+
+def _key(workspace: Path) -> str:
+    """The workspace's real path: a link or ``..`` to a trusted folder is that folder."""
+    return os.path.realpath(workspace)
