@@ -26,8 +26,7 @@ def scrubbed_env(scratch: Path, environ: Mapping[str, str] | None = None) -> dic
     env = {
         name: value
         for name, value in environ.items()
-        if (name in KEPT_ENV or name.startswith("LC_"))
-        and not is_secret_env_name(name)
+        if (name in KEPT_ENV or name.startswith("LC_")) and not is_secret_env_name(name)
     }
     env.setdefault("PATH", os.defpath)
     env["HOME"] = env["TMPDIR"] = str(scratch)
