@@ -679,8 +679,8 @@ def test_a_workspace_too_big_to_walk_asks(
 def test_bubblewrap_closes_the_same_holes(
     victim_workspace: Path, unix_server: tuple[Path, socket.socket]
 ) -> None:
-    """bubblewrap is the fallback when Landlock is missing. ``.ci/run`` does not install
-    it, so this skips where ``bwrap`` is absent or cannot make namespaces here."""
+    """bubblewrap is the fallback when Landlock is missing. ``.ci/run`` installs it where
+    it can; this skips where ``bwrap`` is absent or cannot make namespaces here."""
     found = sandbox.detect.__wrapped__("bubblewrap")
     if not found.active:
         pytest.skip(f"bubblewrap is not usable here: {found.reason}")

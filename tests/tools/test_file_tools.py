@@ -16,7 +16,7 @@ def run(ctx: ToolContext, name: str, **args: object) -> str:
 
 
 def allow(ctx: ToolContext) -> ToolContext:
-    """A context whose person approves every write (the gate itself is tested in test_writes)."""
+    """A context whose person approves every write (the gate itself is tested in tests/security/test_tools_writes.py)."""
     return ctx.evolve(approve_write=lambda _request, write: write())
 
 
