@@ -102,9 +102,18 @@ def _run(command: str, timeout: float) -> str:
     if not argv:
         raise ConfigError("api_key_command is empty")
     name = argv[0]
+    from harvey.programs import find_program
+
+    program = find_program(name)  # never a program of the workspace's on PATH
+    if program is None:
+        raise ConfigError(f"api_key_command {name!r}: not found outside the workspace")
     try:
         proc = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+            [program, *argv[1:]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise ConfigError(

@@ -122,8 +122,17 @@ def open_editor(path: str) -> None:
         raise UsageError(f"${variable} is not a command line ({exc}): {editor!r}") from exc
     if not argv:
         raise UsageError(f"${variable} is empty; set it to your editor")
+    from harvey.programs import find_program
+
+    # Never an editor of the workspace's: a cloned .venv/bin/vi first on PATH would run
+    # unconfined with everything the user may do.
+    program = find_program(argv[0])
+    if program is None:
+        raise UsageError(
+            f"cannot find the editor {argv[0]!r} outside the workspace; set $VISUAL or $EDITOR"
+        )
     try:
-        subprocess.call([*argv, path])
+        subprocess.call([program, *argv[1:], path])
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(

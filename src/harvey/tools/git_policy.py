@@ -192,7 +192,7 @@ def repository_config_problem(workspace: Path) -> str | None:
     if isinstance(files, str):
         return files
     for path in files:
-        keys = _config_keys(path)
+        keys = _config_keys(path, workspace)
         if isinstance(keys, str):
             return keys
         for key in keys:
@@ -201,14 +201,31 @@ def repository_config_problem(workspace: Path) -> str | None:
     return None
 
 
-def _config_keys(path: Path) -> list[str] | str:
-    """The keys of one config file, read by git's own parser with includes off."""
-    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.devnull}
+def trusted_git(workspace: Path) -> str | None:
+    """The ``git`` Harvey itself runs to read a config file: never one of the workspace's.
+
+    This check runs unconfined, before any command; a cloned repository's
+    ``.venv/bin/git`` first on ``PATH`` would otherwise run here, outside the
+    sandbox, as the very program asked whether it is safe (``harvey.programs``).
+    """
+    from harvey.programs import find_program
+
+    return find_program("git", workspace)
+
+
+def _config_keys(path: Path, workspace: Path) -> list[str] | str:
+    """The keys of one config file, read by git's own parser with includes off (from
+    outside any repository, so nothing of the workspace's is set up to read it)."""
+    git = trusted_git(workspace)
+    if git is None:
+        return "no git outside the workspace to read the repository's git config with"
+    env = {"PATH": os.path.dirname(git), "HOME": os.devnull}
     env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"})
     try:
         done = subprocess.run(
-            ["git", "config", "--file", str(path), "--no-includes", "--list", "--null"],
+            [git, "config", "--file", str(path), "--no-includes", "--list", "--null"],
             capture_output=True,
+            cwd=os.sep,
             env=env,
             timeout=10,
             stdin=subprocess.DEVNULL,

@@ -35,7 +35,6 @@ import functools
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from harvey.programs import system_program
 from harvey.tools.sandbox_env import KEPT_ENV, scratch_folder, scrubbed_env
 from harvey.tools.sandbox_profiles import (
     SEATBELT_APPROVED,
@@ -261,7 +261,7 @@ def _probe(argv: list[str]) -> bool:
 
 def bubblewrap_works() -> bool:
     """Whether ``bwrap`` runs ``true`` with exactly the arguments commands will get."""
-    if shutil.which("bwrap") is None:
+    if system_program("bwrap") is None:
         return False
     with scratch_folder() as folder:
         return _probe(bubblewrap_argv(Policy.for_command(folder, folder), ["true"]))

@@ -8,8 +8,9 @@ these two give the same view where it is missing (bubblewrap) and on macOS
 
 from __future__ import annotations
 
-import shutil
 from typing import TYPE_CHECKING
+
+from harvey.programs import system_program
 
 if TYPE_CHECKING:
     from harvey.tools.sandbox import Policy
@@ -20,7 +21,7 @@ def bubblewrap_argv(policy: Policy, argv: list[str]) -> list[str]:
     ends every process when the command does, ``--die-with-parent`` when Harvey does.
     Secret files are covered with an empty file, secret folders with an empty tmpfs;
     no host socket is mounted and the network namespace is empty."""
-    bwrap = shutil.which("bwrap") or "bwrap"
+    bwrap = system_program("bwrap") or "/usr/bin/bwrap"
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
     if policy.network:
         args.append("--share-net")
