@@ -48,8 +48,11 @@ install: $(VENV)/.local-installed
 demo: $(VENV)/.local-installed
 	$(BIN)/python -m harvey.demo
 
+# Three workers on two cores: most tests wait on a subprocess or a loopback server.
+TEST_WORKERS ?= 3
+
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests bench
