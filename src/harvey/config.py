@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from harvey.context.chunking import Overlap
+from harvey.analysis.chunking import Overlap
 from harvey.errors import ConfigError, UsageError
 from harvey.llm.backends import check_name
 

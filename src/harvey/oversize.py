@@ -20,7 +20,7 @@ bounded from the file's size alone (each chunk holds at most
 chunks) and a file that must make more than ``max_chunks`` is asked about
 before one byte is read. A file up to one window is read whole and chunked
 with its grammar; a larger one is streamed through the chunker
-(``file_chunks.py``).
+(``analysis/file_chunks.py``).
 """
 
 from __future__ import annotations
@@ -32,22 +32,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.clients import Clients, find_mention
-from harvey.config import ChunkingSettings
-from harvey.context.analysis import (
+from harvey.analysis.chunking import (
+    boundary_name,
+    detect_doc_type,
+)
+from harvey.analysis.engine import (
     AnalysisRecorder,
     ChunkAnalysisParams,
     MapExecutor,
     ResultCache,
     run_chunked_analysis,
 )
-from harvey.context.chunking import (
-    boundary_name,
-    detect_doc_type,
-)
+from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
+from harvey.clients import Clients, find_mention
+from harvey.config import ChunkingSettings
 from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
-from harvey.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
 from harvey.tools.files import check_readable, looks_binary, open_regular, readable_path

@@ -29,7 +29,7 @@ from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open
 from harvey.ui import HeadlessUI
 
 if TYPE_CHECKING:
-    from harvey.cluster.executor import RayExecutor
+    from harvey.analysis.cluster.executor import RayExecutor
 
 
 def run_once(
@@ -111,7 +111,7 @@ def open_executor(
         if ray_address is not None:
             raise UsageError("--ray-address needs --executor ray")
         return None
-    from harvey.cluster.executor import RayExecutor
+    from harvey.analysis.cluster.executor import RayExecutor
 
     return RayExecutor.connect(ray_address or settings.analysis.ray_address)
 
@@ -194,8 +194,13 @@ def analyze_folder_once(
 ) -> int:
     """``harvey analyze`` of folders and several files: the overall answer on stdout,
     or with ``per_file`` a Markdown section per file followed by it."""
-    from harvey.context.folder_analysis import per_file_markdown
-    from harvey.folder_reads import FolderStatus, analyze_files, collect_files, folder_label
+    from harvey.analysis.folder_analysis import per_file_markdown
+    from harvey.analysis.folder_reads import (
+        FolderStatus,
+        analyze_files,
+        collect_files,
+        folder_label,
+    )
 
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")

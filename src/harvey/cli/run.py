@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from harvey.analysis.chunking import OVERLAPS
 from harvey.cli.errors import handle_errors
 from harvey.cli.options import (
     inherit,
@@ -23,7 +24,6 @@ from harvey.cli.options import (
     with_rag,
     workspace_option,
 )
-from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
 from harvey.inputs import clean_text, read_stdin
 

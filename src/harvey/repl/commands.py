@@ -19,8 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from harvey.analysis.chunking import OVERLAPS
 from harvey.config import ChunkingSettings
-from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
 from harvey.memory.slash import MEMORY_USAGE, memory_command, recall_command
 from harvey.messages import Message
