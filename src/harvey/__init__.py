@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harvey.agent import Agent
+    from harvey.analysis.api import AnalyzeOptions, Collaborators, FileAnalysis, analyze_file
     from harvey.analysis.chunking import (
         Chunk,
         ChunkConfig,
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
         detect_doc_type,
     )
     from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
+    from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
     from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
     from harvey.context.plan_budget import (
         DYNAMIC_BUDGET,
@@ -48,6 +50,12 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
+    "AnalyzeOptions": "harvey.analysis.api",
+    "Collaborators": "harvey.analysis.api",
+    "FileAnalysis": "harvey.analysis.api",
+    "analyze_file": "harvey.analysis.api",
+    "FolderOutcome": "harvey.analysis.folder_reads",
+    "analyze_paths": "harvey.analysis.folder_reads",
     "AnalysisResult": "harvey.analysis.engine",
     "ChunkAnalysisParams": "harvey.analysis.engine",
     "run_chunked_analysis": "harvey.analysis.engine",
@@ -88,13 +96,17 @@ __all__ = [
     "HANDOVER_BUDGET",
     "Agent",
     "AnalysisResult",
+    "AnalyzeOptions",
     "BackendError",
     "Cancelled",
     "Chunk",
     "ChunkAnalysisParams",
     "ChunkConfig",
+    "Collaborators",
     "ConfigError",
     "DocType",
+    "FileAnalysis",
+    "FolderOutcome",
     "HarveyError",
     "Message",
     "ParsedSession",
@@ -106,6 +118,8 @@ __all__ = [
     "ToolResult",
     "WorkspaceError",
     "__version__",
+    "analyze_file",
+    "analyze_paths",
     "chunk_document",
     "contain_tags",
     "detect_doc_type",

@@ -10,12 +10,12 @@ read for the model, counted like binaries). When nothing is left the run stops
 before anything is opened or written, with one line saying which of these
 emptied it (``UsageError``).
 
-``analyze_files`` is the folder counterpart of ``ChunkedReads.analyze``: the
-same ``@route`` in the instruction, the same ``chunking:`` settings (the chunk
+``analyze_paths`` is the folder counterpart of ``api.analyze_file``: the
+same ``chunking:`` settings (the chunk
 size sized per document type when it is ``auto``), the same ``max_chunks``
 question (asked first from the files' sizes alone, then from the counted
 chunks), then ``FolderRun`` (``folder_analysis.py``) with the
-session's recorder, cancel event and stored results.
+collaborators a session lends it (recorder, cancel event, stored results).
 
 Memory: files are chunked up front so the run knows every file's chunk count
 (its prompts say "chunk i of N"); the chunks of files up to ``KEEP_BYTES`` in
@@ -28,20 +28,19 @@ from __future__ import annotations
 import enum
 import os
 import stat
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from harvey.analysis.api import AnalyzeOptions, Collaborators, Heuristic, Sizing, chunking_of
 from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
 from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
-from harvey.analysis.map_support import MapExecutor
 from harvey.analysis.progress import make_progress
-from harvey.clients import find_mention
-from harvey.config import ChunkingSettings
 from harvey.errors import FileRefused, UsageError, WorkspaceError
-from harvey.oversize import ChunkedReads
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
 from harvey.workspace_files import (
     GitIgnore,
@@ -50,6 +49,10 @@ from harvey.workspace_files import (
     relative_posix,
     walk_files,
 )
+
+if TYPE_CHECKING:
+    from harvey.config import ChunkingSettings, Settings
+    from harvey.llm.base import LLMClient
 
 KEEP_BYTES = 64 * 1024 * 1024  # chunk text kept between the count and the map phase
 SKIPPED_RULES = (
@@ -193,32 +196,40 @@ class _Recut:
         yield from chunks
 
 
-def analyze_files(
-    reads: ChunkedReads,
+def analyze_paths(
     files: Sequence[Path],
-    label: str,
     instruction: str,
     *,
-    overrides: ChunkingSettings | None = None,
-    fresh: bool = False,
-    executor: MapExecutor | None = None,
+    settings: Settings | ChunkingSettings,
+    client: LLMClient,
+    workspace: Path,
+    label: str | None = None,
+    as_typed: str | None = None,
+    options: AnalyzeOptions | None = None,
+    using: Collaborators | None = None,
 ) -> FolderOutcome:
-    """Chunk ``files`` and run the whole-folder analysis; CANCELLED when the person
-    refused more than ``max_chunks``. Raises ``WorkspaceError`` for a file that cannot
-    be read, ``SynthesisError`` and ``Cancelled`` from the analysis."""
-    mention, without_route = find_mention(instruction)
-    client = reads.clients.resolve(mention) if mention else reads.clients.current
+    """Chunk ``files`` (from ``collect_files``) and run the whole-folder analysis with
+    ``client``; CANCELLED when ``using.confirm`` refused more than ``max_chunks``. The
+    scene is headed ``label`` (default ``folder_label`` of the files). Raises
+    ``WorkspaceError`` for a file that cannot be read, ``SynthesisError`` and
+    ``Cancelled`` from the analysis."""
+    options = options or AnalyzeOptions()
+    using = using or Collaborators()
+    sizing: Sizing = using.sizing or Heuristic()
+    confirm = using.confirm or (lambda _question: True)
+    label = label if label is not None else folder_label(workspace, files)
+    chunking = chunking_of(settings)
     configs: dict[DocType, ChunkConfig] = {}
     plan: list[tuple[Path, str, int, ChunkConfig, DocType]] = []
     at_least = total_size = 0
     for path in files:
-        name = _relative(reads.workspace.resolve(), path)
+        name = _relative(workspace.resolve(), path)
         size = regular_size(path, name)
         doc = detect_doc_type(path)
         if doc not in configs:
-            ratio = reads.budget.bytes_per_token(client, doc.value)
+            ratio = sizing.bytes_per_token(client, doc.value)
             configs[doc] = chunk_config(
-                reads.settings, client, overrides, instruction=without_route, bytes_per_token=ratio
+                chunking, client, options.overrides, instruction=instruction, bytes_per_token=ratio
             )
         cfg = configs[doc]
         plan.append((path, name, size, cfg, doc))
@@ -226,7 +237,7 @@ def analyze_files(
         total_size += size
     limit = plan[0][3].max_chunks
     asked = at_least > limit
-    if asked and not reads.ui.confirm(
+    if asked and not confirm(
         f"{label}: {len(plan)} files, {total_size:,} bytes: at least {at_least:,} chunks, "
         f"more than max_chunks ({limit}). Process them all?"
     ):
@@ -245,7 +256,7 @@ def analyze_files(
     if (
         total > limit
         and not asked
-        and not reads.ui.confirm(
+        and not confirm(
             f"{label}: {len(plan)} files split into {total} chunks, more than max_chunks "
             f"({limit}). Process all {total}?"
         )
@@ -253,22 +264,22 @@ def analyze_files(
         return FolderOutcome(FolderStatus.CANCELLED)
     run = FolderRun(
         client=client,
-        instruction=without_route if mention else instruction,
+        instruction=instruction,
         model=client.model,
         label=label,
         config=plan[0][3],
-        as_typed=instruction,
-        recorder=reads.recorder,
-        context_window=reads.budget.capabilities(client).context_window,
-        bytes_per_token=reads.budget.bytes_per_token(client),
-        results=reads.results(fresh) if reads.results is not None else None,
-        cancel=reads.cancel,
-        executor=executor,
+        as_typed=as_typed or instruction,
+        recorder=using.recorder,
+        context_window=sizing.capabilities(client).context_window,
+        bytes_per_token=sizing.bytes_per_token(client),
+        results=using.results(options.fresh) if using.results is not None else None,
+        cancel=using.cancel or threading.Event(),
+        executor=options.executor,
     )
-    result = run.run(chunked, make_progress(reads.ui.progress_stream()))
-    if result.reused or result.reused_files:
+    result = run.run(chunked, make_progress(using.progress))
+    if (result.reused or result.reused_files) and using.warn is not None:
         files_part = f" and {result.reused_files} file syntheses" if result.reused_files else ""
-        reads.ui.warn(
+        using.warn(
             f"reused {result.reused} of {total} map results{files_part} stored by an earlier "
             "run (harvey analyze --fresh makes every call again)"
         )

@@ -4,7 +4,7 @@ There is no terminal to ask, so a question the agent would put to a person is
 answered by ``--yes`` or refused, and a file write is refused unless the user
 passed ``--allow-writes``; progress goes to stderr, only the answer to stdout.
 ``harvey analyze`` of one file goes through ``ChunkedReads.analyze``; of a
-folder or several files, through ``folder_reads.analyze_files``, after the
+folder or several files, through ``folder_reads.analyze_paths``, after the
 files are collected and before anything is opened or recorded.
 """
 
@@ -194,10 +194,11 @@ def analyze_folder_once(
 ) -> int:
     """``harvey analyze`` of folders and several files: the overall answer on stdout,
     or with ``per_file`` a Markdown section per file followed by it."""
+    from harvey.analysis.api import AnalyzeOptions
     from harvey.analysis.folder_analysis import per_file_markdown
     from harvey.analysis.folder_reads import (
         FolderStatus,
-        analyze_files,
+        analyze_paths,
         collect_files,
         folder_label,
     )
@@ -214,14 +215,17 @@ def analyze_folder_once(
     )
     with opened as (runtime, map_executor):
         agent = runtime.agent
-        outcome = analyze_files(
-            agent.chunks,
+        client, routed, using = agent.chunks.collaborators(instruction)
+        outcome = analyze_paths(
             collected.files,
-            label,
-            instruction,
-            overrides=options,
-            fresh=fresh,
-            executor=map_executor,
+            routed,
+            settings=settings,
+            client=client,
+            workspace=paths.workspace,
+            label=label,
+            as_typed=instruction,
+            options=AnalyzeOptions(options, fresh, map_executor),
+            using=using,
         )
         if outcome.result is None or outcome.status is not FolderStatus.ANSWERED:
             print(
