@@ -16,6 +16,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,50 +119,52 @@ def open_executor(
 
 @contextlib.contextmanager
 def analysis_runtime(
-    paths: Paths,
-    settings: Settings,
-    ui: HeadlessUI,
-    *,
-    record: bool,
-    executor: str | None,
-    ray_address: str | None,
+    paths: Paths, settings: Settings, ui: HeadlessUI, request: AnalyzeRequest
 ) -> Iterator[tuple[Runtime, RayExecutor | None]]:
     """The runtime and the map executor of one ``harvey analyze``: the cluster is joined
     before the session opens, so an unreachable one writes nothing; both are closed after."""
-    map_executor = open_executor(settings, executor, ray_address)
+    map_executor = open_executor(settings, request.executor, request.ray_address)
     with contextlib.ExitStack() as stack:
         if map_executor is not None:
             stack.callback(map_executor.close)
-        runtime = open_runtime(paths, settings, ui=ui, record=record)
+        runtime = open_runtime(paths, settings, ui=ui, record=request.record)
         stack.callback(runtime.close)
         yield runtime, map_executor
 
 
-def analyze_once(
-    paths: Paths,
-    settings: Settings,
-    file: Path,
-    instruction: str,
-    options: ChunkingSettings,
-    *,
-    auto_yes: bool,
-    record: bool,
-    fresh: bool = False,
-    executor: str | None = None,
-    ray_address: str | None = None,
-) -> int:
+@dataclass(frozen=True)
+class AnalyzeRequest:
+    """What one ``harvey analyze`` asks for, beyond the paths and the settings: its flags
+    in one value instead of a parameter each."""
+
+    instruction: str
+    overrides: ChunkingSettings
+    auto_yes: bool = False
+    record: bool = True
+    fresh: bool = False
+    executor: str | None = None  # --executor; None: ``analysis.executor`` from settings
+    ray_address: str | None = None
+    include: Sequence[str] = ()  # folders and several files only
+    exclude: Sequence[str] = ()
+    per_file: bool = False
+
+
+def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeRequest) -> int:
+    """``harvey analyze`` of one file: the synthesis on stdout."""
+    instruction = request.instruction
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
-    ui = HeadlessUI(auto_yes=auto_yes)
-    opened = analysis_runtime(
-        paths, settings, ui, record=record, executor=executor, ray_address=ray_address
-    )
-    with opened as (runtime, map_executor):
+    ui = HeadlessUI(auto_yes=request.auto_yes)
+    with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
         agent = runtime.agent
         result = agent.chunks.analyze(
-            path.resolve(), instruction, overrides=options, fresh=fresh, executor=map_executor
+            path.resolve(),
+            instruction,
+            overrides=request.overrides,
+            fresh=request.fresh,
+            executor=map_executor,
         )
         text = result.text
         if not result.answered:
@@ -177,20 +180,7 @@ def analyze_once(
 
 
 def analyze_folder_once(
-    paths: Paths,
-    settings: Settings,
-    targets: Sequence[Path],
-    instruction: str,
-    options: ChunkingSettings,
-    *,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    per_file: bool = False,
-    auto_yes: bool,
-    record: bool,
-    fresh: bool = False,
-    executor: str | None = None,
-    ray_address: str | None = None,
+    paths: Paths, settings: Settings, targets: Sequence[Path], request: AnalyzeRequest
 ) -> int:
     """``harvey analyze`` of folders and several files: the overall answer on stdout,
     or with ``per_file`` a Markdown section per file followed by it."""
@@ -203,17 +193,15 @@ def analyze_folder_once(
         folder_label,
     )
 
+    instruction = request.instruction
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
-    collected = collect_files(paths.workspace, targets, include, exclude)
+    collected = collect_files(paths.workspace, targets, request.include, request.exclude)
     label = folder_label(paths.workspace, targets)
-    ui = HeadlessUI(auto_yes=auto_yes)
+    ui = HeadlessUI(auto_yes=request.auto_yes)
     if collected.skipped:
         ui.warn(collected.skipped_line())
-    opened = analysis_runtime(
-        paths, settings, ui, record=record, executor=executor, ray_address=ray_address
-    )
-    with opened as (runtime, map_executor):
+    with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
         agent = runtime.agent
         client, routed, using = agent.chunks.collaborators(instruction)
         outcome = analyze_paths(
@@ -224,7 +212,7 @@ def analyze_folder_once(
             workspace=paths.workspace,
             label=label,
             as_typed=instruction,
-            options=AnalyzeOptions(options, fresh, map_executor),
+            options=AnalyzeOptions(request.overrides, request.fresh, map_executor),
             using=using,
         )
         if outcome.result is None or outcome.status is not FolderStatus.ANSWERED:
@@ -234,7 +222,7 @@ def analyze_folder_once(
                 file=sys.stderr,
             )
             return 1
-        text = per_file_markdown(outcome.result) if per_file else outcome.result.text
+        text = per_file_markdown(outcome.result) if request.per_file else outcome.result.text
         agent.record_analysis(label, instruction, text)
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0
