@@ -22,7 +22,7 @@ from rich.text import Text
 from harvey.config import ChunkingSettings
 from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
-from harvey.memory.slash import MEMORY_USAGE, memory_command, recall_command
+from harvey.repl.memory import MEMORY_USAGE, memory_command, recall_command
 from harvey.messages import Message
 from harvey.repl.rag import RAG_USAGE, rag_command
 from harvey.repl.status import status_rows

@@ -26,7 +26,7 @@ from harvey.agent import Agent, TurnOutcome
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
-from harvey.memory.slash import mine_on_exit, offer_profile
+from harvey.repl.memory import mine_on_exit, offer_profile
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import debug_enabled, redact, redacted_traceback
 from harvey.repl.commands import find_command

@@ -1,8 +1,8 @@
 """The REPL's ``/memory`` and ``/recall``, the profile offer at start, mining on exit.
 
-They share the command line's pieces (store, review, profile) and differ only
-in how they ask: through the REPL's own line reader, so a review works the
-same with prompt_toolkit as with a plain pipe. A memory problem in the REPL
+They call the same command layer as ``harvey memory`` (``harvey.memory.commands``)
+and differ only in how they render and ask: through the REPL's own line reader,
+so a review works the same with prompt_toolkit as with a plain pipe. A memory problem in the REPL
 is one ``error:`` line (a ``HarveyError``) and the session goes on; on exit it
 is one line and the session still closes cleanly.
 """
@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.errors import HarveyError, UsageError
+from harvey.memory import commands
 from harvey.memory.mining import concurrency_for
 from harvey.memory.profile import current_profile, draft_profile, save_profile
-from harvey.memory.recall import memory_line, weighted
+from harvey.memory.recall import memory_line
 from harvey.memory.review import mine_files
-from harvey.memory.scrub import scrub
 from harvey.memory.startup import memory_db
 from harvey.memory.store import Memory, MemoryStore
-from harvey.memory.vectors import hybrid_search, open_vectors
+from harvey.memory.vectors import open_vectors
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
@@ -34,12 +34,7 @@ MEMORY_USAGE = (
 
 
 def _store(repl: Repl) -> MemoryStore:
-    return MemoryStore(memory_db(repl.rt.paths.harvey_home))
-
-
-def _existing(repl: Repl) -> MemoryStore | None:
-    """The store when memory.db exists; None means no memories (reading makes no file)."""
-    return _store(repl) if memory_db(repl.rt.paths.harvey_home).exists() else None
+    return commands.open_store(repl.rt.paths.harvey_home)
 
 
 def _print(repl: Repl, text: str) -> None:
@@ -65,28 +60,20 @@ def memory_command(repl: Repl, arg: str) -> None:
         return
     if action not in ("list", "show", "flag", "forget") or len(rest) != (action != "list"):
         raise UsageError(f"usage: {MEMORY_USAGE}")
-    existing = _existing(repl)
-    if existing is None:
-        if action != "list":
-            raise UsageError(f"no memory {rest[0]!r} (no memories yet)")
-        _print(repl, "no memories")
-        return
-    with existing as store:
-        if action == "list":
-            items = store.memories(workspace=str(workspace))
-            for m in items:
-                _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
-            if not items:
-                _print(repl, "no memories")
-        elif action == "show":
-            for key, value in store.require(rest[0]).to_json().items():
-                _print(repl, f"{key}: {value}")
-        elif action == "flag":
-            m = store.flag(rest[0])
-            _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
-        else:
-            store.forget(rest[0])
-            _print(repl, f"{rest[0]} forgotten")
+    home = repl.rt.paths.harvey_home
+    if action == "list":
+        items = commands.list_memories(home, workspace)
+        for m in items:
+            _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
+        if not items:
+            _print(repl, "no memories")
+    elif action == "show":
+        for key, value in commands.show(home, rest[0]).items():
+            _print(repl, f"{key}: {value}")
+    elif action == "flag":
+        _print(repl, commands.flag(home, rest[0]))
+    else:
+        _print(repl, commands.forget(home, rest[0]))
 
 
 def show_status(repl: Repl) -> None:
@@ -105,10 +92,8 @@ def show_status(repl: Repl) -> None:
             _print(repl, f"left out ({len(recalled.left_out)}, over the budget):")
             for m, score in recalled.left_out:
                 _print(repl, f"  {score:.2f} {memory_line(m)}")
-    existing = _existing(repl)
-    if existing is not None:
-        with existing as store:
-            counts = store.counts()
+    if memory_db(repl.rt.paths.harvey_home).exists():
+        counts = commands.counts(repl.rt.paths.harvey_home)
         _print(repl, ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
 
 
@@ -116,17 +101,13 @@ def recall_command(repl: Repl, arg: str) -> None:
     """``/recall QUERY``: the memories that match QUERY, with their scores (nothing injected)."""
     if not arg.strip():
         raise UsageError("usage: /recall QUERY")
-    existing = _existing(repl)
-    if existing is None:
+    home = repl.rt.paths.harvey_home
+    if not memory_db(home).exists():
         _print(repl, "no memories")
         return
-    with existing as store:
-        vectors = open_vectors(store, repl.rt.settings, repl.ui.warn)
-        hits = hybrid_search(
-            store, vectors, arg, workspace=str(repl.rt.paths.workspace), limit=10, warn=repl.ui.warn
-        )
-    for m, relevance in hits:
-        _print(repl, f"{weighted(relevance, m.confidence):.2f} {memory_line(m)}")
+    hits = commands.recall(home, repl.rt.settings, repl.rt.paths.workspace, arg, repl.ui.warn)
+    for m, score in hits:
+        _print(repl, f"{score:.2f} {memory_line(m)}")
     if not hits:
         _print(repl, "no matching memories")
 
@@ -177,10 +158,7 @@ def profile(repl: Repl, action: str) -> Memory | None:
                 return None
         else:
             raise UsageError("usage: /memory profile [edit|regenerate]")
-        cleaned = scrub(text.strip(), workspace=workspace)
-        if cleaned.rejected or not cleaned.text:
-            raise UsageError(f"profile not saved: the text {cleaned.rejected or 'is empty'}")
-        saved = save_profile(store, workspace, cleaned.text)
+        saved = save_profile(store, workspace, commands.clean_text(text, workspace, "profile "))
     _print(repl, f"profile saved as {saved.id}")
     return saved
 
