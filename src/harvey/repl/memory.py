@@ -26,22 +26,22 @@ from harvey.memory.vectors import open_vectors
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
-    from harvey.repl.loop import Repl
+    from harvey.repl.session import ReplSession
 
 MEMORY_USAGE = (
     "/memory [list|show ID|flag ID|forget ID|status|mine [FILE]|profile [edit|regenerate]]"
 )
 
 
-def _store(repl: Repl) -> MemoryStore:
+def _store(repl: ReplSession) -> MemoryStore:
     return commands.open_store(repl.rt.paths.harvey_home)
 
 
-def _print(repl: Repl, text: str) -> None:
+def _print(repl: ReplSession, text: str) -> None:
     repl.console.print(text, highlight=False, markup=False)
 
 
-def memory_command(repl: Repl, arg: str) -> None:
+def memory_command(repl: ReplSession, arg: str) -> None:
     """``/memory …``: the ``harvey memory`` commands, this session's recall, mining, profile."""
     try:
         words = shlex.split(arg)
@@ -76,7 +76,7 @@ def memory_command(repl: Repl, arg: str) -> None:
         _print(repl, commands.forget(home, rest[0]))
 
 
-def show_status(repl: Repl) -> None:
+def show_status(repl: ReplSession) -> None:
     """What this session recalled and what did not fit, then the store's counts."""
     memory = repl.rt.memory
     recalled = memory.recalled if memory is not None else None
@@ -97,7 +97,7 @@ def show_status(repl: Repl) -> None:
         _print(repl, ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
 
 
-def recall_command(repl: Repl, arg: str) -> None:
+def recall_command(repl: ReplSession, arg: str) -> None:
     """``/recall QUERY``: the memories that match QUERY, with their scores (nothing injected)."""
     if not arg.strip():
         raise UsageError("usage: /recall QUERY")
@@ -112,7 +112,7 @@ def recall_command(repl: Repl, arg: str) -> None:
         _print(repl, "no matching memories")
 
 
-def mine(repl: Repl, file: Path | None) -> None:
+def mine(repl: ReplSession, file: Path | None) -> None:
     """Mine FILE, or this session's recording, with the review on the terminal."""
     recorder = repl.rt.recorder
     if file is None:
@@ -140,7 +140,7 @@ def mine(repl: Repl, file: Path | None) -> None:
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
 
-def profile(repl: Repl, action: str) -> Memory | None:
+def profile(repl: ReplSession, action: str) -> Memory | None:
     """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts.
     Returns the profile saved, if one was."""
     workspace = repl.rt.paths.workspace
@@ -167,7 +167,7 @@ PROFILE_CHOICE = "profile_offer"
 PROFILE_SOURCES = ("README.md", "README.rst", "README.txt", "README", "HARVEY.md")
 
 
-def offer_profile(repl: Repl, *, interactive: bool | None = None) -> None:
+def offer_profile(repl: ReplSession, *, interactive: bool | None = None) -> None:
     """The first session in a workspace without a profile offers to write one.
 
     Asked before the first prompt, on a terminal only, in a new (not resumed)
@@ -208,7 +208,7 @@ def _turns(path: Path) -> int:
         return 0
 
 
-def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
+def mine_on_exit(repl: ReplSession, *, interactive: bool | None = None) -> None:
     """A long enough interactive session is offered for mining."""
     settings = repl.rt.settings
     recorder = repl.rt.recorder

@@ -18,25 +18,25 @@ from harvey.knowledge import commands
 
 if TYPE_CHECKING:
     from harvey.knowledge.retrieval import Retrieval
-    from harvey.repl.loop import Repl
+    from harvey.repl.session import ReplSession
 
 RAG_USAGE = "/rag list|use NAME|off|on|query TEXT|ingest PATH...|status"
 
 
-def _active(repl: Repl) -> Retrieval | None:
+def _active(repl: ReplSession) -> Retrieval | None:
     from harvey.knowledge.retrieval import active_retrieval
 
     return active_retrieval(repl.agent.turn_context)
 
 
-def _need_active(repl: Repl) -> Retrieval:
+def _need_active(repl: ReplSession) -> Retrieval:
     active = _active(repl)
     if active is None:
         raise UsageError("no knowledge store in use (try /rag use NAME)")
     return active
 
 
-def _use(repl: Repl, name: str) -> None:
+def _use(repl: ReplSession, name: str) -> None:
     opened, repl.rt.settings = commands.use(  # /new keeps the store
         repl.agent.turn_context, repl.rt.paths.workspace, name, repl.rt.settings, repl.ui.warn
     )
@@ -48,7 +48,7 @@ def _use(repl: Repl, name: str) -> None:
     )
 
 
-def rag_command(repl: Repl, arg: str) -> None:
+def rag_command(repl: ReplSession, arg: str) -> None:
     try:
         words = shlex.split(arg)
     except ValueError as exc:
