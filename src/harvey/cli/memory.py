@@ -175,10 +175,7 @@ def mine(
 
     from harvey.inputs import check_input_file
     from harvey.llm.factory import make_client
-    from harvey.memory.commands import open_store
-    from harvey.memory.mining import concurrency_for
-    from harvey.memory.review import mine_files
-    from harvey.memory.vectors import open_vectors
+    from harvey.memory import commands
     from harvey.runtime import recording_files
 
     if not files and not all_:
@@ -199,19 +196,18 @@ def mine(
     client = make_client(settings)
     try:
         window = settings.context_window or client.capabilities().context_window
-        with open_store(paths.harvey_home) as store:
-            report = mine_files(
-                targets,
-                store=store,
-                client=client,
-                workspace=paths.workspace,
-                context_window=window,
-                ask=None if yes else (lambda q: click.prompt(q, default="s", show_default=False)),
-                echo=click.echo,
-                force=force,
-                vectors=open_vectors(store, settings, lambda text: click.echo(text, err=True)),
-                concurrency=concurrency_for(settings.chunking, client),
-            )
+        report = commands.mine(
+            targets,
+            harvey_home=paths.harvey_home,
+            settings=settings,
+            client=client,
+            workspace=paths.workspace,
+            context_window=window,
+            ask=None if yes else (lambda q: click.prompt(q, default="s", show_default=False)),
+            echo=click.echo,
+            warn=lambda text: click.echo(text, err=True),
+            force=force,
+        )
     finally:
         client.close()
     click.echo(

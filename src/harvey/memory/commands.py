@@ -19,6 +19,8 @@ from harvey.memory.store import Memory, MemoryStore
 
 if TYPE_CHECKING:
     from harvey.config import Settings
+    from harvey.llm.base import LLMClient
+    from harvey.memory.review import Ask, Echo, MineReport
 
 #: The counts a fresh home reports: no memory.db is no memories.
 EMPTY_COUNTS = {"active": 0, "archived": 0, "superseded": 0, "mined_recordings": 0}
@@ -115,6 +117,40 @@ def recall(
             store, vectors, query, workspace=str(workspace), limit=limit, warn=warn
         )
     return [(m, weighted(relevance, m.confidence)) for m, relevance in hits]
+
+
+def mine(
+    files: list[Path],
+    *,
+    harvey_home: Path,
+    settings: Settings,
+    client: LLMClient,
+    workspace: Path,
+    context_window: int,
+    ask: Ask | None,
+    echo: Echo,
+    warn: Callable[[str], None],
+    force: bool = False,
+) -> MineReport:
+    """Propose memories from recordings, review them through ``ask`` (None accepts all)
+    and store the accepted ones, with vectors when an embedder is set."""
+    from harvey.memory.mining import concurrency_for
+    from harvey.memory.review import mine_files
+    from harvey.memory.vectors import open_vectors
+
+    with open_store(harvey_home) as store:
+        return mine_files(
+            files,
+            store=store,
+            client=client,
+            workspace=workspace,
+            context_window=context_window,
+            ask=ask,
+            echo=echo,
+            force=force,
+            vectors=open_vectors(store, settings, warn),
+            concurrency=concurrency_for(settings.chunking, client),
+        )
 
 
 def clean_text(text: str, workspace: Path, prefix: str = "") -> str:

@@ -16,13 +16,10 @@ from typing import TYPE_CHECKING
 
 from harvey.errors import HarveyError, UsageError
 from harvey.memory import commands
-from harvey.memory.mining import concurrency_for
 from harvey.memory.profile import current_profile, draft_profile, save_profile
 from harvey.memory.recall import memory_line
-from harvey.memory.review import mine_files
 from harvey.memory.startup import memory_db
 from harvey.memory.store import Memory, MemoryStore
-from harvey.memory.vectors import open_vectors
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
@@ -124,19 +121,18 @@ def mine(repl: ReplSession, file: Path | None) -> None:
     if not file.is_file():
         raise UsageError(f"recording {file.name} does not exist")
     agent = repl.agent
-    with _store(repl) as store:
-        report = mine_files(
-            [file],
-            store=store,
-            client=agent.client,
-            workspace=repl.rt.paths.workspace,
-            context_window=agent.budget.capabilities().context_window,
-            ask=repl.reader.read,
-            echo=lambda text: _print(repl, text),
-            force=True,  # asked for by name: the person wants it (again)
-            vectors=open_vectors(store, repl.rt.settings, repl.ui.warn),
-            concurrency=concurrency_for(repl.rt.settings.chunking, agent.client),
-        )
+    report = commands.mine(
+        [file],
+        harvey_home=repl.rt.paths.harvey_home,
+        settings=repl.rt.settings,
+        client=agent.client,
+        workspace=repl.rt.paths.workspace,
+        context_window=agent.budget.capabilities().context_window,
+        ask=repl.reader.read,
+        echo=lambda text: _print(repl, text),
+        warn=repl.ui.warn,
+        force=True,  # asked for by name: the person wants it (again)
+    )
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
 
