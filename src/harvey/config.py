@@ -410,6 +410,13 @@ def load_settings(
     return load_layers(paths, validate, overrides, env, decide)
 
 
+def configured_keys(settings: Settings) -> list[str]:
+    """The API keys these settings hold (top level and every route), for the redactor:
+    the caller hands them to ``Redactor.from_env``, so redaction needs no settings."""
+    keys = [settings.api_key, *(route.api_key for route in settings.routes)]
+    return [k.get_secret_value() for k in keys if k is not None]
+
+
 def base_url_for(backend: str, settings: Settings, env: Mapping[str, str] | None = None) -> str:
     """The endpoint for a backend: flag/config first, then the backend's own env var."""
     env = os.environ if env is None else env

@@ -1,8 +1,8 @@
 """The REPL's ``/memory`` and ``/recall``, the profile offer at start, mining on exit.
 
-They share the command line's pieces (store, review, profile) and differ only
-in how they ask: through the REPL's own line reader, so a review works the
-same with prompt_toolkit as with a plain pipe. A memory problem in the REPL
+They call the same command layer as ``harvey memory`` (``harvey.memory.commands``)
+and differ only in how they render and ask: through the REPL's own line reader,
+so a review works the same with prompt_toolkit as with a plain pipe. A memory problem in the REPL
 is one ``error:`` line (a ``HarveyError``) and the session goes on; on exit it
 is one line and the session still closes cleanly.
 """
@@ -15,38 +15,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.errors import HarveyError, UsageError
-from harvey.memory.mining import concurrency_for
+from harvey.memory import commands
 from harvey.memory.profile import current_profile, draft_profile, save_profile
-from harvey.memory.recall import memory_line, weighted
-from harvey.memory.review import mine_files
-from harvey.memory.scrub import scrub
+from harvey.memory.recall import memory_line
 from harvey.memory.startup import memory_db
 from harvey.memory.store import Memory, MemoryStore
-from harvey.memory.vectors import hybrid_search, open_vectors
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
-    from harvey.repl.loop import Repl
+    from harvey.repl.session import ReplSession
 
 MEMORY_USAGE = (
     "/memory [list|show ID|flag ID|forget ID|status|mine [FILE]|profile [edit|regenerate]]"
 )
 
 
-def _store(repl: Repl) -> MemoryStore:
-    return MemoryStore(memory_db(repl.rt.paths.harvey_home))
+def _store(repl: ReplSession) -> MemoryStore:
+    return commands.open_store(repl.rt.paths.harvey_home)
 
 
-def _existing(repl: Repl) -> MemoryStore | None:
-    """The store when memory.db exists; None means no memories (reading makes no file)."""
-    return _store(repl) if memory_db(repl.rt.paths.harvey_home).exists() else None
-
-
-def _print(repl: Repl, text: str) -> None:
+def _print(repl: ReplSession, text: str) -> None:
     repl.console.print(text, highlight=False, markup=False)
 
 
-def memory_command(repl: Repl, arg: str) -> None:
+def memory_command(repl: ReplSession, arg: str) -> None:
     """``/memory …``: the ``harvey memory`` commands, this session's recall, mining, profile."""
     try:
         words = shlex.split(arg)
@@ -65,31 +57,23 @@ def memory_command(repl: Repl, arg: str) -> None:
         return
     if action not in ("list", "show", "flag", "forget") or len(rest) != (action != "list"):
         raise UsageError(f"usage: {MEMORY_USAGE}")
-    existing = _existing(repl)
-    if existing is None:
-        if action != "list":
-            raise UsageError(f"no memory {rest[0]!r} (no memories yet)")
-        _print(repl, "no memories")
-        return
-    with existing as store:
-        if action == "list":
-            items = store.memories(workspace=str(workspace))
-            for m in items:
-                _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
-            if not items:
-                _print(repl, "no memories")
-        elif action == "show":
-            for key, value in store.require(rest[0]).to_json().items():
-                _print(repl, f"{key}: {value}")
-        elif action == "flag":
-            m = store.flag(rest[0])
-            _print(repl, f"{m.id}: confidence {m.confidence:.2f}{', archived' * m.archived}")
-        else:
-            store.forget(rest[0])
-            _print(repl, f"{rest[0]} forgotten")
+    home = repl.rt.paths.harvey_home
+    if action == "list":
+        items = commands.list_memories(home, workspace)
+        for m in items:
+            _print(repl, f"{m.confidence:.2f} {memory_line(m)}")
+        if not items:
+            _print(repl, "no memories")
+    elif action == "show":
+        for key, value in commands.show(home, rest[0]).items():
+            _print(repl, f"{key}: {value}")
+    elif action == "flag":
+        _print(repl, commands.flag(home, rest[0]))
+    else:
+        _print(repl, commands.forget(home, rest[0]))
 
 
-def show_status(repl: Repl) -> None:
+def show_status(repl: ReplSession) -> None:
     """What this session recalled and what did not fit, then the store's counts."""
     memory = repl.rt.memory
     recalled = memory.recalled if memory is not None else None
@@ -105,33 +89,27 @@ def show_status(repl: Repl) -> None:
             _print(repl, f"left out ({len(recalled.left_out)}, over the budget):")
             for m, score in recalled.left_out:
                 _print(repl, f"  {score:.2f} {memory_line(m)}")
-    existing = _existing(repl)
-    if existing is not None:
-        with existing as store:
-            counts = store.counts()
+    if memory_db(repl.rt.paths.harvey_home).exists():
+        counts = commands.counts(repl.rt.paths.harvey_home)
         _print(repl, ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
 
 
-def recall_command(repl: Repl, arg: str) -> None:
+def recall_command(repl: ReplSession, arg: str) -> None:
     """``/recall QUERY``: the memories that match QUERY, with their scores (nothing injected)."""
     if not arg.strip():
         raise UsageError("usage: /recall QUERY")
-    existing = _existing(repl)
-    if existing is None:
+    home = repl.rt.paths.harvey_home
+    if not memory_db(home).exists():
         _print(repl, "no memories")
         return
-    with existing as store:
-        vectors = open_vectors(store, repl.rt.settings, repl.ui.warn)
-        hits = hybrid_search(
-            store, vectors, arg, workspace=str(repl.rt.paths.workspace), limit=10, warn=repl.ui.warn
-        )
-    for m, relevance in hits:
-        _print(repl, f"{weighted(relevance, m.confidence):.2f} {memory_line(m)}")
+    hits = commands.recall(home, repl.rt.settings, repl.rt.paths.workspace, arg, repl.ui.warn)
+    for m, score in hits:
+        _print(repl, f"{score:.2f} {memory_line(m)}")
     if not hits:
         _print(repl, "no matching memories")
 
 
-def mine(repl: Repl, file: Path | None) -> None:
+def mine(repl: ReplSession, file: Path | None) -> None:
     """Mine FILE, or this session's recording, with the review on the terminal."""
     recorder = repl.rt.recorder
     if file is None:
@@ -143,23 +121,22 @@ def mine(repl: Repl, file: Path | None) -> None:
     if not file.is_file():
         raise UsageError(f"recording {file.name} does not exist")
     agent = repl.agent
-    with _store(repl) as store:
-        report = mine_files(
-            [file],
-            store=store,
-            client=agent.client,
-            workspace=repl.rt.paths.workspace,
-            context_window=agent.budget.capabilities().context_window,
-            ask=repl.reader.read,
-            echo=lambda text: _print(repl, text),
-            force=True,  # asked for by name: the person wants it (again)
-            vectors=open_vectors(store, repl.rt.settings, repl.ui.warn),
-            concurrency=concurrency_for(repl.rt.settings.chunking, agent.client),
-        )
+    report = commands.mine(
+        [file],
+        harvey_home=repl.rt.paths.harvey_home,
+        settings=repl.rt.settings,
+        client=agent.client,
+        workspace=repl.rt.paths.workspace,
+        context_window=agent.budget.capabilities().context_window,
+        ask=repl.reader.read,
+        echo=lambda text: _print(repl, text),
+        warn=repl.ui.warn,
+        force=True,  # asked for by name: the person wants it (again)
+    )
     _print(repl, f"{report.accepted} memories stored; {report.rejected} rejected for credentials")
 
 
-def profile(repl: Repl, action: str) -> Memory | None:
+def profile(repl: ReplSession, action: str) -> Memory | None:
     """``/memory profile``: show; ``edit``: type a new text; ``regenerate``: the model drafts.
     Returns the profile saved, if one was."""
     workspace = repl.rt.paths.workspace
@@ -177,10 +154,7 @@ def profile(repl: Repl, action: str) -> Memory | None:
                 return None
         else:
             raise UsageError("usage: /memory profile [edit|regenerate]")
-        cleaned = scrub(text.strip(), workspace=workspace)
-        if cleaned.rejected or not cleaned.text:
-            raise UsageError(f"profile not saved: the text {cleaned.rejected or 'is empty'}")
-        saved = save_profile(store, workspace, cleaned.text)
+        saved = save_profile(store, workspace, commands.clean_text(text, workspace, "profile "))
     _print(repl, f"profile saved as {saved.id}")
     return saved
 
@@ -189,7 +163,7 @@ PROFILE_CHOICE = "profile_offer"
 PROFILE_SOURCES = ("README.md", "README.rst", "README.txt", "README", "HARVEY.md")
 
 
-def offer_profile(repl: Repl, *, interactive: bool | None = None) -> None:
+def offer_profile(repl: ReplSession, *, interactive: bool | None = None) -> None:
     """The first session in a workspace without a profile offers to write one.
 
     Asked before the first prompt, on a terminal only, in a new (not resumed)
@@ -230,7 +204,7 @@ def _turns(path: Path) -> int:
         return 0
 
 
-def mine_on_exit(repl: Repl, *, interactive: bool | None = None) -> None:
+def mine_on_exit(repl: ReplSession, *, interactive: bool | None = None) -> None:
     """A long enough interactive session is offered for mining."""
     settings = repl.rt.settings
     recorder = repl.rt.recorder
