@@ -32,11 +32,7 @@ def module_name(root: Path, path: Path) -> str:
 
 #: Import cycles known to remain, each as the sorted modules of its strongly connected
 #: component. Empty is the goal: an entry is a debt with a named owner, not a licence.
-KNOWN_CYCLES: list[list[str]] = [
-    # Issue 20: engineer `analysis` removes this pair while moving both modules into
-    # analysis/; the lead deletes this entry when merging that branch.
-    ["harvey.context.analysis_params", "harvey.context.map_support"],
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 #: The front ends, and what only they may import.
 FRONT_ENDS = ("harvey.cli", "harvey.repl")
