@@ -32,7 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvey.clients import find_mention
+from harvey.chat.clients import find_mention
+from harvey.chat.oversize import ChunkedReads
 from harvey.config import ChunkingSettings
 from harvey.context.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
 from harvey.context.folder_analysis import FolderResult, FolderRun
@@ -41,7 +42,6 @@ from harvey.context.map_support import MapExecutor
 from harvey.context.progress import make_progress
 from harvey.errors import FileRefused, UsageError, WorkspaceError
 from harvey.file_chunks import chunk_config, chunks_of, regular_size
-from harvey.oversize import ChunkedReads
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
 from harvey.workspace_files import (
     GitIgnore,

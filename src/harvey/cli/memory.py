@@ -207,6 +207,7 @@ def mine(
     """Propose memories from recorded sessions, review them, store the accepted ones."""
     import sys
 
+    from harvey.chat.runtime import recording_files
     from harvey.inputs import check_input_file
     from harvey.llm.factory import make_client
     from harvey.memory.mining import concurrency_for
@@ -214,7 +215,6 @@ def mine(
     from harvey.memory.startup import memory_db
     from harvey.memory.store import MemoryStore
     from harvey.memory.vectors import open_vectors
-    from harvey.runtime import recording_files
 
     if not files and not all_:
         raise UsageError("name recordings to mine (FILE.spmd ...) or use --all")

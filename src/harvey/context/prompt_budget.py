@@ -23,6 +23,8 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from harvey.chat.history_fit import FittedHistory, fit_history
+from harvey.chat.prompts import build_system_prompt
 from harvey.config import Settings
 from harvey.context.budget import (
     BYTES_PER_TOKEN,
@@ -35,10 +37,8 @@ from harvey.context.budget import (
 from harvey.context.estimate import text_units
 from harvey.context.tokens import TokenCounter, message_text
 from harvey.errors import HarveyError, StoreError
-from harvey.history_fit import FittedHistory, fit_history
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
 from harvey.messages import Message
-from harvey.prompts import build_system_prompt
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.clients import Clients, split_mention
+from harvey.chat.clients import Clients, split_mention
+from harvey.chat.history_fit import FittedHistory, omitted_notice
+from harvey.chat.turn_context import TurnContextProvider
+from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
 from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
-from harvey.history_fit import FittedHistory, omitted_notice
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.recorder import Recorder
@@ -38,13 +40,11 @@ from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
 from harvey.tools.approval import WriteGate
 from harvey.tools.registry import ToolContext, ToolExecutor
-from harvey.turn_context import TurnContextProvider
-from harvey.turn_recording import TurnRecorder, TurnState
 from harvey.ui import AgentUI, HeadlessUI
 
 if TYPE_CHECKING:
+    from harvey.chat.oversize import ChunkedReads, ReadTurn
     from harvey.context.map_support import ResultCache
-    from harvey.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)
 
@@ -348,7 +348,7 @@ class Agent:
     @functools.cached_property
     def chunks(self) -> ChunkedReads:
         """Built on first use: ``harvey run`` on a file that fits never loads the chunked flow."""
-        from harvey.oversize import ChunkedReads
+        from harvey.chat.oversize import ChunkedReads
 
         return ChunkedReads(
             ui=self.ui,
@@ -370,7 +370,7 @@ class Agent:
 
     def _read_turn(self, state: TurnState | None) -> ReadTurn:
         """The turn in flight as ``ChunkedReads`` sees it (the session's client outside one)."""
-        from harvey.oversize import ReadTurn
+        from harvey.chat.oversize import ReadTurn
 
         if state is None:
             return ReadTurn(self.client)

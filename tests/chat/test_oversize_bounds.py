@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from harvey import file_chunks
+from harvey.chat.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
 from harvey.config import ChunkingSettings, Settings
 from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
 from harvey.context.chunking import ChunkConfig, DocType, chunk_document
 from harvey.context.progress import NullProgress
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
-from harvey.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
 from harvey.ui import HeadlessUI
 
 from .conftest import AgentFactory

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey import secret_files
-from harvey.agent import Agent, default_user_name
-from harvey.clients import Clients
+from harvey.chat.agent import Agent, default_user_name
+from harvey.chat.clients import Clients
 from harvey.config import Paths, SessionSettings, Settings
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
 from harvey.context.prompt_budget import PromptBudget

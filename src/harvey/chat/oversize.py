@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.clients import Clients, find_mention
+from harvey.chat.clients import Clients, find_mention
 from harvey.config import ChunkingSettings
 from harvey.context.analysis import (
     AnalysisRecorder,
