@@ -39,7 +39,7 @@ from harvey.session.recorder import Recorder
 from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
 from harvey.tools.approval import WriteGate
-from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.tools.registry import ToolContext, ToolExecutor, TurnAnswered
 from harvey.ui import AgentUI, HeadlessUI
 
 if TYPE_CHECKING:
@@ -131,8 +131,7 @@ class Agent:
         self.cancel_event = threading.Event()
         self.recorder = recorder
         self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
-        self.current_turn: TurnState | None = None
-        self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
+        self.write_gate = WriteGate(self.ui)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
         # asked once per turn for what it adds (knowledge retrieval, memory recall)
@@ -236,16 +235,18 @@ class Agent:
             cancel.clear()
         self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
-        self.current_turn = state
         try:
             self._gather_context(state, client, text)
+            answer = None
             if not self.budget.tools_enabled(client):
                 attached = self.chunks.attach_mentioned(text, self._read_turn(state))
-                text, state.final_reply = attached.text, attached.answer
+                text, answer = attached.text, attached.answer
             state.new_messages.append(Message("user", text))
-            outcome = self._run_rounds(state, on_text, cancel)
+            if answer is not None:  # a tool-less model's file was chunk-analysed
+                outcome = self._answered(state, answer, Usage())
+            else:
+                outcome = self._run_rounds(state, on_text, cancel)
         finally:
-            self.current_turn = None
             self.budget.turn_texts = []
         if cancel.is_set():
             raise Cancelled("cancelled")
@@ -260,11 +261,7 @@ class Agent:
         client = state.client
         use_tools = self.budget.tools_enabled(client)
         schemas = self.executor.schemas() if use_tools else None
-        ctx = self.tool_context()
-        usage = Usage()
-        if state.final_reply is not None:  # a tool-less model's file was chunk-analysed
-            state.new_messages.append(Message("assistant", state.final_reply))
-            return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
+        ctx = self.tool_context(state)
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds
             prompt = self.build_prompt(client, state.new_messages)
@@ -280,10 +277,15 @@ class Agent:
                 for c in result.tool_calls
             ]
             state.new_messages.append(Message("assistant", result.text, calls))
+            answer: str | None = None
             for call in calls:
                 if cancel.is_set():
                     raise Cancelled("cancelled")
-                res = self.executor.execute(ctx, call)
+                try:
+                    res = self.executor.execute(ctx, call)
+                except TurnAnswered as answered:  # the round's other calls still run
+                    assert answered.result is not None, "the registry adds the call's result"
+                    res, answer = answered.result, answered.reply
                 state.results.append(res)
                 if state.on_tool is not None:
                     state.on_tool(call, res)
@@ -293,10 +295,14 @@ class Agent:
                     )
                 )
                 state.new_messages.append(res.to_message())
-            if state.final_reply is not None:
-                state.new_messages.append(Message("assistant", state.final_reply))
-                return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
+            if answer is not None:
+                return self._answered(state, answer, usage)
         raise AssertionError("unreachable: the last round never offers tools")
+
+    def _answered(self, state: TurnState, reply: str, usage: Usage) -> TurnOutcome:
+        """A chunked read answered the turn: its answer is the reply."""
+        state.new_messages.append(Message("assistant", reply))
+        return TurnOutcome(reply, state.results, usage, state.client.model, True)
 
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
         """Store the turn, then record it; a store failure loses neither reply nor recording.
@@ -320,16 +326,35 @@ class Agent:
 
     # -- tools ------------------------------------------------------------------------
 
-    def tool_context(self) -> ToolContext:
+    def tool_context(self, state: TurnState | None = None) -> ToolContext:
+        """What tools get: bound to the turn ``state`` (its client, its notes), or
+        to the session outside a turn (``!`` commands), where nothing is recorded."""
         guarded = self.settings.chunking.enabled
+
+        def read_budget() -> ReadBudget:
+            client = state.client if state is not None else self.client
+            return self.budget.read_budget(client, state.new_messages if state else ())
+
+        def on_oversize(path: Path, size: int, estimated: int, budget: int) -> str:
+            """``read_file`` met a file too big: a chunked answer ends the turn (by raising)."""
+            result = self.chunks.oversize(path, size, estimated, self._read_turn(state))
+            if result.answered and state is not None:
+                raise TurnAnswered(result.text)
+            return result.text
+
+        def record_write(path: str, status: str) -> None:
+            """A write decision belongs to the tool call in flight: its note comes next."""
+            assert state is not None
+            state.writes.append(WriteNote(path, status, call=len(state.notes)))
+
         return ToolContext(
             workspace=self.workspace,
             session_id=self.session_id,
             interactive=self.ui.interactive,
             confirm=self.ui.confirm,
-            read_budget=self._read_budget if guarded else None,
-            on_oversize=self._on_oversize if guarded else None,
-            approve_write=self.write_gate,
+            read_budget=read_budget if guarded else None,
+            on_oversize=on_oversize if guarded else None,
+            approve_write=self.write_gate.for_turn(record_write if state is not None else None),
             allowed_commands=tuple(self.settings.security.allowed_commands),
             shell_timeout=self.settings.security.shell_timeout,
             sandbox=self.settings.security.sandbox,
@@ -338,12 +363,6 @@ class Agent:
             secret_files=tuple(self.settings.security.secret_files),
             harvey_home=self.harvey_home,
         )
-
-    def _record_write(self, path: str, status: str) -> None:
-        """A write decision belongs to the tool call in flight: its note comes next."""
-        state = self.current_turn
-        if state is not None:
-            state.writes.append(WriteNote(path, status, call=len(state.notes)))
 
     @functools.cached_property
     def chunks(self) -> ChunkedReads:
@@ -379,18 +398,6 @@ class Agent:
             self.turns.interrupted(state, alert)
 
         return ReadTurn(state.client, state.new_messages, state.user_text or "", on_analysis)
-
-    def _read_budget(self) -> ReadBudget:
-        turn = self._read_turn(self.current_turn)
-        return self.budget.read_budget(turn.client, turn.pending)
-
-    def _on_oversize(self, path: Path, size: int, estimated: int, budget: int) -> str:
-        """``read_file`` met a file too big: a chunked answer ends the turn after this round."""
-        state = self.current_turn
-        result = self.chunks.oversize(path, size, estimated, self._read_turn(state))
-        if result.answered and state is not None:
-            state.final_reply = result.text
-        return result.text
 
     # -- sessions -------------------------------------------------------------------------
 
