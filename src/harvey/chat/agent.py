@@ -31,7 +31,7 @@ from harvey.chat.turn_context import TurnContextProvider
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
-from harvey.context.prompt_budget import PromptBudget
+from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
 from harvey.messages import Message, ToolCall, ToolResult
@@ -108,9 +108,12 @@ class Agent:
         recorder: Recorder | None = None,
         ui: AgentUI | None = None,
         harvey_home: Path | None = None,
-        budget: PromptBudget | None = None,
+        budget: PromptBudget,
+        history: list[Message] | None = None,
+        turn_context: list[TurnContextProvider] | None = None,
     ) -> None:
-        """``budget`` defaults to one without plan text or extra system prompt."""
+        """``budget`` is built by the session builder (``chat/runtime.py``), the only way;
+        ``history`` is the list it accounts for, kept (and changed in place) here."""
         self.clients = clients
         self.executor = executor
         self.settings = settings
@@ -120,14 +123,8 @@ class Agent:
         self.ui: AgentUI = ui or HeadlessUI()
         self.harvey_home = harvey_home
         self.user = default_user_name(settings)
-        self.history: list[Message] = []
-        self.budget = budget or PromptBudget(
-            settings=settings,
-            workspace=workspace,
-            main_client=lambda: self.clients.current,
-            history=lambda: self.history,
-            store=store,
-        )
+        self.history: list[Message] = history if history is not None else []
+        self.budget = budget
         self.cancel_event = threading.Event()
         self.recorder = recorder
         self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
@@ -135,7 +132,9 @@ class Agent:
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
         # asked once per turn for what it adds (knowledge retrieval, memory recall)
-        self.turn_context: list[TurnContextProvider] = []
+        self.turn_context: list[TurnContextProvider] = (
+            turn_context if turn_context is not None else []
+        )
 
     @property
     def client(self) -> LLMClient:
@@ -173,21 +172,23 @@ class Agent:
         if self.store is not None:
             self.store.set_model(self.session_id, name)
 
-    def build_prompt(self, client: LLMClient, pending: list[Message]) -> list[Message]:
-        messages = [Message("system", self.budget.system_prompt(client))]
-        for text in self.budget.injected_texts():
+    def build_prompt(self, budget: BudgetSnapshot, pending: list[Message]) -> list[Message]:
+        """The round's prompt, from the round's budget snapshot."""
+        messages = [Message("system", budget.system_prompt)]
+        for text in budget.injected:
             messages.append(Message("system", text))
-        fitted = self.budget.fitted_history(client, pending)
-        self._tell_omitted(client, fitted)
+        fitted = budget.fitted_history(pending)
+        self._tell_omitted(budget, fitted)
         if fitted.note is not None:
             messages.append(fitted.note)
-        return messages + fitted.messages + self._with_turn_context(pending)
+        return messages + fitted.messages + self._with_turn_context(budget.turn_texts, pending)
 
-    def _with_turn_context(self, pending: list[Message]) -> list[Message]:
+    @staticmethod
+    def _with_turn_context(texts: tuple[str, ...], pending: list[Message]) -> list[Message]:
         """The turn's retrieved text goes ahead of its prompt, in this prompt only."""
-        if not self.budget.turn_texts or not pending or pending[0].role != "user":
+        if not texts or not pending or pending[0].role != "user":
             return pending
-        head = "\n\n".join(self.budget.turn_texts)
+        head = "\n\n".join(texts)
         first = Message("user", f"{head}\n\n{pending[0].content}")
         return [first, *pending[1:]]
 
@@ -202,23 +203,22 @@ class Agent:
             if found is None:
                 continue
             if found.text:
-                self.budget.turn_texts.append(found.text)
+                state.context_texts.append(found.text)
             if found.rag is not None:
                 state.rag = found.rag
                 state.rag_sources.extend(found.rag_sources)
             if found.session_text is not None:
-                self.budget.memory = found.session_text
+                self.budget.keep_for_session(found.session_text)
             if found.recall and self.recorder is not None:
                 self.recorder.record_context_recall(list(found.recall))
 
-    def _tell_omitted(self, client: LLMClient, fitted: FittedHistory) -> None:
+    def _tell_omitted(self, budget: BudgetSnapshot, fitted: FittedHistory) -> None:
         """Say that history was left out, once per session: as the conversation goes on
         the cut moves every turn, and ``/status`` shows the current count."""
         if not fitted.omitted_messages or self._omitted_told:
             return
         self._omitted_told = fitted.omitted_messages
-        window = self.budget.capabilities(client).context_window
-        self.ui.warn(omitted_notice(fitted, client.model, window))
+        self.ui.warn(omitted_notice(fitted, budget.client.model, budget.window))
 
     def turn(
         self,
@@ -235,23 +235,21 @@ class Agent:
             cancel.clear()
         self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
-        try:
-            self._gather_context(state, client, text)
-            answer = None
-            if not self.budget.tools_enabled(client):
-                attached = self.chunks.attach_mentioned(text, self._read_turn(state))
-                text, answer = attached.text, attached.answer
-            state.new_messages.append(Message("user", text))
-            if answer is not None:  # a tool-less model's file was chunk-analysed
-                outcome = self._answered(state, answer, Usage())
-            else:
-                outcome = self._run_rounds(state, on_text, cancel)
-        finally:
-            self.budget.turn_texts = []
+        self._gather_context(state, client, text)
+        answer = None
+        if not self.budget.tools_enabled(client):
+            budget = self.budget.snapshot(client, state.context_texts)
+            attached = self.chunks.attach_mentioned(text, self._read_turn(state, budget))
+            text, answer = attached.text, attached.answer
+        state.new_messages.append(Message("user", text))
+        if answer is not None:  # a tool-less model's file was chunk-analysed
+            outcome = self._answered(state, answer, Usage())
+        else:
+            outcome = self._run_rounds(state, on_text, cancel)
         if cancel.is_set():
             raise Cancelled("cancelled")
         self.history.extend(state.new_messages)
-        self.budget.handover = None
+        self.budget.handover_delivered()
         self._commit(state, outcome)
         return outcome
 
@@ -261,10 +259,10 @@ class Agent:
         client = state.client
         use_tools = self.budget.tools_enabled(client)
         schemas = self.executor.schemas() if use_tools else None
-        ctx = self.tool_context(state)
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds
-            prompt = self.build_prompt(client, state.new_messages)
+            budget = self.budget.snapshot(client, state.context_texts)  # once per round
+            prompt = self.build_prompt(budget, state.new_messages)
             result = chat(client, prompt, None if last_round else schemas, on_text, cancel)
             usage = result.usage
             self.budget.calibrate(client, prompt, usage)
@@ -277,6 +275,7 @@ class Agent:
                 for c in result.tool_calls
             ]
             state.new_messages.append(Message("assistant", result.text, calls))
+            ctx = self.tool_context(state)  # its reads see this round's calibration
             answer: str | None = None
             for call in calls:
                 if cancel.is_set():
@@ -331,13 +330,18 @@ class Agent:
         to the session outside a turn (``!`` commands), where nothing is recorded."""
         guarded = self.settings.chunking.enabled
 
-        def read_budget() -> ReadBudget:
+        @functools.cache
+        def snapshot() -> BudgetSnapshot:
+            """Taken at the first read of the round, shared by the round's later reads."""
             client = state.client if state is not None else self.client
-            return self.budget.read_budget(client, state.new_messages if state else ())
+            return self.budget.snapshot(client, state.context_texts if state else ())
+
+        def read_budget() -> ReadBudget:
+            return snapshot().read_budget(state.new_messages if state else ())
 
         def on_oversize(path: Path, size: int, estimated: int, budget: int) -> str:
             """``read_file`` met a file too big: a chunked answer ends the turn (by raising)."""
-            result = self.chunks.oversize(path, size, estimated, self._read_turn(state))
+            result = self.chunks.oversize(path, size, estimated, self._read_turn(state, snapshot()))
             if result.answered and state is not None:
                 raise TurnAnswered(result.text)
             return result.text
@@ -387,24 +391,26 @@ class Agent:
         assert self.store is not None
         return StoredResults(self.store, self.session_id, fresh=fresh)
 
-    def _read_turn(self, state: TurnState | None) -> ReadTurn:
+    def _read_turn(self, state: TurnState | None, budget: BudgetSnapshot) -> ReadTurn:
         """The turn in flight as ``ChunkedReads`` sees it (the session's client outside one)."""
         from harvey.chat.oversize import ReadTurn
 
         if state is None:
-            return ReadTurn(self.client)
+            return ReadTurn(self.client, budget=budget)
 
         def on_analysis(alert: str | None) -> None:
             self.turns.interrupted(state, alert)
 
-        return ReadTurn(state.client, state.new_messages, state.user_text or "", on_analysis)
+        return ReadTurn(
+            state.client, state.new_messages, state.user_text or "", on_analysis, budget
+        )
 
     # -- sessions -------------------------------------------------------------------------
 
     def load_history(self, messages: list[Message], *, stored: bool = True) -> None:
         """Start from ``messages``; ``stored=False`` (an imported .spmd) saves them with
         the first committed turn, so a run that fails before one leaves nothing behind."""
-        self.history = list(messages)
+        self.history[:] = messages  # in place: the session builder gave the budget this list
         self._unstored = [] if stored else list(messages)
 
     def _store_messages(self, messages: list[Message]) -> None:
@@ -440,4 +446,4 @@ class Agent:
         self.turns.analysis(self.client, result)
 
     def clear(self) -> None:
-        self.history = []
+        self.history.clear()

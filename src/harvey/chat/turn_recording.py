@@ -40,6 +40,7 @@ class TurnState:
     on_tool: Callable[[ToolCall, ToolResult], None] | None = None
     rag: RagInfo | None = None  # retrieval added passages to this turn's prompt
     rag_sources: list[RagSource] = field(default_factory=list)
+    context_texts: list[str] = field(default_factory=list)  # sent ahead of this turn's prompt
 
 
 class TurnRecorder:
