@@ -11,7 +11,6 @@ PACKAGE = Path(harvey.__file__).parent
 
 #: Folders that are not named after a part of the package, and why.
 NOT_A_MODULE = {
-    "agent": "one chat turn through Agent (agent.py, oversize.py, history_fit.py, runtime.py)",
     "security": "attacks through the real `harvey run`, grouped by threat",
     "fakes": "the loopback model servers, not tests",
     "repl": "the REPL front end (terminal.py and slash.py, the harvey/repl/ package)",

@@ -33,9 +33,9 @@ def test_the_entry_points_are_public(name: str) -> None:
 
 
 def test_the_entry_points_are_the_real_ones() -> None:
-    from harvey.agent import Agent
+    from harvey.chat.agent import Agent
+    from harvey.chat.runtime import open_runtime
     from harvey.llm.factory import make_client
-    from harvey.runtime import open_runtime
 
     assert harvey.Agent is Agent
     assert harvey.make_client is make_client

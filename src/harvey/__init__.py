@@ -12,7 +12,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harvey.agent import Agent
     from harvey.analysis.api import AnalyzeOptions, Collaborators, FileAnalysis, analyze_file
     from harvey.analysis.chunking import (
         Chunk,
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     )
     from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
     from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
+    from harvey.chat.agent import Agent
     from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
     from harvey.context.plan_budget import (
         DYNAMIC_BUDGET,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     )
     from harvey.llm.factory import make_client
     from harvey.messages import Message, ToolCall, ToolResult
-    from harvey.runtime import open_runtime
     from harvey.session.fountain import ParsedSession, Scene, parse_session
     from harvey.tools.files import safe_path
 
@@ -86,8 +85,8 @@ _EXPORTS: dict[str, str] = {
     "Scene": "harvey.session.fountain",
     "parse_session": "harvey.session.fountain",
     "safe_path": "harvey.tools.files",
-    "Agent": "harvey.agent",
-    "open_runtime": "harvey.runtime",
+    "Agent": "harvey.chat.agent",
+    "open_runtime": "harvey.chat.runtime",
     "make_client": "harvey.llm.factory",
 }
 

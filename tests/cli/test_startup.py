@@ -58,7 +58,9 @@ def test_help_loads_no_settings_agent_backend_or_ui() -> None:
     )
     assert "harvey.cli.app" in modules  # the check ran the real group
     assert not loaded(modules, *HEAVY, "pydantic", "httpx", "yaml", "rich")
-    assert not {"harvey.config", "harvey.agent", "harvey.runtime", "harvey.repl"} & modules
+    assert (
+        not {"harvey.config", "harvey.chat.agent", "harvey.chat.runtime", "harvey.repl"} & modules
+    )
     assert "importlib.metadata" not in modules  # __version__ is read only for --version
 
 
@@ -77,9 +79,9 @@ def test_one_shot_run_loads_no_repl_chunker_or_markdown(tmp_path: Path) -> None:
             "    assert exc.code == 0, exc.code"
         )
         assert len(srv.chat_requests) == 1  # the turn really ran
-    assert "harvey.runtime" in modules and "httpx._client" in modules
+    assert "harvey.chat.runtime" in modules and "httpx._client" in modules
     assert not loaded(modules, *HEAVY, "rich", "markdown_it", "yaml")  # no harvey.yaml to read
-    assert not {"harvey.repl", "harvey.oversize", "harvey.analysis.engine"} & modules
+    assert not {"harvey.repl", "harvey.chat.oversize", "harvey.analysis.engine"} & modules
 
 
 def test_httpx_works_without_its_command_line_tool() -> None:

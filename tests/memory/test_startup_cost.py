@@ -16,10 +16,10 @@ from harvey.memory.store import Memory, MemoryStore
 RUN = """
 import sys
 from harvey.config import resolve_paths, load_settings
-from harvey.runtime import open_runtime
+from harvey.chat.runtime import open_runtime
 from harvey.ui import HeadlessUI
 from harvey.llm.scripted import ScriptedClient, Reply
-import harvey.runtime as rt
+import harvey.chat.runtime as rt
 rt.make_client = lambda settings: ScriptedClient([Reply("hello")])
 paths = resolve_paths(sys.argv[1])
 runtime = open_runtime(paths, load_settings(paths), ui=HeadlessUI(), record=False)

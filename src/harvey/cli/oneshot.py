@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.agent import TurnOutcome
+from harvey.chat.agent import TurnOutcome
+from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config import ChunkingSettings, Paths, Settings
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
-from harvey.runtime import Runtime, open_runtime
 from harvey.terminal_text import for_terminal, unguarded
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
 from harvey.ui import HeadlessUI

@@ -25,8 +25,8 @@ def _store(workspace: Path | None) -> tuple[Paths, SessionStore | None]:
     These commands only read (or delete what exists), so they never create
     ``HARVEY_HOME`` or ``sessions.db``: with no store there is simply nothing.
     """
+    from harvey.chat.runtime import open_store
     from harvey.config import resolve_paths
-    from harvey.runtime import open_store
 
     paths = resolve_paths(workspace)
     if not paths.sessions_db.is_file():
@@ -114,7 +114,7 @@ def show(session_id: str, workspace: Path | None) -> None:
 @handle_errors
 def delete(session_id: str, workspace: Path | None) -> None:
     """Delete a session: its messages, todos and offloaded tool output."""
-    from harvey.runtime import delete_session
+    from harvey.chat.runtime import delete_session
 
     with _session(workspace, session_id) as (store, info):
         delete_session(store, info.id)
@@ -133,7 +133,7 @@ def delete(session_id: str, workspace: Path | None) -> None:
 @handle_errors
 def prune(days: float, workspace: Path | None) -> None:
     """Delete every session older than DAYS (all workspaces)."""
-    from harvey.runtime import delete_session
+    from harvey.chat.runtime import delete_session
 
     _paths, store = _store(workspace)
     if store is None:

@@ -15,14 +15,23 @@ The agent asks this object every budget question; nothing else computes them:
 
 It holds no conversation: the agent hands it the history to account for
 through a callable, so there is one history and one place that owns it.
+
+A turn asks ``snapshot`` once per round: a ``BudgetSnapshot`` is a value with
+the window, ratio, system prompt, injected texts (the turn's retrieved text
+given to it, not kept here) and history of that round, and answers every
+question of the round (fitted history, remaining, read budget) from them
+without reading the store, the plan file or HARVEY.md again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvey.chat.history_fit import FittedHistory, fit_history
+from harvey.chat.prompts import build_system_prompt
 from harvey.config import Settings
 from harvey.context.budget import (
     BYTES_PER_TOKEN,
@@ -35,10 +44,8 @@ from harvey.context.budget import (
 from harvey.context.estimate import text_units
 from harvey.context.tokens import TokenCounter, message_text
 from harvey.errors import HarveyError, StoreError
-from harvey.history_fit import FittedHistory, fit_history
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
 from harvey.messages import Message
-from harvey.prompts import build_system_prompt
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -64,7 +71,9 @@ class PromptBudget:
         store: SessionStore | None = None,
         plan_text: Callable[[], str | None] | None = None,
         system_extra: tuple[str, ...] = (),
+        handover: str | None = None,
     ) -> None:
+        """``handover`` (after a resume) is injected until ``handover_delivered``."""
         self.settings = settings
         self.workspace = workspace
         self._main = main_client
@@ -72,17 +81,22 @@ class PromptBudget:
         self.store = store
         self.plan_text = plan_text
         self.system_extra = system_extra
-        self.handover: str | None = None  # injected once, into the next turn's prompt
-        # sent with the turn in flight only, ahead of its prompt (turn context providers)
-        self.turn_texts: list[str] = []
-        self.memory: str | None = None  # recalled long-term memory, for the whole session
-        self.last_usage = Usage()
+        self._handover = handover  # injected once, into the next turn's prompt
+        self._session_text: str | None = None  # recalled long-term memory, for the session
         self._caps: dict[str, ModelCapabilities] = {}
         self._counters: dict[str, TokenCounter | None] = {}
         self._system_prompts: dict[bool, str] = {}
 
     def _client(self, client: LLMClient | None) -> LLMClient:
         return client if client is not None else self._main()
+
+    def handover_delivered(self) -> None:
+        """A turn went out with the handover: later prompts do without it."""
+        self._handover = None
+
+    def keep_for_session(self, text: str) -> None:
+        """Inject ``text`` (recalled memories) into every prompt from now on."""
+        self._session_text = text
 
     def new_turn(self) -> None:
         """Forget the cached system prompt, so an edited HARVEY.md is read once per turn."""
@@ -166,8 +180,6 @@ class PromptBudget:
         file are ``"source"`` samples (``ChunkedReads``), so code calibration
         learns from real code chunks.
         """
-        if doc_type == "prose":
-            self.last_usage = usage
         if self.store is None or not usage.prompt_tokens:
             return
         if sum(len(m.content) for m in prompt) > MAX_SAMPLE_CHARS:
@@ -187,36 +199,97 @@ class PromptBudget:
             log.warning("could not record calibration: %s", exc)
 
     def injected_texts(self) -> list[str]:
-        texts = [self.memory] if self.memory else []
-        if self.handover:
-            texts.append(self.handover)
+        """What every prompt carries as system messages: memories, handover, plan."""
+        texts = [self._session_text] if self._session_text else []
+        if self._handover:
+            texts.append(self._handover)
         plan = self.plan_text() if self.plan_text else None
         if plan:
             texts.append(plan)
         return texts
 
-    def _all_injected(self) -> list[str]:
-        """Injected text plus the turn in flight's retrieved text: all of it is sent."""
-        return self.injected_texts() + self.turn_texts
+    def snapshot(
+        self, client: LLMClient | None = None, turn_texts: Sequence[str] = ()
+    ) -> BudgetSnapshot:
+        """This moment's budget for ``client``, with the turn's own texts (sent ahead of
+        its prompt) counted as injected: what one round asks, read once."""
+        client = self._client(client)
+        injected = tuple(self.injected_texts())
+        ratio = self.bytes_per_token(client)
+        return BudgetSnapshot(
+            owner=self,
+            client=client,
+            window=self.capabilities(client).context_window,
+            bytes_per_token=ratio,
+            system_prompt=self.system_prompt(client),
+            injected=injected,
+            turn_texts=tuple(turn_texts),
+            history=tuple(self._history()),
+            _ratios={("prose", "units"): ratio},
+        )
 
-    def _counted(
-        self,
-        client: LLMClient,
-        history: Sequence[Message],
-        also: Sequence[Message] = (),
-    ) -> BudgetReport:
+    def fitted_history(
+        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
+    ) -> FittedHistory:
+        """The history the next prompt carries (``BudgetSnapshot.fitted_history``)."""
+        return self.snapshot(client).fitted_history(pending)
+
+    def remaining(self, client: LLMClient | None = None, pending: Sequence[Message] = ()) -> int:
+        """Tokens left for new content once the prompt so far and ``pending`` are counted."""
+        return self.snapshot(client).remaining(pending)
+
+    def read_budget(
+        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
+    ) -> ReadBudget:
+        """What one file read may use (``BudgetSnapshot.read_budget``)."""
+        return self.snapshot(client).read_budget(pending)
+
+    def report(self, client: LLMClient | None = None) -> BudgetReport:
+        """Everything already in the prompt, in tokens; ``/status`` shows it."""
+        return self.snapshot(client).report()
+
+
+@dataclass(frozen=True)
+class BudgetSnapshot:
+    """One round's budget: every figure that round needs, computed from fixed inputs.
+
+    ``injected`` goes out as system messages; ``turn_texts`` ahead of the
+    turn's prompt; both are counted. Only the exact counter and the size
+    ratios of a read are asked of ``owner`` (cached there), when needed.
+    """
+
+    owner: PromptBudget
+    client: LLMClient
+    window: int
+    bytes_per_token: float
+    system_prompt: str
+    injected: tuple[str, ...]
+    turn_texts: tuple[str, ...]
+    history: tuple[Message, ...]
+    _ratios: dict[tuple[str, str], float] = field(default_factory=dict, compare=False)
+
+    def ratio(self, doc_type: str, measure: str = "units") -> float:
+        """A calibrated ratio of this round's model, looked up once per snapshot:
+        ``"units"`` for texts, ``"bytes"`` for sizes (see ``PromptBudget.size_ratio``)."""
+        key = (doc_type, measure)
+        if key not in self._ratios:
+            owner = self.owner
+            lookup = owner.bytes_per_token if measure == "units" else owner.size_ratio
+            self._ratios[key] = lookup(self.client, doc_type)
+        return self._ratios[key]
+
+    def _counted(self, history: Sequence[Message], also: Sequence[Message] = ()) -> BudgetReport:
         """The budget of a prompt: estimated, and counted exactly once the estimate
         (with ``also``, messages not in this report that the prompt will carry) comes
         near the window (``COUNT_ABOVE_SHARE``) — the only time the counter is asked for."""
-        window = self.capabilities(client).context_window
-        ratio = self.bytes_per_token(client)
+        window, ratio = self.window, self.bytes_per_token
 
         def report(counter: TokenCounter | None) -> BudgetReport:
             return budget_report(
                 window,
                 history=history,
-                system_prompt=self.system_prompt(client),
-                injected=self._all_injected(),
+                system_prompt=self.system_prompt,
+                injected=self.injected + self.turn_texts,
                 bytes_per_token=ratio,
                 counter=counter,
             )
@@ -225,57 +298,49 @@ class PromptBudget:
         more = sum(estimate_tokens(message_text(m), ratio) for m in also)
         if estimated.used + more <= window * COUNT_ABOVE_SHARE:
             return estimated
-        counter = self.counter(client)
+        counter = self.owner.counter(self.client)
         return estimated if counter is None else report(counter)
 
-    def fitted_history(
-        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
-    ) -> FittedHistory:
+    def fitted_history(self, pending: Sequence[Message] = ()) -> FittedHistory:
         """The history the next prompt carries: all of it, or the newest turns that fit.
 
         The history gets what the window leaves once the system prompt, the
         injected text, the turn in progress (``pending``) and the reply margin
         are counted, so the turn in progress always has priority over the past.
         """
-        client = self._client(client)
-        history = self._history()
-        room = self._counted(client, list(pending), also=history)
-        return fit_history(history, room.remaining, room.bytes_per_token)
+        room = self._counted(list(pending), also=self.history)
+        return fit_history(list(self.history), room.remaining, room.bytes_per_token)
 
-    def _sent_history(self, client: LLMClient, pending: Sequence[Message]) -> list[Message]:
+    def _sent_history(self, pending: Sequence[Message]) -> list[Message]:
         """What of the history a prompt now costs: the kept messages and the note."""
-        fitted = self.fitted_history(client, pending)
+        fitted = self.fitted_history(pending)
         note = fitted.note
         return ([note] if note else []) + fitted.messages
 
-    def remaining(self, client: LLMClient | None = None, pending: Sequence[Message] = ()) -> int:
+    def remaining(self, pending: Sequence[Message] = ()) -> int:
         """Tokens left for new content once the prompt so far and ``pending`` are counted."""
-        client = self._client(client)
-        return self._counted(client, self._sent_history(client, pending) + list(pending)).remaining
+        return self._counted(self._sent_history(pending) + list(pending)).remaining
 
-    def read_budget(
-        self, client: LLMClient | None = None, pending: Sequence[Message] = ()
-    ) -> ReadBudget:
+    def read_budget(self, pending: Sequence[Message] = ()) -> ReadBudget:
         """What one file read may use: the remaining room times ``chunking.threshold``,
         with the ratios of every document type (``ReadBudget.check`` picks the file's)
         and the exact counter, asked for only if a check needs it."""
-        client = self._client(client)
-        tokens = int(self.remaining(client, pending) * self.settings.chunking.threshold)
+        owner, client = self.owner, self.client
+        tokens = int(self.remaining(pending) * owner.settings.chunking.threshold)
         types = ("prose", "source")
 
         def count(text: str) -> int | None:
-            counter = self.counter(client)
+            counter = owner.counter(client)
             return None if counter is None else counter.count(text)
 
         return ReadBudget(
             tokens,
-            self.size_ratio(client),
-            sizes={t: self.size_ratio(client, t) for t in types},
-            texts={t: self.bytes_per_token(client, t) for t in types},
+            self.ratio("prose", "bytes"),
+            sizes={t: self.ratio(t, "bytes") for t in types},
+            texts={t: self.ratio(t) for t in types},
             count=count,
         )
 
-    def report(self, client: LLMClient | None = None) -> BudgetReport:
+    def report(self) -> BudgetReport:
         """Everything already in the prompt, in tokens; ``/status`` shows it."""
-        client = self._client(client)
-        return self._counted(client, self._sent_history(client, []))
+        return self._counted(self._sent_history([]))

@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvey.chat.turn_context import TurnContext
 from harvey.config import Settings
 from harvey.errors import KnowledgeError
 from harvey.knowledge.search import Hit
 from harvey.knowledge.service import Knowledge, open_knowledge
 from harvey.session.records import RagInfo, RagSource
-from harvey.turn_context import TurnContext
 
 HEADING = "### Context (from knowledge base)"
 _END = "### Question"

@@ -1,7 +1,7 @@
 """The session's side of memory: recall once, before the first prompt is sent.
 
 ``open_runtime`` registers a ``SessionMemory`` among the agent's turn context
-providers (``harvey.turn_context``). On the first turn it recalls against
+providers (``harvey.chat.turn_context``). On the first turn it recalls against
 that turn's text (so ranking uses what the person actually asked) and
 returns the block as ``session_text`` — injected memory for the rest of the
 session, counted in remaining context like the plan — with the
@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harvey.chat.turn_context import TurnContext
 from harvey.errors import StoreError
-from harvey.turn_context import TurnContext
 
 if TYPE_CHECKING:
-    from harvey.agent import Agent
+    from harvey.chat.agent import Agent
     from harvey.config import Settings
     from harvey.memory.recall import Recall
 

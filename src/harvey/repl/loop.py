@@ -22,7 +22,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 
-from harvey.agent import Agent, TurnOutcome
+from harvey.chat.agent import Agent, TurnOutcome
+from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
@@ -32,7 +33,6 @@ from harvey.repl.commands import find_command
 from harvey.repl.memory import mine_on_exit, offer_profile
 from harvey.repl.status import banner_line
 from harvey.repl.ui import LineReader, TerminalUI, safe_markdown
-from harvey.runtime import Runtime, open_runtime
 from harvey.terminal_text import safe_console, unguarded
 
 

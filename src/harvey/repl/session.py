@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harvey.agent import Agent
+    from harvey.chat.agent import Agent
+    from harvey.chat.runtime import Runtime
     from harvey.repl.ui import LineReader, TerminalUI
-    from harvey.runtime import Runtime
 
 
 class ReplSession(Protocol):

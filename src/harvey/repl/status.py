@@ -11,7 +11,7 @@ from harvey.llm.pool_setup import endpoint_lines
 from harvey.tools.sandbox import detect
 
 if TYPE_CHECKING:
-    from harvey.agent import Agent
+    from harvey.chat.agent import Agent
 
 
 def banner_line(agent: Agent) -> str:

@@ -180,16 +180,25 @@ class WriteGate:
         self.record = record
         self.approve_all = False
 
-    def _report(self, path: str, status: str) -> None:
-        """Every decision, for the turn's ``[[write:]]`` note: redacted here as well as in
-        the note's writer, so no consumer of the record sees a token-shaped path."""
-        if self.record is not None:
-            self.record(redact(path), redact(status))
+    def for_turn(self, record: WriteRecorder | None) -> Callable[[WriteRequest, WriteAction], str]:
+        """This gate (its session-long "all"), reporting each decision to one turn's ``record``."""
+        return lambda request, write: self._decide(request, write, record)
 
     def __call__(self, request: WriteRequest, write: WriteAction) -> str:
+        return self._decide(request, write, self.record)
+
+    def _decide(
+        self, request: WriteRequest, write: WriteAction, record: WriteRecorder | None
+    ) -> str:
+        def report(path: str, status: str) -> None:
+            """Every decision, for the turn's ``[[write:]]`` note: redacted here as well as in
+            the note's writer, so no consumer of the record sees a token-shaped path."""
+            if record is not None:
+                record(redact(path), redact(status))
+
         protected = is_protected(request.path)
         if protected and not self.ui.interactive:
-            self._report(request.path, "skipped")
+            report(request.path, "skipped")
             return (
                 f"error: write refused: {request.path} configures or instructs Harvey (or is "
                 "inside .git), so only a person in the interactive REPL can approve it"
@@ -203,14 +212,14 @@ class WriteGate:
         if choice is WriteChoice.QUIT:
             raise Cancelled(f"cancelled: {request.path} was not written")
         if choice is WriteChoice.NO:
-            self._report(request.path, "skipped")
+            report(request.path, "skipped")
             return refusal(request, self.ui.interactive)
         if choice is WriteChoice.ALL:
             self.approve_all = True
         try:
             result = write()
         except Exception as exc:  # broad on purpose: any failure is reported, then re-raised
-            self._report(request.path, f"error: {exc}")
+            report(request.path, f"error: {exc}")
             raise
-        self._report(request.path, "ok")
+        report(request.path, "ok")
         return result

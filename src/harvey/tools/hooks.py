@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult
-from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.tools.registry import ToolContext, ToolExecutor, TurnAnswered
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,15 @@ class HookRegistry:
                 return ToolResult(call.id, call.name, _denial(hook, exc))
             if changed is not None:
                 ctx = changed
-        result = self.inner.execute(ctx, call)
+        try:
+            result = self.inner.execute(ctx, call)
+        except TurnAnswered as answered:  # the answer's tool message is hooked like any other
+            if answered.result is None:
+                raise
+            raise answered.with_result(self._after(ctx, call, answered.result)) from None
+        return self._after(ctx, call, result)
+
+    def _after(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> ToolResult:
         for hook in reversed(self._hooks):
             try:
                 result = hook.after_execute(ctx, call, result)

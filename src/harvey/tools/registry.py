@@ -1,7 +1,10 @@
 """The tool registry: the one place every tool call is executed.
 
 ``ToolRegistry.execute(ctx, call)`` never raises for a tool's own failure: it
-returns a ``ToolResult`` whose content starts with ``error:``. Hooks
+returns a ``ToolResult`` whose content starts with ``error:``. The one thing
+it lets through (besides Ctrl-C) is ``TurnAnswered``: a tool whose result is
+the turn's answer (a chunked read of a file too big for the context) says so
+by raising, with its result made as any other, and the turn loop catches it. Hooks
 (``tools/hooks.py``) wrap this same interface, so the agent does not care
 whether it holds the bare registry or a wrapped one.
 """
@@ -34,6 +37,24 @@ OversizeHandler = Callable[[Path, int, int, int], str]
 # and a function that performs it; returns the tool result (the write's, or a
 # refusal) and raises Cancelled when the person ends the turn. See approval.py.
 WriteApprover = Callable[[WriteRequest, Callable[[], str]], str]
+
+
+class TurnAnswered(Exception):
+    """A tool's output answers the whole turn: the loop ends it after this round.
+
+    Raised inside a tool (by its ``on_oversize`` handler) with ``reply``; the
+    registry adds the call's ``result`` (redacted, as every result) and the
+    hooks replace it as they would any result, so the model's history and the
+    session file see the same tool message as for a tool that returned.
+    """
+
+    def __init__(self, reply: str, result: ToolResult | None = None) -> None:
+        super().__init__(reply)
+        self.reply = reply
+        self.result = result
+
+    def with_result(self, result: ToolResult) -> TurnAnswered:
+        return TurnAnswered(self.reply, result)
 
 
 @dataclass(frozen=True)
@@ -121,14 +142,18 @@ class ToolRegistry:
             )
         if not isinstance(call.arguments, dict):
             return ToolResult(call.id, call.name, "error: tool arguments must be a JSON object")
+        scrub = self.redactor if self.redactor is not None else active()
         try:
             output = tool.run(ctx, call.arguments)
         except Cancelled:
             raise  # Ctrl-C ends the whole turn, not just this tool
+        except TurnAnswered as answered:
+            raise answered.with_result(
+                ToolResult(call.id, call.name, scrub.redact(answered.reply))
+            ) from None
         except HarveyError as exc:
             output = f"error: {exc}"
         except Exception as exc:  # a tool bug must not kill the turn
             log.exception("tool %s crashed", call.name)
             output = f"error: {call.name} failed: {type(exc).__name__}: {exc}"
-        scrub = self.redactor if self.redactor is not None else active()
         return ToolResult(call.id, call.name, scrub.redact(output))

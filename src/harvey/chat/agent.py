@@ -25,26 +25,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.clients import Clients, split_mention
+from harvey.chat.clients import Clients, split_mention
+from harvey.chat.history_fit import FittedHistory, omitted_notice
+from harvey.chat.turn_context import TurnContextProvider
+from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
-from harvey.context.prompt_budget import PromptBudget
+from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
-from harvey.history_fit import FittedHistory, omitted_notice
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.recorder import Recorder
 from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
 from harvey.tools.approval import WriteGate
-from harvey.tools.registry import ToolContext, ToolExecutor
-from harvey.turn_context import TurnContextProvider
-from harvey.turn_recording import TurnRecorder, TurnState
+from harvey.tools.registry import ToolContext, ToolExecutor, TurnAnswered
 from harvey.ui import AgentUI, HeadlessUI
 
 if TYPE_CHECKING:
     from harvey.analysis.map_support import ResultCache
-    from harvey.oversize import ChunkedReads, ReadTurn
+    from harvey.chat.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +108,12 @@ class Agent:
         recorder: Recorder | None = None,
         ui: AgentUI | None = None,
         harvey_home: Path | None = None,
-        budget: PromptBudget | None = None,
+        budget: PromptBudget,
+        history: list[Message] | None = None,
+        turn_context: list[TurnContextProvider] | None = None,
     ) -> None:
-        """``budget`` defaults to one without plan text or extra system prompt."""
+        """``budget`` is built by the session builder (``chat/runtime.py``), the only way;
+        ``history`` is the list it accounts for, kept (and changed in place) here."""
         self.clients = clients
         self.executor = executor
         self.settings = settings
@@ -120,23 +123,18 @@ class Agent:
         self.ui: AgentUI = ui or HeadlessUI()
         self.harvey_home = harvey_home
         self.user = default_user_name(settings)
-        self.history: list[Message] = []
-        self.budget = budget or PromptBudget(
-            settings=settings,
-            workspace=workspace,
-            main_client=lambda: self.clients.current,
-            history=lambda: self.history,
-            store=store,
-        )
+        self.history: list[Message] = history if history is not None else []
+        self.budget = budget
         self.cancel_event = threading.Event()
         self.recorder = recorder
         self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
-        self.current_turn: TurnState | None = None
-        self.write_gate = WriteGate(self.ui, self._record_write)  # "all" lasts the session
+        self.write_gate = WriteGate(self.ui)  # "all" lasts the session
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
         # asked once per turn for what it adds (knowledge retrieval, memory recall)
-        self.turn_context: list[TurnContextProvider] = []
+        self.turn_context: list[TurnContextProvider] = (
+            turn_context if turn_context is not None else []
+        )
 
     @property
     def client(self) -> LLMClient:
@@ -174,21 +172,23 @@ class Agent:
         if self.store is not None:
             self.store.set_model(self.session_id, name)
 
-    def build_prompt(self, client: LLMClient, pending: list[Message]) -> list[Message]:
-        messages = [Message("system", self.budget.system_prompt(client))]
-        for text in self.budget.injected_texts():
+    def build_prompt(self, budget: BudgetSnapshot, pending: list[Message]) -> list[Message]:
+        """The round's prompt, from the round's budget snapshot."""
+        messages = [Message("system", budget.system_prompt)]
+        for text in budget.injected:
             messages.append(Message("system", text))
-        fitted = self.budget.fitted_history(client, pending)
-        self._tell_omitted(client, fitted)
+        fitted = budget.fitted_history(pending)
+        self._tell_omitted(budget, fitted)
         if fitted.note is not None:
             messages.append(fitted.note)
-        return messages + fitted.messages + self._with_turn_context(pending)
+        return messages + fitted.messages + self._with_turn_context(budget.turn_texts, pending)
 
-    def _with_turn_context(self, pending: list[Message]) -> list[Message]:
+    @staticmethod
+    def _with_turn_context(texts: tuple[str, ...], pending: list[Message]) -> list[Message]:
         """The turn's retrieved text goes ahead of its prompt, in this prompt only."""
-        if not self.budget.turn_texts or not pending or pending[0].role != "user":
+        if not texts or not pending or pending[0].role != "user":
             return pending
-        head = "\n\n".join(self.budget.turn_texts)
+        head = "\n\n".join(texts)
         first = Message("user", f"{head}\n\n{pending[0].content}")
         return [first, *pending[1:]]
 
@@ -203,23 +203,22 @@ class Agent:
             if found is None:
                 continue
             if found.text:
-                self.budget.turn_texts.append(found.text)
+                state.context_texts.append(found.text)
             if found.rag is not None:
                 state.rag = found.rag
                 state.rag_sources.extend(found.rag_sources)
             if found.session_text is not None:
-                self.budget.memory = found.session_text
+                self.budget.keep_for_session(found.session_text)
             if found.recall and self.recorder is not None:
                 self.recorder.record_context_recall(list(found.recall))
 
-    def _tell_omitted(self, client: LLMClient, fitted: FittedHistory) -> None:
+    def _tell_omitted(self, budget: BudgetSnapshot, fitted: FittedHistory) -> None:
         """Say that history was left out, once per session: as the conversation goes on
         the cut moves every turn, and ``/status`` shows the current count."""
         if not fitted.omitted_messages or self._omitted_told:
             return
         self._omitted_told = fitted.omitted_messages
-        window = self.budget.capabilities(client).context_window
-        self.ui.warn(omitted_notice(fitted, client.model, window))
+        self.ui.warn(omitted_notice(fitted, budget.client.model, budget.window))
 
     def turn(
         self,
@@ -236,21 +235,21 @@ class Agent:
             cancel.clear()
         self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
-        self.current_turn = state
-        try:
-            self._gather_context(state, client, text)
-            if not self.budget.tools_enabled(client):
-                attached = self.chunks.attach_mentioned(text, self._read_turn(state))
-                text, state.final_reply = attached.text, attached.answer
-            state.new_messages.append(Message("user", text))
+        self._gather_context(state, client, text)
+        answer = None
+        if not self.budget.tools_enabled(client):
+            budget = self.budget.snapshot(client, state.context_texts)
+            attached = self.chunks.attach_mentioned(text, self._read_turn(state, budget))
+            text, answer = attached.text, attached.answer
+        state.new_messages.append(Message("user", text))
+        if answer is not None:  # a tool-less model's file was chunk-analysed
+            outcome = self._answered(state, answer, Usage())
+        else:
             outcome = self._run_rounds(state, on_text, cancel)
-        finally:
-            self.current_turn = None
-            self.budget.turn_texts = []
         if cancel.is_set():
             raise Cancelled("cancelled")
         self.history.extend(state.new_messages)
-        self.budget.handover = None
+        self.budget.handover_delivered()
         self._commit(state, outcome)
         return outcome
 
@@ -260,14 +259,10 @@ class Agent:
         client = state.client
         use_tools = self.budget.tools_enabled(client)
         schemas = self.executor.schemas() if use_tools else None
-        ctx = self.tool_context()
-        usage = Usage()
-        if state.final_reply is not None:  # a tool-less model's file was chunk-analysed
-            state.new_messages.append(Message("assistant", state.final_reply))
-            return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds
-            prompt = self.build_prompt(client, state.new_messages)
+            budget = self.budget.snapshot(client, state.context_texts)  # once per round
+            prompt = self.build_prompt(budget, state.new_messages)
             result = chat(client, prompt, None if last_round else schemas, on_text, cancel)
             usage = result.usage
             self.budget.calibrate(client, prompt, usage)
@@ -280,10 +275,16 @@ class Agent:
                 for c in result.tool_calls
             ]
             state.new_messages.append(Message("assistant", result.text, calls))
+            ctx = self.tool_context(state)  # its reads see this round's calibration
+            answer: str | None = None
             for call in calls:
                 if cancel.is_set():
                     raise Cancelled("cancelled")
-                res = self.executor.execute(ctx, call)
+                try:
+                    res = self.executor.execute(ctx, call)
+                except TurnAnswered as answered:  # the round's other calls still run
+                    assert answered.result is not None, "the registry adds the call's result"
+                    res, answer = answered.result, answered.reply
                 state.results.append(res)
                 if state.on_tool is not None:
                     state.on_tool(call, res)
@@ -293,10 +294,14 @@ class Agent:
                     )
                 )
                 state.new_messages.append(res.to_message())
-            if state.final_reply is not None:
-                state.new_messages.append(Message("assistant", state.final_reply))
-                return TurnOutcome(state.final_reply, state.results, usage, client.model, True)
+            if answer is not None:
+                return self._answered(state, answer, usage)
         raise AssertionError("unreachable: the last round never offers tools")
+
+    def _answered(self, state: TurnState, reply: str, usage: Usage) -> TurnOutcome:
+        """A chunked read answered the turn: its answer is the reply."""
+        state.new_messages.append(Message("assistant", reply))
+        return TurnOutcome(reply, state.results, usage, state.client.model, True)
 
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
         """Store the turn, then record it; a store failure loses neither reply nor recording.
@@ -320,16 +325,40 @@ class Agent:
 
     # -- tools ------------------------------------------------------------------------
 
-    def tool_context(self) -> ToolContext:
+    def tool_context(self, state: TurnState | None = None) -> ToolContext:
+        """What tools get: bound to the turn ``state`` (its client, its notes), or
+        to the session outside a turn (``!`` commands), where nothing is recorded."""
         guarded = self.settings.chunking.enabled
+
+        @functools.cache
+        def snapshot() -> BudgetSnapshot:
+            """Taken at the first read of the round, shared by the round's later reads."""
+            client = state.client if state is not None else self.client
+            return self.budget.snapshot(client, state.context_texts if state else ())
+
+        def read_budget() -> ReadBudget:
+            return snapshot().read_budget(state.new_messages if state else ())
+
+        def on_oversize(path: Path, size: int, estimated: int, budget: int) -> str:
+            """``read_file`` met a file too big: a chunked answer ends the turn (by raising)."""
+            result = self.chunks.oversize(path, size, estimated, self._read_turn(state, snapshot()))
+            if result.answered and state is not None:
+                raise TurnAnswered(result.text)
+            return result.text
+
+        def record_write(path: str, status: str) -> None:
+            """A write decision belongs to the tool call in flight: its note comes next."""
+            assert state is not None
+            state.writes.append(WriteNote(path, status, call=len(state.notes)))
+
         return ToolContext(
             workspace=self.workspace,
             session_id=self.session_id,
             interactive=self.ui.interactive,
             confirm=self.ui.confirm,
-            read_budget=self._read_budget if guarded else None,
-            on_oversize=self._on_oversize if guarded else None,
-            approve_write=self.write_gate,
+            read_budget=read_budget if guarded else None,
+            on_oversize=on_oversize if guarded else None,
+            approve_write=self.write_gate.for_turn(record_write if state is not None else None),
             allowed_commands=tuple(self.settings.security.allowed_commands),
             shell_timeout=self.settings.security.shell_timeout,
             sandbox=self.settings.security.sandbox,
@@ -339,16 +368,10 @@ class Agent:
             harvey_home=self.harvey_home,
         )
 
-    def _record_write(self, path: str, status: str) -> None:
-        """A write decision belongs to the tool call in flight: its note comes next."""
-        state = self.current_turn
-        if state is not None:
-            state.writes.append(WriteNote(path, status, call=len(state.notes)))
-
     @functools.cached_property
     def chunks(self) -> ChunkedReads:
         """Built on first use: ``harvey run`` on a file that fits never loads the chunked flow."""
-        from harvey.oversize import ChunkedReads
+        from harvey.chat.oversize import ChunkedReads
 
         return ChunkedReads(
             ui=self.ui,
@@ -368,36 +391,26 @@ class Agent:
         assert self.store is not None
         return StoredResults(self.store, self.session_id, fresh=fresh)
 
-    def _read_turn(self, state: TurnState | None) -> ReadTurn:
+    def _read_turn(self, state: TurnState | None, budget: BudgetSnapshot) -> ReadTurn:
         """The turn in flight as ``ChunkedReads`` sees it (the session's client outside one)."""
-        from harvey.oversize import ReadTurn
+        from harvey.chat.oversize import ReadTurn
 
         if state is None:
-            return ReadTurn(self.client)
+            return ReadTurn(self.client, budget=budget)
 
         def on_analysis(alert: str | None) -> None:
             self.turns.interrupted(state, alert)
 
-        return ReadTurn(state.client, state.new_messages, state.user_text or "", on_analysis)
-
-    def _read_budget(self) -> ReadBudget:
-        turn = self._read_turn(self.current_turn)
-        return self.budget.read_budget(turn.client, turn.pending)
-
-    def _on_oversize(self, path: Path, size: int, estimated: int, budget: int) -> str:
-        """``read_file`` met a file too big: a chunked answer ends the turn after this round."""
-        state = self.current_turn
-        result = self.chunks.oversize(path, size, estimated, self._read_turn(state))
-        if result.answered and state is not None:
-            state.final_reply = result.text
-        return result.text
+        return ReadTurn(
+            state.client, state.new_messages, state.user_text or "", on_analysis, budget
+        )
 
     # -- sessions -------------------------------------------------------------------------
 
     def load_history(self, messages: list[Message], *, stored: bool = True) -> None:
         """Start from ``messages``; ``stored=False`` (an imported .spmd) saves them with
         the first committed turn, so a run that fails before one leaves nothing behind."""
-        self.history = list(messages)
+        self.history[:] = messages  # in place: the session builder gave the budget this list
         self._unstored = [] if stored else list(messages)
 
     def _store_messages(self, messages: list[Message]) -> None:
@@ -433,4 +446,4 @@ class Agent:
         self.turns.analysis(self.client, result)
 
     def clear(self) -> None:
-        self.history = []
+        self.history.clear()

@@ -9,6 +9,7 @@ from harvey.config import Settings, ToolsSettings
 from harvey.errors import Cancelled
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
+from harvey.tools.registry import TurnAnswered
 
 from .conftest import AgentFactory
 
@@ -127,3 +128,33 @@ def test_route_mention_uses_other_model_and_attributes_tools(make_agent: AgentFa
     agent.recorder.close()
     text = agent.recorder.path.read_text()
     assert "[[MISTRAL.tool: list_files(" in text
+
+
+class AnswersTheTurn:
+    """A tool whose output is the turn's answer, as a chunked read of a big file is."""
+
+    def __init__(self) -> None:
+        self.name = "answer"
+        self.description = "answers the whole turn"
+        self.parameters: dict[str, object] = {"type": "object", "properties": {}}
+
+    def run(self, ctx: object, args: dict[str, object]) -> str:
+        raise TurnAnswered("The answer is 7.")
+
+
+def test_a_tool_that_answers_the_turn_raises_and_the_loop_ends_the_turn(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("seven\n")
+    agent = make_agent(
+        [Reply(tool_calls=[("answer", {}), ("read_file", {"path": "notes.txt"})]), "never asked"]
+    )
+    agent.executor.inner.register(AnswersTheTurn())  # type: ignore[attr-defined]
+    outcome = agent.turn("what is the answer?")
+    assert outcome.reply == "The answer is 7." and outcome.chunk_analysis
+    # the round's other call still ran, and the answer is also the tool's message
+    assert [r.name for r in outcome.tool_results] == ["answer", "read_file"]
+    assert outcome.tool_results[0].content == "The answer is 7."
+    assert "seven" in outcome.tool_results[1].content
+    assert [m.role for m in agent.history] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert agent.client.remaining == 1  # type: ignore[attr-defined]  # no second model call

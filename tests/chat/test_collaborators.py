@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from harvey.analysis.file_chunks import chunk_config
-from harvey.clients import Clients, find_mention, split_mention
+from harvey.chat.clients import Clients, find_mention, split_mention
+from harvey.chat.oversize import ChunkStatus
 from harvey.config import ChunkingSettings, RouteSettings, Settings
 from harvey.errors import UsageError
 from harvey.llm.base import LLMClient
 from harvey.llm.scripted import Reply, ScriptedClient
-from harvey.oversize import ChunkStatus
 from harvey.session.store import SessionStore
 
 from .conftest import AgentFactory
@@ -101,5 +101,5 @@ def test_read_file_and_read_for_context_use_the_same_calibrated_budget(
 
 
 def test_the_chunked_read_flow_does_not_import_the_agent() -> None:
-    code = "import sys, harvey.oversize; assert 'harvey.agent' not in sys.modules"
+    code = "import sys, harvey.chat.oversize; assert 'harvey.chat.agent' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

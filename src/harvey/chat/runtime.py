@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey import secret_files
-from harvey.agent import Agent, default_user_name
-from harvey.clients import Clients
+from harvey.chat.agent import Agent, default_user_name
+from harvey.chat.clients import Clients
+from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, SessionSettings, Settings, configured_keys
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
 from harvey.context.prompt_budget import PromptBudget
@@ -34,7 +35,7 @@ from harvey.tools.get_plan import GetPlanTool
 from harvey.tools.memory_tools import memory_tools
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
-from harvey.tools.registry import ToolRegistry
+from harvey.tools.registry import ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
 
 if TYPE_CHECKING:
@@ -127,13 +128,41 @@ def open_runtime(
     client = make_client(settings)
     store = open_store(paths)
     try:
-        return _assemble(
-            paths, settings, ui, client, store, record, resume_latest, resume_file, imported
-        )
+        start = _start(store, paths.workspace, client, ui, resume_latest, imported)
+        recording = (resume_file or True) if record else False
+        return _assemble(paths, settings, ui, client, store, start, recording)
     except BaseException:
         store.close()
         client.close()
         raise
+
+
+@dataclass(frozen=True)
+class _Start:
+    """Which conversation the session continues: none, the latest, or an imported file's."""
+
+    session_id: str
+    history: list[Message]
+    resumed: bool
+    stored: bool  # the history is in sessions.db already (an import is saved with turn one)
+
+
+def _start(
+    store: SessionStore,
+    workspace: Path,
+    client: LLMClient,
+    ui: AgentUI,
+    resume_latest: bool,
+    imported: list[Message] | None,
+) -> _Start:
+    if resume_latest:
+        info = store.latest_session(workspace)
+        if info is not None:
+            return _Start(info.id, store.messages(info.id), True, True)
+        ui.warn("no earlier session in this workspace; starting a new one")
+    elif imported is not None:
+        return _Start(store.reserve_session(workspace, client.model), imported, True, False)
+    return _Start(store.reserve_session(workspace, client.model), [], False, True)
 
 
 def _assemble(
@@ -142,98 +171,42 @@ def _assemble(
     ui: AgentUI,
     client: LLMClient,
     store: SessionStore,
-    record: bool,
-    resume_latest: bool,
-    resume_file: Path | None,
-    imported: list[Message] | None,
+    start: _Start,
+    recording: bool | Path,
 ) -> Runtime:
-    workspace = paths.workspace
-    history: list[Message] = []
-    session_id: str | None = None
-    resumed = False
-    if resume_latest:
-        info = store.latest_session(workspace)
-        if info is None:
-            ui.warn("no earlier session in this workspace; starting a new one")
-        else:
-            session_id, history, resumed = info.id, store.messages(info.id), True
-    elif imported is not None:
-        history = imported
-        resumed = True
-    if session_id is None:  # imported history is stored with the first turn (load_history)
-        session_id = store.reserve_session(workspace, client.model)
+    """Each part is built once, after what it needs: nothing is handed a part to come.
 
+    ``recording`` is False for ``--no-record``, else True or the resumed file
+    (named in the new recording's title page).
+    """
+    workspace, session_id = paths.workspace, start.session_id
     refusals = Refusals(ui.warn)
     harvey_dir = Location(workspace, (".harvey",)).problem()
     if harvey_dir is not None:  # a cloned repository's link: one line for everything
         refusals.note(harvey_dir, f"so {WORKSPACE_FEATURES} are off this session")
-    sessions = (
-        session_location(paths, settings.session) if record and settings.session.record else None
-    )
+    record = recording is not False and settings.session.record
+    sessions = session_location(paths, settings.session) if record else None  # or ConfigError
     plan_writer = _plan_writer(paths, session_id, refusals)
-    registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
-    registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
-    _register_search_knowledge(registry, settings, workspace, lambda: agent)
-    for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
-        registry.register(tool)  # retrieve_memory, add_memory
-    executor = build_executor(
-        registry,
-        settings,
-        workspace,
-        session_id,
-        on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
-    )
+    providers: list[TurnContextProvider] = []
+    if settings.rag.active:  # a missing or broken store is an error before the first turn
+        from harvey.knowledge.retrieval import Retrieval
 
-    plan_cache: dict[str, object] = {}
-
-    def plan_text() -> str | None:
-        """The dynamic plan summary, recomputed only when the plan file changes.
-
-        It is asked for on every round and budget check; reducing (and logging
-        the reduction) once per version of the plan is enough.
-        """
-        if plan_writer is None:
-            return None
-        try:
-            stat = plan_writer.path.stat()
-        except OSError:
-            return None
-        key = (stat.st_mtime_ns, stat.st_size)
-        if plan_cache.get("key") != key:
-            try:
-                content = plan_writer.read()
-            except HarveyError:
-                return None
-            plan_cache["key"] = key
-            plan_cache["text"] = dynamic_plan_text("", content, session_id=session_id or "")
-        text = plan_cache["text"]
-        return text if isinstance(text, str) else None
-
-    recorder = None
-    if (
-        sessions is not None
-        and settings.session.record
-        and _may_record(sessions, settings, refusals)
-    ):
-        recorder = Recorder.open_in(
-            sessions,
-            user=default_user_name(settings),
-            model=client.model,
-            backend=client.backend,
-            warn=ui.warn,
-            continued_from=resume_file,
-        )
+        providers.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
+    executor = _executor(paths, settings, store, session_id, plan_writer, providers, refusals)
+    recorder = _recorder(sessions, settings, client, ui, refusals, recording)
     clients = Clients(
         client, settings=settings, make_route=lambda route: make_route_client(settings, route)
     )
+    history: list[Message] = []
     budget = PromptBudget(
         settings=settings,
         workspace=workspace,
         main_client=lambda: clients.current,
-        history=lambda: agent.history,
+        history=lambda: history,
         store=store,
-        plan_text=plan_text,
+        plan_text=_plan_summary(plan_writer, session_id),
         system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
+        handover=_restore_plan(store, start, plan_writer, ui),
     )
     agent = Agent(
         clients=clients,
@@ -246,29 +219,117 @@ def _assemble(
         ui=ui,
         harvey_home=paths.harvey_home,
         budget=budget,
+        history=history,
+        turn_context=providers,
     )
-    agent.load_history(history, stored=imported is None)
-    if settings.rag.active:  # a missing or broken store is an error before the first turn
-        from harvey.knowledge.retrieval import Retrieval
-
-        agent.turn_context.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
-    if resumed and plan_writer is not None:
-        todos = store.get_todos(session_id)
-        if todos:
-            try:
-                plan_writer.write(todos)
-            except OSError as exc:
-                ui.warn(f"could not restore the plan file: {exc}")
-        if plan_writer.path.exists():
-            budget.handover = handover_text(plan_writer.read(), session_id=session_id)
+    agent.load_history(start.history, stored=start.stored)
     memory = attach(agent, settings, paths.harvey_home)
-    return Runtime(paths, settings, store, agent, recorder, plan_writer, resumed, memory)
+    return Runtime(paths, settings, store, agent, recorder, plan_writer, start.resumed, memory)
+
+
+def _executor(
+    paths: Paths,
+    settings: Settings,
+    store: SessionStore,
+    session_id: str,
+    plan_writer: FilePlanWriter | None,
+    providers: list[TurnContextProvider],
+    refusals: Refusals,
+) -> ToolExecutor:
+    """The session's tools, wrapped in their hooks (offload, audit)."""
+    registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
+    registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    _register_search_knowledge(registry, settings, paths.workspace, providers)
+    for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
+        registry.register(tool)  # retrieve_memory, add_memory
+    return build_executor(
+        registry,
+        settings,
+        paths.workspace,
+        session_id,
+        on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
+    )
+
+
+def _recorder(
+    sessions: Location | None,
+    settings: Settings,
+    client: LLMClient,
+    ui: AgentUI,
+    refusals: Refusals,
+    recording: bool | Path,
+) -> Recorder | None:
+    """The session file, unless recording is off or its folder is refused."""
+    if sessions is None or not _may_record(sessions, settings, refusals):
+        return None
+    return Recorder.open_in(
+        sessions,
+        user=default_user_name(settings),
+        model=client.model,
+        backend=client.backend,
+        warn=ui.warn,
+        continued_from=recording if isinstance(recording, Path) else None,
+    )
+
+
+def _plan_summary(
+    plan_writer: FilePlanWriter | None, session_id: str
+) -> Callable[[], str | None] | None:
+    """The dynamic plan summary, recomputed only when the plan file changes.
+
+    It is asked for once per round; reducing (and logging the reduction) once
+    per version of the plan is enough.
+    """
+    if plan_writer is None:
+        return None
+    cache: dict[str, object] = {}
+
+    def plan_text() -> str | None:
+        try:
+            stat = plan_writer.path.stat()
+        except OSError:
+            return None
+        key = (stat.st_mtime_ns, stat.st_size)
+        if cache.get("key") != key:
+            try:
+                content = plan_writer.read()
+            except HarveyError:
+                return None
+            cache["key"] = key
+            cache["text"] = dynamic_plan_text("", content, session_id=session_id)
+        text = cache["text"]
+        return text if isinstance(text, str) else None
+
+    return plan_text
+
+
+def _restore_plan(
+    store: SessionStore, start: _Start, plan_writer: FilePlanWriter | None, ui: AgentUI
+) -> str | None:
+    """A resumed session's todos back in its plan file; the handover its first turn gets."""
+    if not start.resumed or plan_writer is None:
+        return None
+    todos = store.get_todos(start.session_id)
+    if todos:
+        try:
+            plan_writer.write(todos)
+        except OSError as exc:
+            ui.warn(f"could not restore the plan file: {exc}")
+    if not plan_writer.path.exists():
+        return None
+    return handover_text(plan_writer.read(), session_id=start.session_id)
 
 
 def _register_search_knowledge(
-    registry: ToolRegistry, settings: Settings, workspace: Path, agent: Callable[[], Agent]
+    registry: ToolRegistry,
+    settings: Settings,
+    workspace: Path,
+    providers: list[TurnContextProvider],
 ) -> None:
-    """``search_knowledge`` when a store is active or this workspace has one (``/rag use``)."""
+    """``search_knowledge`` when a store is active or this workspace has one (``/rag use``).
+
+    ``providers`` is the agent's own list: ``/rag use`` changes it during the session.
+    """
     from harvey.knowledge.names import store_names  # a stat: no SQLite, no numpy
 
     if not settings.rag.active and not store_names(workspace):
@@ -278,7 +339,7 @@ def _register_search_knowledge(
     def active() -> Retrieval | None:
         from harvey.knowledge.retrieval import active_retrieval
 
-        return active_retrieval(agent().turn_context)
+        return active_retrieval(providers)
 
     registry.register(SearchKnowledgeTool(active))
 

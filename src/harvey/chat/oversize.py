@@ -35,9 +35,9 @@ from pathlib import Path
 from harvey.analysis.api import AnalyzeOptions, Collaborators, analyze_file
 from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
 from harvey.analysis.file_chunks import regular_size
-from harvey.clients import Clients, find_mention
+from harvey.chat.clients import Clients, find_mention
 from harvey.config import ChunkingSettings
-from harvey.context.prompt_budget import PromptBudget
+from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
@@ -82,6 +82,7 @@ class ReadTurn:
     pending: Sequence[Message] = ()
     user_text: str = ""
     on_analysis: Callable[[str | None], None] | None = None
+    budget: BudgetSnapshot | None = None  # the round's budget (None: take one now)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,9 @@ class ChunkedReads:
     def _turn(self, turn: ReadTurn | None) -> ReadTurn:
         return turn if turn is not None else ReadTurn(self.clients.current)
 
+    def _budget(self, turn: ReadTurn) -> BudgetSnapshot:
+        return turn.budget if turn.budget is not None else self.budget.snapshot(turn.client)
+
     def _name(self, path: Path) -> str:
         try:
             return str(path.relative_to(self.workspace))
@@ -138,7 +142,7 @@ class ChunkedReads:
     ) -> ChunkResult:
         """The alert: ask for a chunk instruction, or cancel, before reading anything."""
         turn = self._turn(turn)
-        remaining = self.budget.remaining(turn.client, turn.pending)
+        remaining = self._budget(turn).remaining(turn.pending)
         name = self._name(path)
         alert = overflow_alert(name, estimated, remaining)
         if not self.ui.interactive and not self.ui.auto_yes:
@@ -259,7 +263,7 @@ class ChunkedReads:
         check_readable(self.workspace, path)
         name = self._name(path)
         if self.settings.enabled:
-            budget = self.budget.read_budget(turn.client, turn.pending)
+            budget = self._budget(turn).read_budget(turn.pending)
             checked = budget.check(path)  # at the ratio of the file's type (prose, source)
             if checked.exceeds:
                 chunked = self.oversize(path, checked.size, checked.tokens, turn)

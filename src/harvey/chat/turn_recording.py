@@ -1,8 +1,9 @@
 """What one chat turn has produced so far, and the one place turns reach the session file.
 
 ``TurnState`` is the agent's private scratchpad for the turn in flight: the
-messages, tool notes and write decisions it has made, and — when a chunked
-read answered the turn — the reply that ends it. A cancelled turn throws it
+messages, tool notes and write decisions it has made (a chunked read that
+answers the turn raises ``TurnAnswered`` instead of writing here). It is passed
+to whatever needs the turn, never read back from the agent; a cancelled turn throws it
 away, so nothing half-done reaches history, ``sessions.db`` or the file.
 
 ``TurnRecorder`` is the only caller of ``Recorder.record_turn``: the finished
@@ -35,11 +36,11 @@ class TurnState:
     notes: list[ToolNote] = field(default_factory=list)
     writes: list[WriteNote] = field(default_factory=list)  # each write decision, in order
     results: list[ToolResult] = field(default_factory=list)
-    final_reply: str | None = None  # a chunked read answered the turn: it ends here
     recorded_prefix: bool = False  # the interrupted TALKING scene is already written
     on_tool: Callable[[ToolCall, ToolResult], None] | None = None
     rag: RagInfo | None = None  # retrieval added passages to this turn's prompt
     rag_sources: list[RagSource] = field(default_factory=list)
+    context_texts: list[str] = field(default_factory=list)  # sent ahead of this turn's prompt
 
 
 class TurnRecorder:

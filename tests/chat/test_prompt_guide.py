@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.prompts import HARVEY_MD_LIMIT, build_system_prompt
+from harvey.chat.prompts import HARVEY_MD_LIMIT, build_system_prompt
 
 
 def test_guide_is_included_up_to_its_limit(tmp_path: Path) -> None:

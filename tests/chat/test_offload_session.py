@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from harvey.chat.runtime import delete_session
 from harvey.config import SecuritySettings, Settings
 from harvey.llm.scripted import Reply
-from harvey.runtime import delete_session
 
 from .conftest import AgentFactory
 

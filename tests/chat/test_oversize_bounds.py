@@ -13,10 +13,10 @@ from harvey.analysis import file_chunks
 from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
+from harvey.chat.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
 from harvey.config import ChunkingSettings, Settings
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
-from harvey.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
 from harvey.ui import HeadlessUI
 
 from .conftest import AgentFactory

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harvey.agent import Agent
-from harvey.clients import Clients
+from harvey.chat.agent import Agent
+from harvey.chat.clients import Clients
 from harvey.config import ChunkingSettings, Settings
 from harvey.context.prompt_budget import PromptBudget
 from harvey.llm.scripted import Reply, ScriptedClient
