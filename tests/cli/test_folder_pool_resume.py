@@ -10,7 +10,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from contextlib import ExitStack
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from tests.cli.conftest import Run
 from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.harvey_process import harvey_argv
 
 SMALL = 240  # files of one chunk
 LARGE = 6  # files of several chunks each
@@ -62,7 +62,7 @@ def test_a_folder_over_three_servers_killed_resumed_and_one_server_stopped(
 
         # 1. killed with SIGKILL about a third of the way through the map phase
         first = subprocess.Popen(
-            [sys.executable, "-m", "harvey", *args],
+            harvey_argv(*args),
             cwd=workspace,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -7,20 +7,14 @@ from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 from .conftest import PROMPT, Spawn, send_line
 from .test_repl import finish
 
 
 def run_once(workspace: Path, url: str, prompt: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "harvey", "run", prompt, "--backend", "openai", "--base-url", url],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=60,
-    )
+    proc = invoke_harvey("run", prompt, "--backend", "openai", "--base-url", url, cwd=workspace)
     assert proc.returncode == 0, proc.stderr
 
 
