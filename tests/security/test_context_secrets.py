@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from harvey.redact import Redactor, is_secret_env_name, secret_env_values
 from harvey.secret_files import SecretFiles
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import run_harvey
 from tests.security.conftest import API_KEY, Attack, AttackResult
 
 #: A second secret with no word in it, so every one of its slices is evidence.
@@ -97,14 +98,7 @@ def plant_secrets(ws: Path, outside: Path) -> None:
 
 
 def _harvey(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-    )
+    return run_harvey(*args, cwd=ws)
 
 
 # --------------------------------------------------------------------- the file tools

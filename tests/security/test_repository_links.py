@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harvey_process import run_harvey
 from tests.security.conftest import Attack, AttackResult, snapshot
 
 MARK = "MARK-pwned"
@@ -174,15 +175,7 @@ def test_harvey_folder_readable_by_others_is_closed_before_use(
 
 
 def harvey(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-        input="",
-    )
+    return run_harvey(*args, cwd=ws, input="")
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI, KeepAlive
+from tests.harvey_process import harvey_argv
 from tests.security.conftest import API_KEY, Attack
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -34,7 +35,7 @@ def harvey(
     workspace: Path, *args: str, timeout: float = 120, peak_file: Path | None = None
 ) -> tuple[int, str, str]:
     """Run ``harvey ARGS`` in ``workspace``: (exit code, stdout, stderr)."""
-    command = [sys.executable, "-m", "harvey", *args]
+    command = harvey_argv(*args)
     if peak_file is not None:
         command = [sys.executable, "-c", _MEASURE, str(peak_file), *command]
     proc = subprocess.run(
