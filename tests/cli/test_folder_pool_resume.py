@@ -15,6 +15,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Run
 from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.harvey_process import harvey_argv
@@ -48,6 +50,7 @@ def _calls(servers: list[FakeLlamaCpp]) -> int:
     return sum(s.calls for s in servers)
 
 
+@pytest.mark.slow
 def test_a_folder_over_three_servers_killed_resumed_and_one_server_stopped(
     harvey: Run, workspace: Path
 ) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Run
 from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.harvey_process import harvey_argv
@@ -27,6 +29,7 @@ def _stored() -> int:
         return int(conn.execute("SELECT COUNT(*) FROM map_results").fetchone()[0])
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_and_fresh(harvey: Run, workspace: Path) -> None:
     _doc(workspace)
     with FakeLlamaCpp(delay_per_call=0.1) as srv:

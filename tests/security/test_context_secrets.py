@@ -290,6 +290,7 @@ def test_folder_analysis_skips_and_counts_secret_files(
 # ---------------------------------------------------------------------- knowledge
 
 
+@pytest.mark.slow
 def test_ingest_skips_secret_files_and_a_query_finds_no_piece(
     victim_workspace: Path, outside: Path
 ) -> None:

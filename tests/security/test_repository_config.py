@@ -85,6 +85,7 @@ def test_with_trust_for_one_run_the_file_applies_and_is_not_remembered(
     assert_refused(again, "harvey trust")
 
 
+@pytest.mark.slow
 def test_harvey_trust_remembers_the_file_and_an_edit_asks_again(
     victim_workspace: Path, isolated_env: Path
 ) -> None:

@@ -169,6 +169,7 @@ def test_a_server_that_only_sends_pings_times_out(
     assert f"the OpenAI-compatible server at {srv.url} did not answer within 1s" in one_line(err)
 
 
+@pytest.mark.slow
 def test_analyze_streams_a_file_bigger_than_one_window(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -202,6 +203,7 @@ def test_analyze_streams_a_file_bigger_than_one_window(
     assert "".join(bodies[i] for i in range(1, n + 1)) == text  # lossless, in order
 
 
+@pytest.mark.slow
 def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
     victim_workspace: Path, isolated_env: Path, tmp_path: Path
 ) -> None:
