@@ -29,6 +29,12 @@ def harvey_argv(*args: str, python_args: Sequence[str] = ()) -> list[str]:
     return [sys.executable, *python_args, "-m", "harvey", *args]
 
 
+def harvey_spawn(*args: str) -> tuple[str, list[str]]:
+    """``pexpect.spawn``'s (command, args) for ``python -m harvey ARGS`` on a pty."""
+    command, *rest = harvey_argv(*args)
+    return command, rest
+
+
 def harvey_env(env: Env | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default ``os.environ``) with ``env``'s overrides; a ``None`` value removes."""
     full = dict(os.environ if base is None else base)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from hypothesis import strategies as st
 from harvey.redact import Redactor, is_secret_env_name, secret_env_values
 from harvey.secret_files import SecretFiles
 from tests.fakes.servers import FakeOpenAI
-from tests.harvey_process import run_harvey
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY, Attack, AttackResult
 
 #: A second secret with no word in it, so every one of its slices is evidence.
@@ -210,8 +209,7 @@ def test_read_in_the_repl_refuses_a_secret_file_in_one_line(
     plant_secrets(victim_workspace, outside)
     with FakeOpenAI([], default_reply="noted") as srv:
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", "--backend", "openai", "--base-url", srv.url],
+            *harvey_spawn("--backend", "openai", "--base-url", srv.url),
             cwd=str(victim_workspace),
             env={**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"},
             encoding="utf-8",

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
-from tests.harvey_process import run_harvey
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY, Attack, snapshot
 from tests.security.test_context_secrets import PUBLIC_WORDS, assert_no_pieces
 
@@ -149,8 +148,7 @@ def test_the_repl_asks_about_the_clone_and_then_holds_every_door(
             "PROMPT_TOOLKIT_NO_CPR": "1",
         }
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", "--backend", "openai"],
+            *harvey_spawn("--backend", "openai"),
             cwd=str(victim_workspace),
             env=env,
             encoding="utf-8",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import pytest
 from harvey.llm.scripted import Reply
 from tests.cli.conftest import assert_one_line_error
 from tests.fakes.openai import FakeOpenAI
-from tests.harvey_process import run_harvey
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY
 
 PROMPT = "tester>"
@@ -229,8 +228,7 @@ def spawn_repl(workspace: Path, honest: FakeOpenAI) -> pexpect.spawn:
         "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     return pexpect.spawn(
-        sys.executable,
-        ["-m", "harvey", "--backend", "openai"],
+        *harvey_spawn("--backend", "openai"),
         cwd=str(workspace),
         env=env,
         encoding="utf-8",

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harvey_process import run_harvey
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import Attack, AttackResult, snapshot
 
 MARK = "MARK-pwned"
@@ -324,8 +323,7 @@ def test_repl_with_sessions_folder_a_link(victim_workspace: Path, outside: Path)
     env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
     with FakeOpenAI([Reply("hello from the model")]) as srv:
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", "--backend", "openai", "--base-url", srv.url],
+            *harvey_spawn("--backend", "openai", "--base-url", srv.url),
             cwd=str(victim_workspace),
             env=env,
             encoding="utf-8",
