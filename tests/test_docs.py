@@ -1,12 +1,16 @@
 """Docs stay true: every command, option, slash command and configuration key is documented.
 
 The lists come from the code itself (click's command tree, the REPL's command
-table, the settings model), so a new option without docs fails here.
+table, the settings model), so a new option without docs fails here. The README is
+a short tour and docs/USAGE.md the reference: a command, option or slash command
+must be in one of them (the README must still show every top-level command), and
+every example command line in either must be one the CLI accepts.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +25,8 @@ from harvey.repl.commands import SLASH_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+USAGE = (ROOT / "docs" / "USAGE.md").read_text(encoding="utf-8")
+GUIDES = {"README.md": README, "docs/USAGE.md": USAGE}  # where commands are documented
 CONFIGURATION = (ROOT / "docs" / "CONFIGURATION.md").read_text(encoding="utf-8")
 FOUNTAIN = (ROOT / "docs" / "FOUNTAIN_FORMAT.md").read_text(encoding="utf-8")
 
@@ -55,14 +61,26 @@ def test_the_walk_sees_the_commands_and_their_options() -> None:
     assert ("harvey analyze", "--overlap") in {(n, o.opts[-1]) for n, o in OPTIONS}
 
 
-@pytest.mark.parametrize("command", [name for name, _ in COMMANDS if name != "harvey"])
-def test_every_command_is_in_the_readme(command: str) -> None:
+def mentions(text: str, command: str) -> bool:
     """``harvey NAME`` literally, or a subcommand on a line that shows its group
     (``harvey sessions list | show ID | ...``)."""
     *group, name = command.split()
-    lines = [line for line in README.splitlines() if " ".join(group) in line]
-    assert any(re.search(rf"(^|[\s|]){re.escape(name)}\b", line) for line in lines), (
-        f"{command} is not mentioned in README.md"
+    lines = [line for line in text.splitlines() if " ".join(group) in line]
+    return any(re.search(rf"(^|[\s|]){re.escape(name)}\b", line) for line in lines)
+
+
+@pytest.mark.parametrize("command", [name for name, _ in COMMANDS if name != "harvey"])
+def test_every_command_is_documented(command: str) -> None:
+    assert any(mentions(text, command) for text in GUIDES.values()), (
+        f"{command} is mentioned in neither README.md nor docs/USAGE.md"
+    )
+
+
+@pytest.mark.parametrize("command", [name for name, _ in COMMANDS if name.count(" ") == 1])
+def test_the_readme_tour_shows_every_top_level_command(command: str) -> None:
+    """The README is a tour, not the reference, but a newcomer meets every command in it."""
+    assert re.search(rf"(?<![\w-]){re.escape(command)}(?![\w-])", README), (
+        f"`{command}` is not in README.md's tour"
     )
 
 
@@ -71,7 +89,7 @@ def test_every_command_is_in_the_readme(command: str) -> None:
 )
 def test_every_option_is_documented_and_in_help(command: str, option: click.Option) -> None:
     """Each option (as click declares it) has help text, shows in its command's --help,
-    and is named in README.md or docs/CONFIGURATION.md."""
+    and is named in README.md, docs/USAGE.md or docs/CONFIGURATION.md."""
     assert option.help, f"{command} {option.opts} has no help text"
     cmd = dict(COMMANDS)[command]
     with click.Context(cmd, info_name=command) as ctx:
@@ -80,14 +98,60 @@ def test_every_option_is_documented_and_in_help(command: str, option: click.Opti
         assert name in help_text, f"{name} is missing from `{command} --help`"
     for name in long_names(option):
         word = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")  # not --continue-file
-        assert word.search(README) or word.search(CONFIGURATION), (
-            f"{command} {name} is in neither README.md nor docs/CONFIGURATION.md"
+        assert any(word.search(text) for text in (*GUIDES.values(), CONFIGURATION)), (
+            f"{command} {name} is in none of README.md, docs/USAGE.md, docs/CONFIGURATION.md"
         )
 
 
 @pytest.mark.parametrize("name", [c.name for c in SLASH_COMMANDS])
-def test_every_slash_command_is_in_the_readme(name: str) -> None:
-    assert f"`{name}" in README, f"the REPL's {name} is not mentioned in README.md"
+def test_every_slash_command_is_documented(name: str) -> None:
+    assert any(f"`{name}" in text for text in GUIDES.values()), (
+        f"the REPL's {name} is mentioned in neither README.md nor docs/USAGE.md"
+    )
+
+
+def example_command_lines() -> list[tuple[str, str]]:
+    """(file, line) for every ``harvey ...`` line of the ```sh blocks, as a shell would
+    split it: the comment, a pipe into it and a redirection of its output left out."""
+    examples = []
+    for doc, text in GUIDES.items():
+        for block in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M):
+            for line in block.splitlines():
+                words = shlex.split(line, comments=True)
+                if "harvey" in words:
+                    words = words[words.index("harvey") :]
+                    words = words[: words.index(">")] if ">" in words else words
+                    examples.append((doc, shlex.join(words)))
+    return examples
+
+
+EXAMPLES = example_command_lines()
+
+
+def test_the_examples_are_found() -> None:
+    """Guards the parse above: the tour and the reference both show commands."""
+    assert {doc for doc, _ in EXAMPLES} == set(GUIDES)
+    assert len(EXAMPLES) >= 30
+
+
+@pytest.mark.parametrize(("doc", "line"), EXAMPLES, ids=[line for _, line in EXAMPLES])
+def test_every_example_command_line_is_accepted(doc: str, line: str) -> None:
+    """click parses the line down to its last subcommand (options, choices, arguments
+    and their count), exactly as it would before running it; nothing is run."""
+    args = shlex.split(line)[1:]
+    command: click.Command = main
+    ctx = main.make_context("harvey", args)
+    while isinstance(command, click.Group):
+        # the subcommand's name is kept apart: `_protected_args` since click 8.2, before
+        # that `protected_args` (pyproject allows click 8.1)
+        protected = getattr(ctx, "_protected_args", None)
+        rest = [*(ctx.protected_args if protected is None else protected), *ctx.args]
+        if not rest:
+            break
+        name, sub, rest = command.resolve_command(ctx, rest)
+        assert sub is not None and name is not None, f"{doc}: {line}"
+        command, ctx = sub, sub.make_context(name, rest, parent=ctx)
+    assert not isinstance(command, click.Group) or command is main, f"{doc}: {line}: no command"
 
 
 def config_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -259,3 +323,36 @@ def test_the_documented_examples_parse_strictly() -> None:
     assert {"recall", "talking", "shell", "ext", "chunk_analysis"} <= {
         s.kind for s in parsed.scenes
     }
+
+
+def anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings: lower case, punctuation dropped, spaces
+    to hyphens (``## `memory:` `` is ``#memory``)."""
+    headings = re.findall(
+        r"^#+ (.+)$", re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M), re.M
+    )
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def anchored_links() -> list[tuple[str, str, str]]:
+    """(file, target file, anchor) for every relative Markdown link with an anchor."""
+    links = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target, anchor in re.findall(r"\]\(([^)#:\s]*)#([^)\s]+)\)", path.read_text()):
+            resolved = (path.parent / target).resolve() if target else path
+            links.append(
+                (path.relative_to(ROOT).as_posix(), resolved.relative_to(ROOT).as_posix(), anchor)
+            )
+    return links
+
+
+def test_the_anchored_links_are_found() -> None:
+    assert {"README.md", "docs/USAGE.md"} <= {doc for doc, _, _ in anchored_links()}
+
+
+@pytest.mark.parametrize(("doc", "target", "anchor"), anchored_links())
+def test_every_anchored_link_leads_to_a_heading(doc: str, target: str, anchor: str) -> None:
+    """A section moved to docs/USAGE.md (or renamed) must not leave links pointing nowhere."""
+    assert anchor in anchors((ROOT / target).read_text()), (
+        f"{doc}: {target}#{anchor} has no heading"
+    )

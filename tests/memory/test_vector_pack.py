@@ -24,7 +24,7 @@ from harvey.memory.records import MIGRATIONS, PACK_BUCKETS
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.vector_pack import PackCache
 from harvey.memory.vectors import MemoryVectors
-from harvey.session.migrations import migrate
+from harvey.store.migrations import migrate
 
 WS = "/work/project"
 

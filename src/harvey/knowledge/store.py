@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,8 @@ from harvey.knowledge.names import (  # re-exported: store.py is where callers l
     store_path,
     with_active,
 )
+from harvey.store.connection import connect, transaction, translated
+from harvey.store.migrations import Migration, migrate, script
 
 __all__ = [
     "NAME_RE",
@@ -51,8 +53,8 @@ __all__ = [
     "with_active",
 ]
 
-SCHEMA_VERSION = 1
-_BUSY_MS = 5000
+SCHEMA_VERSION = 1  # also in PRAGMA user_version, which stores before _migrations relied on
+_BUSY_SECONDS = 5.0
 # A full disk: a write transaction that fails leaves its frames in the WAL past the last
 # commit, and a WAL whose committed frames are not yet copied into the database cannot be
 # reset, so each retry wrote its garbage further into whatever space had been freed. So
@@ -80,6 +82,20 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 );
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
 """
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    script(db, _SCHEMA)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+MIGRATIONS: list[Migration] = [("m001_initial", _m001_initial)]
+
+
+def _adopt(db: sqlite3.Connection) -> list[str]:
+    """A store made before ``_migrations`` said its schema in ``user_version`` alone."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    return [name for name, _ in MIGRATIONS[:version]]
 
 
 @dataclass(frozen=True)
@@ -127,28 +143,34 @@ class KnowledgeStore:
     @classmethod
     def _connect(cls, name: str, path: Path) -> KnowledgeStore:
         try:
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
-            db.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a crash never corrupts or half-applies a file's transaction;
             # a power cut may lose the last few, which the next ingest simply redoes
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(f"PRAGMA wal_autocheckpoint={_WAL_AUTOCHECKPOINT_PAGES}")
-            db.execute(f"PRAGMA journal_size_limit={_WAL_SIZE_LIMIT}")
+            db = connect(
+                path,
+                busy_timeout=_BUSY_SECONDS,
+                synchronous="NORMAL",
+                pragmas=(
+                    ("wal_autocheckpoint", _WAL_AUTOCHECKPOINT_PAGES),
+                    ("journal_size_limit", _WAL_SIZE_LIMIT),
+                ),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeError(f"store {name!r} ({path}) is not usable: {exc}") from exc
+        try:
             if _leftover_wal(path):  # a run that failed (full disk) or crashed left it
                 _reclaim_wal(db)
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                db.close()
                 raise KnowledgeError(
                     f"store {name!r} was made by a newer Harvey (schema {version}); "
                     "upgrade Harvey to use it"
                 )
-            if version < SCHEMA_VERSION:
-                db.executescript(_SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};")
+            migrate(db, MIGRATIONS, adopt=_adopt)
             db.execute("SELECT count(*) FROM meta").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise KnowledgeError(f"store {name!r} ({path}) is not usable: {exc}") from exc
+        except (sqlite3.DatabaseError, KnowledgeError) as exc:
+            db.close()
+            bad = KnowledgeError(f"store {name!r} ({path}) is not usable: {exc}")
+            raise exc if isinstance(exc, KnowledgeError) else bad from exc
         return cls(name, path, db)
 
     def close(self) -> None:
@@ -160,27 +182,15 @@ class KnowledgeStore:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _translated(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            raise KnowledgeError(f"store {self.name!r} failed: {exc}") from exc
+    def _translated(self) -> AbstractContextManager[None]:
+        return translated(KnowledgeError, f"store {self.name!r} failed")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception (Ctrl-C too) rolls back."""
-        with self._translated():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-                self._db.execute("COMMIT")
-            except BaseException:
-                # SQLite may have rolled back already (SQLITE_FULL does): only if still open
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                _reclaim_wal(self._db)  # the failed frames' space, back to the disk
-                raise
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception (Ctrl-C too) rolls back,
+        and a failed transaction's WAL frames go back to the disk (``_reclaim_wal``)."""
+        with self._translated(), transaction(self._db, after_failure=_reclaim_wal):
+            yield
 
     # -- meta ---------------------------------------------------------------------
 
@@ -372,7 +382,7 @@ def _reclaim_wal(db: sqlite3.Connection) -> None:
         try:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         finally:
-            db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            db.execute(f"PRAGMA busy_timeout={int(_BUSY_SECONDS * 1000)}")
     except sqlite3.Error:
         pass
 

@@ -11,7 +11,8 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
-from harvey.session.migrations import Migration, _script
+from harvey.store.migrations import Migration
+from harvey.store.migrations import script as _script
 
 TYPES = ("tool_use", "workflow", "user_preference", "workspace_profile", "project_fact")
 KINDS = ("pitfall", "workaround", "recommendation", "pattern", "fact", "preference", "profile")

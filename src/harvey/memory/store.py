@@ -1,10 +1,11 @@
 """memory.db: the long-term memories mined from recordings, and which recordings were mined.
 
-SQLite in WAL mode, evolved by named migrations (the same ``migrate`` as
-sessions.db), with an FTS5 index over the text kept in step by the store's own
-writes. Nothing here deletes a memory except ``forget``: an UPDATE from
-deduplication adds the new text and marks the old row ``superseded_by``, and
-flagging archives, so a bad merge or a wrong flag can be undone by hand.
+SQLite in WAL mode, opened and evolved by the store layer (``harvey.store``:
+the same connection recipe and ``migrate`` as sessions.db), with an FTS5
+index over the text kept in step by the store's own writes. Nothing here
+deletes a memory except ``forget``: an UPDATE from deduplication adds the
+new text and marks the old row ``superseded_by``, and flagging archives, so
+a bad merge or a wrong flag can be undone by hand.
 
 Every write is one transaction, so a crash or a refused write leaves no
 half-written memory. A file that is not a database, or is corrupted, is
@@ -34,9 +35,8 @@ from harvey.memory.records import (
     to_memory,
 )
 from harvey.memory.textmatch import coverage, query_words
-from harvey.own_files import home_database
-from harvey.private import tighten_database
-from harvey.session.migrations import migrate
+from harvey.store.connection import open_home, transaction, translated
+from harvey.store.migrations import migrate
 
 __all__ = ["INITIAL_CONFIDENCE", "KINDS", "TYPES", "Memory", "MemoryStore", "normalise"]
 
@@ -57,26 +57,26 @@ class MemoryStore:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        try:
-            checked = home_database(self.path)  # 0700 folder, 0600 file, no link
-            self.db = sqlite3.connect(
-                checked, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+        try:  # 0700 folder, 0600 file, no link; WAL, and the packed vectors (one ~10 MB
+            # row at 10,000 memories) mapped: read from the OS page cache (vector_pack)
+            self.db = open_home(
+                self.path, busy_timeout=BUSY_TIMEOUT, pragmas=(("mmap_size", MMAP_BYTES),)
             )
-        except (OSError, sqlite3.Error, WorkspaceError) as exc:
+        except (OSError, sqlite3.OperationalError, WorkspaceError) as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:  # not a database, or a damaged one
+            raise self._unusable(exc) from exc
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            # the packed vectors are one ~10 MB row at 10,000 memories: mapped, it is read
-            # from the OS page cache without a read() per page (vector_pack)
-            self.db.execute(f"PRAGMA mmap_size={MMAP_BYTES}").fetchall()
             migrate(self.db, MIGRATIONS)
             self.db.execute("SELECT count(*) FROM memories_fts").fetchone()
         except sqlite3.Error as exc:
             self.db.close()
-            raise StoreError(
-                f"{self.path} is not a usable memory database ({exc}); move it aside to start anew"
-            ) from exc
-        tighten_database(self.path)
+            raise self._unusable(exc) from exc
+
+    def _unusable(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(
+            f"{self.path} is not a usable memory database ({exc}); move it aside to start anew"
+        )
 
     def close(self) -> None:
         self.db.close()
@@ -89,22 +89,12 @@ class MemoryStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StoreError(f"memory.db: {exc}") from exc
+        with translated(StoreError, "memory.db"), transaction(self.db) as db:
+            yield db
 
     def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-        try:
+        with translated(StoreError, "memory.db"):
             return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
-        except sqlite3.Error as exc:
-            raise StoreError(f"memory.db: {exc}") from exc
 
     # -- writing ----------------------------------------------------------------
 

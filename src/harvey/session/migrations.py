@@ -1,30 +1,19 @@
 """The schema of sessions.db as an ordered list of named migrations.
 
 Each migration is a small function applied once, in order, and recorded in the
-``_migrations`` table (sqlite-utils' ``Migrations`` is the model). ``migrate``
-applies the missing ones under an exclusive lock, so processes that open a
-fresh store at the same moment cannot both run the same migration.
+``_migrations`` table by the store layer's ``harvey.store.migrations.migrate``
+(under an exclusive lock, so processes that open a fresh store at the same
+moment cannot both run the same migration).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from datetime import UTC, datetime
 
 from harvey.session import map_results
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _script(db: sqlite3.Connection, sql: str) -> None:
-    # executescript() would COMMIT the migration's transaction early; run
-    # statement by statement so a failing migration rolls back whole.
-    for statement in sql.split(";"):
-        if statement.strip():
-            db.execute(statement)
+from harvey.store.migrations import Migration, pending_migrations
+from harvey.store.migrations import migrate as _migrate
+from harvey.store.migrations import script as _script
 
 
 def _m001_initial(db: sqlite3.Connection) -> None:
@@ -118,7 +107,7 @@ def _m007_calibration_units(db: sqlite3.Connection) -> None:
     _script(db, "ALTER TABLE calibration_samples ADD COLUMN prompt_units INTEGER")
 
 
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+MIGRATIONS: list[Migration] = [
     ("m001_initial", _m001_initial),
     ("m002_calibration", _m002_calibration),
     ("m003_message_name", _m003_message_name),
@@ -128,49 +117,9 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("m007_calibration_units", _m007_calibration_units),
 ]
 
-
-Migration = tuple[str, Callable[[sqlite3.Connection], None]]
-
-
-def pending_migrations(
-    db: sqlite3.Connection, migrations: list[Migration] | None = None
-) -> list[str]:
-    """The names in ``migrations`` (default ``MIGRATIONS``) not yet recorded, in order."""
-    migrations = MIGRATIONS if migrations is None else migrations
-    exists = db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
-    ).fetchone()
-    done = {row[0] for row in db.execute("SELECT name FROM _migrations")} if exists else set()
-    return [name for name, _ in migrations if name not in done]
+__all__ = ["MIGRATIONS", "Migration", "migrate", "pending_migrations"]
 
 
-def migrate(db: sqlite3.Connection, migrations: list[Migration] | None = None) -> None:
-    """Apply the missing migrations, safely against other processes opening the store.
-
-    Several ``harvey`` processes started on a fresh ``HARVEY_HOME`` all see an
-    empty database; checking first and migrating later let two of them run
-    ``m001`` (``table sessions already exists``). So the check is repeated
-    inside one ``BEGIN EXCLUSIVE`` transaction: the first process migrates,
-    the others wait (the connection's busy timeout) and then find nothing to
-    do. The check outside the lock only spares taking it when all is applied.
-    ``db`` must be in autocommit mode (``isolation_level=None``). Another
-    database (memory.db) passes its own ``migrations`` list.
-    """
-    migrations = MIGRATIONS if migrations is None else migrations
-    if not pending_migrations(db, migrations):
-        return
-    functions = dict(migrations)
-    db.execute("BEGIN EXCLUSIVE")
-    try:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS _migrations "
-            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
-        for name in pending_migrations(db, migrations):
-            functions[name](db)
-            db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, _now()))
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
+def migrate(db: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
+    """Bring sessions.db (or ``migrations``' database) up to date; the names applied."""
+    return _migrate(db, MIGRATIONS if migrations is None else migrations)

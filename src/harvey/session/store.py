@@ -12,7 +12,6 @@ import json
 import re
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,11 +22,10 @@ from pathlib import Path
 from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
 from harvey.errors import StoreError, WorkspaceError
 from harvey.messages import Message, ToolCall
-from harvey.own_files import home_database
-from harvey.private import tighten_database
 from harvey.redact import redact, redact_data
 from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
+from harvey.store.connection import open_home, transaction
 from harvey.tools.todo import Todo
 
 __all__ = ["MIGRATIONS", "SessionInfo", "SessionStore"]
@@ -43,26 +41,6 @@ def _storable(text: str) -> str:
     if not isinstance(text, str):
         return text  # let the NOT NULL constraint reject it inside the transaction
     return _SURROGATE.sub("\ufffd", redact(text))
-
-
-def _enable_wal(db: sqlite3.Connection) -> None:
-    """Switch to WAL, retrying while another process holds the new file's lock.
-
-    ``PRAGMA journal_mode=WAL`` answers "database is locked" at once, without
-    waiting on the busy timeout, while a process that opened the same fresh
-    file first is switching or migrating it; so wait here, within that timeout.
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT
-    delay = 0.005
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.25)
 
 
 def _now() -> str:
@@ -91,21 +69,15 @@ class SessionStore(MapResultsMixin):
         # id -> (workspace, model, title). See reserve_session.
         self._reserved: dict[str, tuple[str, str, str]] = {}
         try:
-            # HARVEY_HOME 0700; the file 0600 before SQLite writes a byte of it, and
-            # neither it nor its -wal/-shm a link (checked right before the connect)
-            checked = home_database(path)
-            self._db = sqlite3.connect(
-                checked, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
-            )
-            self._db.row_factory = sqlite3.Row
-            # The busy timeout first: on a fresh file, switching to WAL and
-            # migrating take locks another process starting at once may hold.
-            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
-            _enable_wal(self._db)
-            tighten_database(path)  # and an older, more open -wal/-shm
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            # HARVEY_HOME 0700, the file 0600 and no link (harvey.store.connection)
+            self._db = open_home(path, busy_timeout=BUSY_TIMEOUT)
         except (sqlite3.Error, OSError, WorkspaceError) as exc:
+            raise StoreError(f"cannot open session store {path}: {exc}") from exc
+        self._db.row_factory = sqlite3.Row
+        try:
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._db.close()
             raise StoreError(f"cannot open session store {path}: {exc}") from exc
 
     # -- plumbing -----------------------------------------------------------
@@ -119,12 +91,9 @@ class SessionStore(MapResultsMixin):
         """
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                self._db.execute("COMMIT")
+                with transaction(self._db) as db:
+                    yield db
             except BaseException as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"session store {self.path}: {exc}") from exc
                 if isinstance(exc, UnicodeError):
