@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.corpora import Documents, code_corpus, prose_corpus, total_bytes
-from harvey.context.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
 
 LIMIT = 6000
 RUNS = 5

@@ -39,9 +39,9 @@ from pathlib import Path
 
 from tests.fakes.llamacpp import FakeLlamaCpp
 
-from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
-from harvey.context.chunking import ChunkConfig
-from harvey.context.progress import NullProgress
+from harvey.analysis.chunking import ChunkConfig
+from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+from harvey.analysis.progress import NullProgress
 from harvey.llm.base import LLMClient
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.pool import EndpointSpec

@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
-from harvey.context.progress import NullProgress
+from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+from harvey.analysis.progress import NullProgress
 from harvey.llm.local import LocalClient
 from harvey.llm.scripted import ScriptedClient
 
@@ -117,7 +117,7 @@ def _on_cluster(nodes: int) -> Row:
     import ray
     from ray.cluster_utils import Cluster
 
-    from harvey.cluster.executor import RayExecutor
+    from harvey.analysis.cluster.executor import RayExecutor
 
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}

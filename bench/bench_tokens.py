@@ -34,10 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import as_file, files
 from typing import Any
 
-from harvey.context.analysis import ChunkAnalysisParams, map_prompt, run_chunked_analysis
+from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.engine import ChunkAnalysisParams, map_prompt, run_chunked_analysis
+from harvey.analysis.progress import NullProgress
 from harvey.context.budget import FIXED_CHUNK_BYTES, Calibration, auto_chunk_bytes
-from harvey.context.chunking import ChunkConfig, DocType, chunk_document
-from harvey.context.progress import NullProgress
 from harvey.context.tokens import TokenCounter
 from harvey.demo import INSTRUCTION
 from harvey.llm.scripted import Reply

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from bench.corpora import code_corpus
-from harvey.context.chunking import ChunkConfig, DocType, chunk_document
-from harvey.context.source_boundaries import definition_levels
+from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.source_boundaries import definition_levels
 from harvey.knowledge.ingest import TREE_SITTER_LANGUAGES
 
 SIZE = 1500

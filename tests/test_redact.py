@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from harvey import redact as redact_module
-from harvey.config import RouteSettings, Settings, validate
+from harvey.config import RouteSettings, Settings, configured_keys, validate
 from harvey.errors import BackendError, ConfigError
 from harvey.messages import Message, ToolCall
 from harvey.private import create_private_file, make_private_dirs, tighten_database
@@ -158,7 +158,7 @@ def test_secret_environment_variables_are_chosen_by_name_and_length() -> None:
     )
 
 
-def test_from_settings_takes_the_top_level_and_every_route_key() -> None:
+def test_configured_keys_are_the_top_level_and_every_route_key() -> None:
     settings = Settings(
         api_key=SecretStr("top-level-key-0001"),
         routes=[
@@ -166,7 +166,8 @@ def test_from_settings_takes_the_top_level_and_every_route_key() -> None:
             RouteSettings(name="b"),
         ],
     )
-    r = Redactor.from_settings(settings, env={"OPENAI_API_KEY": "env-key-value-0003"})
+    assert configured_keys(settings) == ["top-level-key-0001", "route-a-key-0002"]
+    r = Redactor.from_env({"OPENAI_API_KEY": "env-key-value-0003"}, configured_keys(settings))
     text = "top-level-key-0001 route-a-key-0002 env-key-value-0003"
     assert r.redact(text) == " ".join([MARKER] * 3)
     assert "key" not in repr(r)

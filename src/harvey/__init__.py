@@ -13,15 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harvey.agent import Agent
-    from harvey.context.analysis import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
-    from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
-    from harvey.context.chunking import (
+    from harvey.analysis.api import AnalyzeOptions, Collaborators, FileAnalysis, analyze_file
+    from harvey.analysis.chunking import (
         Chunk,
         ChunkConfig,
         DocType,
         chunk_document,
         detect_doc_type,
     )
+    from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
+    from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
+    from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
     from harvey.context.plan_budget import (
         DYNAMIC_BUDGET,
         HANDOVER_BUDGET,
@@ -48,17 +50,23 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
-    "AnalysisResult": "harvey.context.analysis",
-    "ChunkAnalysisParams": "harvey.context.analysis",
-    "run_chunked_analysis": "harvey.context.analysis",
+    "AnalyzeOptions": "harvey.analysis.api",
+    "Collaborators": "harvey.analysis.api",
+    "FileAnalysis": "harvey.analysis.api",
+    "analyze_file": "harvey.analysis.api",
+    "FolderOutcome": "harvey.analysis.folder_reads",
+    "analyze_paths": "harvey.analysis.folder_reads",
+    "AnalysisResult": "harvey.analysis.engine",
+    "ChunkAnalysisParams": "harvey.analysis.engine",
+    "run_chunked_analysis": "harvey.analysis.engine",
     "estimate_tokens": "harvey.context.budget",
     "file_exceeds_budget": "harvey.context.budget",
     "remaining_context": "harvey.context.budget",
-    "Chunk": "harvey.context.chunking",
-    "ChunkConfig": "harvey.context.chunking",
-    "DocType": "harvey.context.chunking",
-    "chunk_document": "harvey.context.chunking",
-    "detect_doc_type": "harvey.context.chunking",
+    "Chunk": "harvey.analysis.chunking",
+    "ChunkConfig": "harvey.analysis.chunking",
+    "DocType": "harvey.analysis.chunking",
+    "chunk_document": "harvey.analysis.chunking",
+    "detect_doc_type": "harvey.analysis.chunking",
     "DYNAMIC_BUDGET": "harvey.context.plan_budget",
     "HANDOVER_BUDGET": "harvey.context.plan_budget",
     "contain_tags": "harvey.context.plan_budget",
@@ -88,13 +96,17 @@ __all__ = [
     "HANDOVER_BUDGET",
     "Agent",
     "AnalysisResult",
+    "AnalyzeOptions",
     "BackendError",
     "Cancelled",
     "Chunk",
     "ChunkAnalysisParams",
     "ChunkConfig",
+    "Collaborators",
     "ConfigError",
     "DocType",
+    "FileAnalysis",
+    "FolderOutcome",
     "HarveyError",
     "Message",
     "ParsedSession",
@@ -106,6 +118,8 @@ __all__ = [
     "ToolResult",
     "WorkspaceError",
     "__version__",
+    "analyze_file",
+    "analyze_paths",
     "chunk_document",
     "contain_tags",
     "detect_doc_type",

@@ -43,7 +43,7 @@ from harvey.turn_recording import TurnRecorder, TurnState
 from harvey.ui import AgentUI, HeadlessUI
 
 if TYPE_CHECKING:
-    from harvey.context.map_support import ResultCache
+    from harvey.analysis.map_support import ResultCache
     from harvey.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from harvey.context.chunking import Overlap
+from harvey.analysis.chunking import Overlap
 from harvey.errors import ConfigError, UsageError
 from harvey.llm.backends import check_name
 
@@ -408,6 +408,13 @@ def load_settings(
     from harvey.config_layers import load_layers  # below this module: it is handed validate
 
     return load_layers(paths, validate, overrides, env, decide)
+
+
+def configured_keys(settings: Settings) -> list[str]:
+    """The API keys these settings hold (top level and every route), for the redactor:
+    the caller hands them to ``Redactor.from_env``, so redaction needs no settings."""
+    keys = [settings.api_key, *(route.api_key for route in settings.routes)]
+    return [k.get_secret_value() for k in keys if k is not None]
 
 
 def base_url_for(backend: str, settings: Settings, env: Mapping[str, str] | None = None) -> str:

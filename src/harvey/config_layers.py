@@ -13,22 +13,54 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from harvey.errors import ConfigError
 from harvey.trust import Review, Screened, TrustStore, digest, screen
 
-if TYPE_CHECKING:
-    from harvey.config import Paths, RouteSettings, Settings
+
+# What this module reads of ``harvey.config``'s types, named here so that it sits below
+# ``harvey.config`` in the import graph, type-only imports included.
+class Paths(Protocol):
+    """``harvey.config.Paths``: where the settings files are."""
+
+    @property
+    def workspace(self) -> Path: ...
+    @property
+    def harvey_home(self) -> Path: ...
+    @property
+    def config_file(self) -> Path: ...
+    @property
+    def user_config_file(self) -> Path: ...
+
+
+class KeyOwner(Protocol):
+    """Settings or a route: a key, or a command that prints one."""
+
+    @property
+    def api_key(self) -> object: ...
+    @property
+    def api_key_command(self) -> object: ...
+
+
+class Validated(KeyOwner, Protocol):
+    """``harvey.config.Settings`` as the layers need it."""
+
+    @property
+    def routes(self) -> Sequence[KeyOwner]: ...
+    def model_dump(self, *, exclude_unset: bool = ...) -> dict[str, Any]: ...
+
+
+SettingsT = TypeVar("SettingsT", bound=Validated)
 
 #: Given what an untrusted workspace file would widen: True applies it, False keeps
 #: only its narrowing part; raising (``Cancelled``) stops.
 Decide = Callable[[Review], bool]
 #: ``harvey.config.validate``: data, its source and text → Settings, or one ConfigError line.
 #: Handed in, so that this module sits below ``harvey.config`` in the import graph.
-Validate = Callable[[dict[str, Any], "Path | str", "str | None"], "Settings"]
+Validate = Callable[[dict[str, Any], Path | str, str | None], SettingsT]
 
 #: A settings file is a few hundred bytes; a bigger one than this is a mistake or an attack.
 MAX_CONFIG_BYTES = 1 << 20
@@ -87,11 +119,11 @@ def read_bounded(path: Path) -> bytes | None:
 
 def load_layers(
     paths: Paths,
-    validate: Validate,
+    validate: Validate[SettingsT],
     overrides: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     decide: Decide | None = None,
-) -> Settings:
+) -> SettingsT:
     """The settings every layer adds up to (see the module's docstring), validated."""
     env = os.environ if env is None else env
     layers: list[Mapping[str, Any]] = []
@@ -111,7 +143,7 @@ def load_layers(
     return settings
 
 
-def workspace_layer(paths: Paths, validate: Validate, decide: Decide | None) -> dict[str, Any]:
+def workspace_layer(paths: Paths, validate: Validate[Any], decide: Decide | None) -> dict[str, Any]:
     """What the workspace's harvey.yaml adds: all of it when trusted, else its narrowing part
     (or a refusal)."""
     data, text, raw = read_config(paths.config_file)
@@ -179,8 +211,8 @@ def _same_file(first: Path, second: Path) -> bool:
         return False
 
 
-def _one_key_source(settings: Settings, user_file: Path) -> None:
-    owners: list[tuple[str, Settings | RouteSettings]] = [("", settings)]
+def _one_key_source(settings: Validated, user_file: Path) -> None:
+    owners: list[tuple[str, KeyOwner]] = [("", settings)]
     owners += [(f"routes[{n}].", route) for n, route in enumerate(settings.routes)]
     for prefix, owner in owners:
         if owner.api_key is not None and owner.api_key_command:

@@ -20,7 +20,7 @@ bounded from the file's size alone (each chunk holds at most
 chunks) and a file that must make more than ``max_chunks`` is asked about
 before one byte is read. A file up to one window is read whole and chunked
 with its grammar; a larger one is streamed through the chunker
-(``file_chunks.py``).
+(``analysis/file_chunks.py``).
 """
 
 from __future__ import annotations
@@ -32,22 +32,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvey.analysis.api import AnalyzeOptions, Collaborators, analyze_file
+from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
+from harvey.analysis.file_chunks import regular_size
 from harvey.clients import Clients, find_mention
 from harvey.config import ChunkingSettings
-from harvey.context.analysis import (
-    AnalysisRecorder,
-    ChunkAnalysisParams,
-    MapExecutor,
-    ResultCache,
-    run_chunked_analysis,
-)
-from harvey.context.chunking import (
-    boundary_name,
-    detect_doc_type,
-)
 from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
-from harvey.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
 from harvey.tools.files import check_readable, looks_binary, open_regular, readable_path
@@ -192,66 +183,42 @@ class ChunkedReads:
         size = regular_size(path, name)
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
-        mention, without_route = find_mention(instruction)
-        map_client = self.clients.resolve(mention) if mention else turn.client
-        doc_type = detect_doc_type(path)
-        ratio = self.budget.size_ratio(map_client, doc_type.value)
-        cfg = chunk_config(
-            self.settings, map_client, overrides, instruction=without_route, bytes_per_token=ratio
-        )
-        at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
-        asked = at_least > cfg.max_chunks
-        if asked and not self.ui.confirm(
-            f"{name} is {size:,} bytes: at least {at_least:,} chunks of "
-            f"{cfg.chunk_size_bytes:,} bytes, more than max_chunks ({cfg.max_chunks}). "
-            "Process them all?"
-        ):
-            return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)  # before one byte is read
-        chunks, total = chunks_of(path, name, size, cfg, doc_type)
-        if (
-            total > cfg.max_chunks
-            and not asked
-            and not self.ui.confirm(
-                f"{name} splits into {total} chunks, more than max_chunks ({cfg.max_chunks}). "
-                f"Process all {total}?"
-            )
-        ):
-            return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
-        if turn.on_analysis is not None:
-            turn.on_analysis(alert)
-        params = ChunkAnalysisParams(
-            filename=name,
-            chunks=chunks,
-            instruction=without_route if mention else instruction,
-            model=map_client.model,
-            boundary=boundary_name(doc_type),
-            config=cfg,
+        map_client, routed, using = self.collaborators(instruction, turn, alert)
+        outcome = analyze_file(
+            path,
+            routed,
+            settings=self.settings,
+            client=map_client,
+            name=name,
             as_typed=instruction,
-            total=total,
+            options=AnalyzeOptions(overrides, fresh, executor),
+            using=using,
         )
-        result = run_chunked_analysis(
-            map_client,
-            params,
-            recorder=self.recorder,
-            progress=self.ui.progress_stream(),
-            cancel=self.cancel,
-            context_window=self.budget.capabilities(map_client).context_window,
-            bytes_per_token=self.budget.size_ratio(map_client),
-            results=self.results(fresh) if self.results is not None else None,
-            executor=executor,
-            on_usage=lambda sent, usage: self.budget.calibrate(
-                map_client, [Message("user", sent)], usage, doc_type.value
-            ),
-        )
-        self._say_reused(result.reused, total)
-        return ChunkResult(ChunkStatus.ANSWERED, result.text)
+        if not outcome.answered:
+            return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
+        return ChunkResult(ChunkStatus.ANSWERED, outcome.text)
 
-    def _say_reused(self, reused: int, total: int) -> None:
-        if reused:
-            self.ui.warn(
-                f"reused {reused} of {total} map results stored by an earlier run "
-                "(harvey analyze --fresh makes every call again)"
-            )
+    def collaborators(
+        self, instruction: str, turn: ReadTurn | None = None, alert: str | None = None
+    ) -> tuple[LLMClient, str, Collaborators]:
+        """What this session lends an analysis (``analysis.api``): the map client an
+        ``@route`` in ``instruction`` names (else the turn's), the instruction without
+        it, and the recorder, stored results, calibrated budget, UI and cancel event."""
+        turn = self._turn(turn)
+        mention, without_route = find_mention(instruction)
+        client = self.clients.resolve(mention) if mention else turn.client
+        on_analysis = turn.on_analysis
+        using = Collaborators(
+            recorder=self.recorder,
+            results=self.results,
+            sizing=self.budget,
+            confirm=self.ui.confirm,
+            progress=self.ui.progress_stream(),
+            warn=self.ui.warn,
+            cancel=self.cancel,
+            on_start=(lambda: on_analysis(alert)) if on_analysis is not None else None,
+        )
+        return client, without_route if mention else instruction, using
 
     def attach_mentioned(self, text: str, turn: ReadTurn) -> Attached:
         """For models without tools: attach workspace files named in the prompt.

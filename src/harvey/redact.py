@@ -43,10 +43,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from harvey.config import Settings
+from typing import Any
 
 MARKER = "[REDACTED]"
 #: Shorter values are words, not secrets; replacing them would garble output.
@@ -212,12 +209,6 @@ class Redactor:
     def from_env(cls, env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
         env = os.environ if env is None else env
         return cls([*secret_env_values(env), *extra])
-
-    @classmethod
-    def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> Redactor:
-        """The configured keys (top level and every route) plus the secret env values."""
-        keys = [settings.api_key, *(route.api_key for route in settings.routes)]
-        return cls.from_env(env, [k.get_secret_value() for k in keys if k is not None])
 
     def redact(self, text: str) -> str:
         """``text`` without secrets. A second pass runs only when the first changed

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from harvey import secret_files
 from harvey.agent import Agent, default_user_name
 from harvey.clients import Clients
-from harvey.config import Paths, SessionSettings, Settings
+from harvey.config import Paths, SessionSettings, Settings, configured_keys
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
 from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import ConfigError, HarveyError, StoreError
@@ -121,7 +121,7 @@ def open_runtime(
     A ``resume_file`` is read before anything is opened or created, so a
     missing or unreadable one leaves no ``HARVEY_HOME`` or ``sessions.db``.
     """
-    install(Redactor.from_settings(settings))  # the keys of *these* settings are redacted
+    install(Redactor.from_env(extra=configured_keys(settings)))  # these settings' keys
     secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     imported = _history_from_file(resume_file, ui) if resume_file is not None else None
     client = make_client(settings)

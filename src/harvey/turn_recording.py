@@ -9,7 +9,7 @@ away, so nothing half-done reaches history, ``sessions.db`` or the file.
 turn, the TALKING scene a chunked read interrupted (written before the CHUNK
 ANALYSIS scene, so the file reads in the order things happened), and the
 reply scene of a direct analysis (``harvey analyze``, ``/read-chunks``).
-The chunk notes themselves are written by ``context/analysis.py`` alone.
+The chunk notes themselves are written by ``analysis/engine.py`` alone.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harvey.analysis.file_chunks import chunk_config
 from harvey.clients import Clients, find_mention, split_mention
 from harvey.config import ChunkingSettings, RouteSettings, Settings
 from harvey.errors import UsageError
-from harvey.file_chunks import chunk_config
 from harvey.llm.base import LLMClient
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.oversize import ChunkStatus

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
 from harvey.config import ChunkingSettings, Settings
-from harvey.context.chunking import ChunkConfig, DocType, chunk_document
 from harvey.llm.scripted import Reply
 from harvey.oversize import CANCELLED_TEXT, CHUNK_CLOSING
 from harvey.session.fountain import parse_session

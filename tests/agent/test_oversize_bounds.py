@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harvey import file_chunks
+from harvey.analysis import file_chunks
+from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+from harvey.analysis.progress import NullProgress
 from harvey.config import ChunkingSettings, Settings
-from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
-from harvey.context.chunking import ChunkConfig, DocType, chunk_document
-from harvey.context.progress import NullProgress
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
 from harvey.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus

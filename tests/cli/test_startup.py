@@ -79,7 +79,7 @@ def test_one_shot_run_loads_no_repl_chunker_or_markdown(tmp_path: Path) -> None:
         assert len(srv.chat_requests) == 1  # the turn really ran
     assert "harvey.runtime" in modules and "httpx._client" in modules
     assert not loaded(modules, *HEAVY, "rich", "markdown_it", "yaml")  # no harvey.yaml to read
-    assert not {"harvey.repl", "harvey.oversize", "harvey.context.analysis"} & modules
+    assert not {"harvey.repl", "harvey.oversize", "harvey.analysis.engine"} & modules
 
 
 def test_httpx_works_without_its_command_line_tool() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harvey.analysis.file_chunks import chunk_config
 from harvey.config import ChunkingSettings, load_settings, resolve_paths
 from harvey.context.budget import (
     AUTO_CHUNK_SHARE,
@@ -15,7 +16,6 @@ from harvey.context.budget import (
     auto_chunk_bytes,
 )
 from harvey.errors import ConfigError
-from harvey.file_chunks import chunk_config
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI

@@ -8,9 +8,9 @@ from contextlib import ExitStack
 
 import pytest
 
-from harvey.context.analysis import ChunkAnalysisParams, run_chunked_analysis
-from harvey.context.chunking import ChunkConfig
-from harvey.context.progress import NullProgress
+from harvey.analysis.chunking import ChunkConfig
+from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+from harvey.analysis.progress import NullProgress
 from harvey.errors import BackendUnavailable, ConfigError, SynthesisError
 from harvey.llm.base import LLMClient, chat
 from harvey.llm.openai import OpenAIClient

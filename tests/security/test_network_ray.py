@@ -25,12 +25,19 @@ from typing import Any
 
 import pytest
 
-from harvey.cluster.executor import RayExecutor
-from harvey.cluster.local import is_loopback
-from harvey.context.map_support import MapTask
+from harvey.analysis.cluster.executor import RayExecutor
+from harvey.analysis.cluster.local import is_loopback
+from harvey.analysis.map_support import MapTask
 from harvey.llm.openai import OpenAIClient
 from harvey.redact import Redactor, install, reset
-from tests.cluster.conftest import CHUNK, EchoLlamaCpp, harvey, ray_env, workspace, write_doc
+from tests.analysis.cluster.conftest import (
+    CHUNK,
+    EchoLlamaCpp,
+    harvey,
+    ray_env,
+    workspace,
+    write_doc,
+)
 from tests.fakes.base import _Handler
 from tests.harvey_process import harvey_argv
 from tests.security.conftest import API_KEY

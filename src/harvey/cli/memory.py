@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -20,33 +19,15 @@ from harvey.cli.errors import handle_errors
 from harvey.cli.options import inherit, load_for_model, model_options, workspace_option
 from harvey.errors import UsageError
 
-if TYPE_CHECKING:
-    from harvey.memory.store import MemoryStore
-
 MEMORY_TYPES = ("tool_use", "workflow", "user_preference", "workspace_profile", "project_fact")
 
 
-def _open(ctx: click.Context, workspace: Path | None) -> tuple[Path, MemoryStore | None]:
-    """The workspace (resolved) and the store, or None when there is no memory.db yet."""
+def _paths(ctx: click.Context, workspace: Path | None) -> tuple[Path, Path]:
+    """The workspace (resolved) and HARVEY_HOME; nothing is opened or made."""
     from harvey.config import resolve_paths
-    from harvey.memory.startup import memory_db
-    from harvey.memory.store import MemoryStore
 
-    opts = inherit(ctx, workspace=workspace)
-    paths = resolve_paths(opts["workspace"])
-    db = memory_db(paths.harvey_home)
-    if not db.exists():
-        return paths.workspace, None
-    return paths.workspace, MemoryStore(db)
-
-
-def _open_for(ctx: click.Context, memory_id: str) -> tuple[Path, MemoryStore]:
-    """The workspace and the store for a command naming ``memory_id``: with no memory.db
-    yet there is no such memory, the same usage error as an unknown id (and nothing made)."""
-    workspace, store = _open(ctx, None)
-    if store is None:
-        raise UsageError(f"no memory {memory_id!r} (no memories yet)")
-    return workspace, store
+    paths = resolve_paths(inherit(ctx, workspace=workspace)["workspace"])
+    return paths.workspace, paths.harvey_home
 
 
 @click.group()
@@ -71,16 +52,10 @@ def list_memories(
     as_json: bool,
 ) -> None:
     """This workspace's memories and those for every workspace."""
-    ws, store = _open(ctx, workspace)
-    items = []
-    if store is not None:
-        with store:
-            items = store.memories(
-                workspace=str(ws),
-                all_workspaces=all_workspaces,
-                mtype=mtype,
-                include_inactive=all_workspaces,
-            )
+    from harvey.memory import commands
+
+    ws, home = _paths(ctx, workspace)
+    items = commands.list_memories(home, ws, all_workspaces=all_workspaces, mtype=mtype)
     if as_json:
         click.echo(json.dumps([m.to_json() for m in items], indent=2))
         return
@@ -98,10 +73,9 @@ def list_memories(
 @handle_errors
 def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Every field of one memory."""
-    _, store = _open_for(ctx, memory_id)
-    with store:
-        item = store.require(memory_id)
-    data = item.to_json()
+    from harvey.memory import commands
+
+    data = commands.show(_paths(ctx, None)[1], memory_id)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
@@ -117,11 +91,11 @@ def edit(ctx: click.Context, memory_id: str) -> None:
     """Edit a memory's text in $VISUAL or $EDITOR; an unchanged or empty text changes nothing."""
     import tempfile
 
-    from harvey.memory.scrub import scrub
+    from harvey.memory.commands import clean_text, store_for
     from harvey.repl.commands import open_editor
 
-    ws, store = _open_for(ctx, memory_id)
-    with store:
+    ws, home = _paths(ctx, None)
+    with store_for(home, memory_id) as store:
         item = store.require(memory_id)
         if not (os.environ.get("VISUAL") or os.environ.get("EDITOR")):
             raise UsageError("set $EDITOR (or $VISUAL) to edit a memory")
@@ -133,10 +107,7 @@ def edit(ctx: click.Context, memory_id: str) -> None:
         if not text or text == item.text:
             click.echo("unchanged", err=True)
             return
-        cleaned = scrub(text, workspace=ws)
-        if cleaned.rejected:
-            raise UsageError(f"not saved: the text {cleaned.rejected}")
-        store.set_text(item.id, cleaned.text)
+        store.set_text(item.id, clean_text(text, ws))
     click.echo(f"{item.id} updated")
 
 
@@ -146,11 +117,9 @@ def edit(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def flag(ctx: click.Context, memory_id: str) -> None:
     """Lower a memory's confidence by 0.1; at or below 0.2 it is archived."""
-    _, store = _open_for(ctx, memory_id)
-    with store:
-        item = store.flag(memory_id)
-    note = ", archived" if item.archived else ""
-    click.echo(f"{item.id}: confidence {item.confidence:.2f}{note}")
+    from harvey.memory import commands
+
+    click.echo(commands.flag(_paths(ctx, None)[1], memory_id))
 
 
 @memory.command("forget")
@@ -159,10 +128,9 @@ def flag(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def forget(ctx: click.Context, memory_id: str) -> None:
     """Delete a memory for good."""
-    _, store = _open_for(ctx, memory_id)
-    with store:
-        store.forget(memory_id)
-    click.echo(f"{memory_id} forgotten")
+    from harvey.memory import commands
+
+    click.echo(commands.forget(_paths(ctx, None)[1], memory_id))
 
 
 @memory.command("status")
@@ -171,11 +139,9 @@ def forget(ctx: click.Context, memory_id: str) -> None:
 @handle_errors
 def status(ctx: click.Context, as_json: bool) -> None:
     """How many memories are active, archived and superseded; how many recordings were mined."""
-    _, store = _open(ctx, None)
-    counts = {"active": 0, "archived": 0, "superseded": 0, "mined_recordings": 0}
-    if store is not None:
-        with store:
-            counts = store.counts()
+    from harvey.memory import commands
+
+    counts = commands.counts(_paths(ctx, None)[1])
     if as_json:
         click.echo(json.dumps(counts))
         return
@@ -209,11 +175,7 @@ def mine(
 
     from harvey.inputs import check_input_file
     from harvey.llm.factory import make_client
-    from harvey.memory.mining import concurrency_for
-    from harvey.memory.review import mine_files
-    from harvey.memory.startup import memory_db
-    from harvey.memory.store import MemoryStore
-    from harvey.memory.vectors import open_vectors
+    from harvey.memory import commands
     from harvey.runtime import recording_files
 
     if not files and not all_:
@@ -234,19 +196,18 @@ def mine(
     client = make_client(settings)
     try:
         window = settings.context_window or client.capabilities().context_window
-        with MemoryStore(memory_db(paths.harvey_home)) as store:
-            report = mine_files(
-                targets,
-                store=store,
-                client=client,
-                workspace=paths.workspace,
-                context_window=window,
-                ask=None if yes else (lambda q: click.prompt(q, default="s", show_default=False)),
-                echo=click.echo,
-                force=force,
-                vectors=open_vectors(store, settings, lambda text: click.echo(text, err=True)),
-                concurrency=concurrency_for(settings.chunking, client),
-            )
+        report = commands.mine(
+            targets,
+            harvey_home=paths.harvey_home,
+            settings=settings,
+            client=client,
+            workspace=paths.workspace,
+            context_window=window,
+            ask=None if yes else (lambda q: click.prompt(q, default="s", show_default=False)),
+            echo=click.echo,
+            warn=lambda text: click.echo(text, err=True),
+            force=force,
+        )
     finally:
         client.close()
     click.echo(

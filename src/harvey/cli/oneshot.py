@@ -4,7 +4,7 @@ There is no terminal to ask, so a question the agent would put to a person is
 answered by ``--yes`` or refused, and a file write is refused unless the user
 passed ``--allow-writes``; progress goes to stderr, only the answer to stdout.
 ``harvey analyze`` of one file goes through ``ChunkedReads.analyze``; of a
-folder or several files, through ``folder_reads.analyze_files``, after the
+folder or several files, through ``folder_reads.analyze_paths``, after the
 files are collected and before anything is opened or recorded.
 """
 
@@ -16,6 +16,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open
 from harvey.ui import HeadlessUI
 
 if TYPE_CHECKING:
-    from harvey.cluster.executor import RayExecutor
+    from harvey.analysis.cluster.executor import RayExecutor
 
 
 def run_once(
@@ -111,57 +112,59 @@ def open_executor(
         if ray_address is not None:
             raise UsageError("--ray-address needs --executor ray")
         return None
-    from harvey.cluster.executor import RayExecutor
+    from harvey.analysis.cluster.executor import RayExecutor
 
     return RayExecutor.connect(ray_address or settings.analysis.ray_address)
 
 
 @contextlib.contextmanager
 def analysis_runtime(
-    paths: Paths,
-    settings: Settings,
-    ui: HeadlessUI,
-    *,
-    record: bool,
-    executor: str | None,
-    ray_address: str | None,
+    paths: Paths, settings: Settings, ui: HeadlessUI, request: AnalyzeRequest
 ) -> Iterator[tuple[Runtime, RayExecutor | None]]:
     """The runtime and the map executor of one ``harvey analyze``: the cluster is joined
     before the session opens, so an unreachable one writes nothing; both are closed after."""
-    map_executor = open_executor(settings, executor, ray_address)
+    map_executor = open_executor(settings, request.executor, request.ray_address)
     with contextlib.ExitStack() as stack:
         if map_executor is not None:
             stack.callback(map_executor.close)
-        runtime = open_runtime(paths, settings, ui=ui, record=record)
+        runtime = open_runtime(paths, settings, ui=ui, record=request.record)
         stack.callback(runtime.close)
         yield runtime, map_executor
 
 
-def analyze_once(
-    paths: Paths,
-    settings: Settings,
-    file: Path,
-    instruction: str,
-    options: ChunkingSettings,
-    *,
-    auto_yes: bool,
-    record: bool,
-    fresh: bool = False,
-    executor: str | None = None,
-    ray_address: str | None = None,
-) -> int:
+@dataclass(frozen=True)
+class AnalyzeRequest:
+    """What one ``harvey analyze`` asks for, beyond the paths and the settings: its flags
+    in one value instead of a parameter each."""
+
+    instruction: str
+    overrides: ChunkingSettings
+    auto_yes: bool = False
+    record: bool = True
+    fresh: bool = False
+    executor: str | None = None  # --executor; None: ``analysis.executor`` from settings
+    ray_address: str | None = None
+    include: Sequence[str] = ()  # folders and several files only
+    exclude: Sequence[str] = ()
+    per_file: bool = False
+
+
+def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeRequest) -> int:
+    """``harvey analyze`` of one file: the synthesis on stdout."""
+    instruction = request.instruction
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
-    ui = HeadlessUI(auto_yes=auto_yes)
-    opened = analysis_runtime(
-        paths, settings, ui, record=record, executor=executor, ray_address=ray_address
-    )
-    with opened as (runtime, map_executor):
+    ui = HeadlessUI(auto_yes=request.auto_yes)
+    with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
         agent = runtime.agent
         result = agent.chunks.analyze(
-            path.resolve(), instruction, overrides=options, fresh=fresh, executor=map_executor
+            path.resolve(),
+            instruction,
+            overrides=request.overrides,
+            fresh=request.fresh,
+            executor=map_executor,
         )
         text = result.text
         if not result.answered:
@@ -177,46 +180,40 @@ def analyze_once(
 
 
 def analyze_folder_once(
-    paths: Paths,
-    settings: Settings,
-    targets: Sequence[Path],
-    instruction: str,
-    options: ChunkingSettings,
-    *,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    per_file: bool = False,
-    auto_yes: bool,
-    record: bool,
-    fresh: bool = False,
-    executor: str | None = None,
-    ray_address: str | None = None,
+    paths: Paths, settings: Settings, targets: Sequence[Path], request: AnalyzeRequest
 ) -> int:
     """``harvey analyze`` of folders and several files: the overall answer on stdout,
     or with ``per_file`` a Markdown section per file followed by it."""
-    from harvey.context.folder_analysis import per_file_markdown
-    from harvey.folder_reads import FolderStatus, analyze_files, collect_files, folder_label
+    from harvey.analysis.api import AnalyzeOptions
+    from harvey.analysis.folder_analysis import per_file_markdown
+    from harvey.analysis.folder_reads import (
+        FolderStatus,
+        analyze_paths,
+        collect_files,
+        folder_label,
+    )
 
+    instruction = request.instruction
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
-    collected = collect_files(paths.workspace, targets, include, exclude)
+    collected = collect_files(paths.workspace, targets, request.include, request.exclude)
     label = folder_label(paths.workspace, targets)
-    ui = HeadlessUI(auto_yes=auto_yes)
+    ui = HeadlessUI(auto_yes=request.auto_yes)
     if collected.skipped:
         ui.warn(collected.skipped_line())
-    opened = analysis_runtime(
-        paths, settings, ui, record=record, executor=executor, ray_address=ray_address
-    )
-    with opened as (runtime, map_executor):
+    with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
         agent = runtime.agent
-        outcome = analyze_files(
-            agent.chunks,
+        client, routed, using = agent.chunks.collaborators(instruction)
+        outcome = analyze_paths(
             collected.files,
-            label,
-            instruction,
-            overrides=options,
-            fresh=fresh,
-            executor=map_executor,
+            routed,
+            settings=settings,
+            client=client,
+            workspace=paths.workspace,
+            label=label,
+            as_typed=instruction,
+            options=AnalyzeOptions(request.overrides, request.fresh, map_executor),
+            using=using,
         )
         if outcome.result is None or outcome.status is not FolderStatus.ANSWERED:
             print(
@@ -225,7 +222,7 @@ def analyze_folder_once(
                 file=sys.stderr,
             )
             return 1
-        text = per_file_markdown(outcome.result) if per_file else outcome.result.text
+        text = per_file_markdown(outcome.result) if request.per_file else outcome.result.text
         agent.record_analysis(label, instruction, text)
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0

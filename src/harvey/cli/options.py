@@ -132,7 +132,7 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     The redactor is installed before anything can print or send a key.
     """
     from harvey import secret_files
-    from harvey.config import load_settings, resolve_paths
+    from harvey.config import configured_keys, load_settings, resolve_paths
     from harvey.redact import Redactor, install
 
     paths = resolve_paths(workspace)
@@ -141,7 +141,7 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     settings = load_settings(paths, overrides, decide=_decide(bool(shared.get("trust")), ask))
     if shared.get("no_memory"):
         settings.memory.enabled = False  # `harvey --no-memory ...`
-    install(Redactor.from_settings(settings))
+    install(Redactor.from_env(extra=configured_keys(settings)))
     secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     return paths, settings
 

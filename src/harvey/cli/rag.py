@@ -3,15 +3,14 @@
 Each store is ``<workspace>/.harvey/rag/NAME.db``. Usage errors (a bad or
 unknown name, a path outside the workspace, another embedder) exit 2;
 failures (a corrupted store, an embedder server that is down) exit 1 — one
-line either way, and nothing in this or any other store is lost.
+line either way, and nothing in this or any other store is lost. The doing is
+``harvey.knowledge.commands``, shared with the REPL's ``/rag``; this module renders.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,17 +40,10 @@ def rag() -> None:
 @handle_errors
 def new(name: str, embedder: str | None, workspace: Path | None) -> None:
     """Create the empty store NAME, bound to an embedder."""
-    from harvey.knowledge.embedders import LocalEmbedder, check_spec, default_spec
-    from harvey.knowledge.store import check_name, create_store
+    from harvey.knowledge import commands
 
     paths, _settings = load(workspace)
-    check_name(name)
-    spec = check_spec(embedder or default_spec())
-    dims = LocalEmbedder.dims if spec == "local" else 0
-    if spec == "local":
-        LocalEmbedder()  # fail now, not at the first ingest, if its files are missing
-    with create_store(paths.workspace, name, spec, dims) as store:
-        click.echo(f"created store {name} (embedder {spec}) at {store.path}")
+    click.echo(commands.create(paths.workspace, name, embedder))
 
 
 def _progress_bar() -> tuple[AbstractContextManager[Any], Progress | None]:
@@ -101,6 +93,7 @@ def ingest(
     workspace: Path | None,
 ) -> None:
     """Ingest files and folders (recursively) into NAME; unchanged files are skipped."""
+    from harvey.knowledge import commands
     from harvey.knowledge.service import open_knowledge
 
     paths_, settings = load(workspace)
@@ -108,8 +101,13 @@ def ingest(
     try:
         bar, update = _progress_bar()
         with bar:
-            report = knowledge.ingester(paths_.workspace).ingest(
-                paths, include=include, exclude=exclude, progress=update
+            report = commands.ingest(
+                knowledge,
+                paths_.workspace,
+                paths,
+                include=include,
+                exclude=exclude,
+                progress=update,
             )
     finally:
         knowledge.close()
@@ -123,20 +121,15 @@ def ingest(
 @handle_errors
 def list_(workspace: Path | None) -> None:
     """List this workspace's stores."""
-    from harvey.knowledge.store import open_store, store_names
+    from harvey.knowledge import commands
 
     paths, settings = load(workspace)
-    names = store_names(paths.workspace)
-    if not names:
-        click.echo("no knowledge stores (make one with 'harvey rag new NAME')", err=True)
-        return
-    for store_name in names:
-        active = " (active)" if store_name == settings.rag.active else ""
-        with open_store(paths.workspace, store_name) as store:
-            files, chunks, _size = store.counts()
-            click.echo(
-                f"{store_name}{active}  {files} files, {chunks} chunks, {store.embedder_spec}"
-            )
+    rows = commands.summaries(paths.workspace)
+    if not rows:
+        click.echo(commands.NO_STORES, err=True)
+    for row in rows:
+        active = " (active)" if row.name == settings.rag.active else ""
+        click.echo(f"{row.name}{active}  {row.files} files, {row.chunks} chunks, {row.embedder}")
 
 
 @rag.command("status")
@@ -145,30 +138,17 @@ def list_(workspace: Path | None) -> None:
 @handle_errors
 def status(name: str, workspace: Path | None) -> None:
     """Files, chunks, bytes, embedder, last ingest and files changed on disk since."""
-    from harvey.knowledge.store import open_store
+    from harvey.knowledge import commands
 
     paths, _settings = load(workspace)
-    with open_store(paths.workspace, name) as store:
-        store.integrity()
-        files, chunks, size = store.counts()
-        changed = 0
-        for row in store.files():
-            try:
-                st = os.stat(paths.workspace / row.path)
-            except OSError:
-                changed += 1
-                continue
-            if (st.st_size, st.st_mtime_ns) != (row.size, row.mtime_ns):
-                changed += 1
-        last = store.meta("last_ingest")
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else "never"
-        click.echo(f"store:       {name} ({store.path})")
-        click.echo(f"embedder:    {store.embedder_spec}")
-        click.echo(f"files:       {files}")
-        click.echo(f"chunks:      {chunks}")
-        click.echo(f"bytes:       {size}")
-        click.echo(f"last ingest: {when}")
-        click.echo(f"changed:     {changed} files changed on disk since")
+    s = commands.status(paths.workspace, name)
+    click.echo(f"store:       {s.name} ({s.path})")
+    click.echo(f"embedder:    {s.embedder}")
+    click.echo(f"files:       {s.files}")
+    click.echo(f"chunks:      {s.chunks}")
+    click.echo(f"bytes:       {s.size}")
+    click.echo(f"last ingest: {s.last_ingest}")
+    click.echo(f"changed:     {s.changed} files changed on disk since")
 
 
 @rag.command("query")
@@ -182,33 +162,18 @@ def status(name: str, workspace: Path | None) -> None:
 @handle_errors
 def query(name: str, text: str, k: int, as_json: bool, workspace: Path | None) -> None:
     """Search NAME for TEXT and print the best passages."""
-    from harvey.knowledge.service import open_knowledge
+    from harvey.knowledge import commands
 
     paths, settings = load(workspace)
-    knowledge = open_knowledge(paths.workspace, name, settings)
-    try:
-        hits = knowledge.searcher.search(text, k)
-    finally:
-        knowledge.close()
+    hits = commands.query(paths.workspace, name, settings, text, k)
     if as_json:
-        rows = [
-            {
-                "path": h.chunk.path,
-                "start_line": h.chunk.start_line,
-                "end_line": h.chunk.end_line,
-                "score": h.score,
-                "text": h.chunk.text,
-            }
-            for h in hits
-        ]
+        rows = [commands.hit_row(h) for h in hits]
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     if not hits:
         click.echo("no matching passages", err=True)
     for h in hits:
-        click.echo(
-            f"{h.chunk.path}:L{h.chunk.start_line}-L{h.chunk.end_line} — score {h.score:.2f}"
-        )
+        click.echo(commands.hit_line(h))
         for line in h.chunk.text.strip().splitlines()[:6]:
             click.echo(f"    {line}")
 
@@ -220,14 +185,12 @@ def query(name: str, text: str, k: int, as_json: bool, workspace: Path | None) -
 @handle_errors
 def drop(name: str, yes: bool, workspace: Path | None) -> None:
     """Delete the store NAME (asks first)."""
-    from harvey.errors import Cancelled, UsageError
-    from harvey.knowledge.store import drop_store, store_names, store_path
+    from harvey.errors import Cancelled
+    from harvey.knowledge.commands import existing_store_path
+    from harvey.knowledge.store import drop_store
 
     paths, _settings = load(workspace)
-    path = store_path(paths.workspace, name)
-    if name not in store_names(paths.workspace):  # listed without following a link
-        known = ", ".join(store_names(paths.workspace)) or "none"
-        raise UsageError(f"no knowledge store {name!r} (stores: {known})")
+    path = existing_store_path(paths.workspace, name)
     if not yes and not click.confirm(f"delete knowledge store {name} ({path})?", default=False):
         raise Cancelled("not deleted")
     drop_store(paths.workspace, name)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from harvey.analysis.chunking import OVERLAPS
 from harvey.cli.errors import handle_errors
 from harvey.cli.options import (
     inherit,
@@ -23,7 +24,6 @@ from harvey.cli.options import (
     with_rag,
     workspace_option,
 )
-from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
 from harvey.inputs import clean_text, read_stdin
 
@@ -194,7 +194,7 @@ def analyze(
     node_modules/ and what .gitignore ignores); each file is synthesised, then
     the files' results into one answer.
     """
-    from harvey.cli.oneshot import analyze_folder_once, analyze_once
+    from harvey.cli.oneshot import AnalyzeRequest, analyze_folder_once, analyze_once
     from harvey.config import ChunkingSettings
 
     instruction = clean_text(instruction)
@@ -210,35 +210,18 @@ def analyze(
             "--include, --exclude and --per-file are for folders and several files; "
             f"{targets[0]} is one file"
         )
-    if one_file:
-        sys.exit(
-            analyze_once(
-                paths,
-                settings,
-                targets[0],
-                instruction,
-                options,
-                auto_yes=yes,
-                record=not no_record,
-                fresh=fresh,
-                executor=executor,
-                ray_address=ray_address,
-            )
-        )
-    sys.exit(
-        analyze_folder_once(
-            paths,
-            settings,
-            targets,
-            instruction,
-            options,
-            include=include,
-            exclude=exclude,
-            per_file=per_file,
-            auto_yes=yes,
-            record=not no_record,
-            fresh=fresh,
-            executor=executor,
-            ray_address=ray_address,
-        )
+    request = AnalyzeRequest(
+        instruction,
+        options,
+        auto_yes=yes,
+        record=not no_record,
+        fresh=fresh,
+        executor=executor,
+        ray_address=ray_address,
+        include=include,
+        exclude=exclude,
+        per_file=per_file,
     )
+    if one_file:
+        sys.exit(analyze_once(paths, settings, targets[0], request))
+    sys.exit(analyze_folder_once(paths, settings, targets, request))

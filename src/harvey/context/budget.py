@@ -280,7 +280,7 @@ class ReadBudget:
         classes. A file that cannot be read keeps the answer from its size.
         Raises ``FileNotFoundError`` for a missing path (from ``os.stat``).
         """
-        from harvey.context.chunking import detect_doc_type
+        from harvey.analysis.chunking import detect_doc_type
 
         doc_type = detect_doc_type(Path(path)).value
         size = os.stat(path).st_size

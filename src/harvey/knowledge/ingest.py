@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvey.context.chunking import (
+from harvey.analysis.chunking import (
     ChunkConfig,
     chunk_document,
     detect_doc_type,

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harvey.context.bounded_calls import map_calls
+from harvey.analysis.bounded_calls import map_calls
+from harvey.analysis.chunking import MIN_CHUNK_SIZE, ChunkConfig, DocType, chunk_document
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
-from harvey.context.chunking import MIN_CHUNK_SIZE, ChunkConfig, DocType, chunk_document
 from harvey.errors import BackendError
 from harvey.llm.base import LLMClient, chat
 from harvey.memory.store import KINDS, TYPES

@@ -1,7 +1,7 @@
 """The REPL's slash commands: one table of name, usage, help and handler.
 
 ``/help`` prints the table, the loop looks a command up in it, and each
-handler is a function of the running ``Repl`` and the rest of the line. A
+handler is a function of the running REPL (a ``ReplSession``) and the rest of the line. A
 handler reports bad input by raising ``UsageError``; the loop turns that, and
 anything else a handler raises, into one line and keeps the session.
 """
@@ -19,19 +19,19 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from harvey.analysis.chunking import OVERLAPS
 from harvey.config import ChunkingSettings
-from harvey.context.chunking import OVERLAPS
 from harvey.errors import UsageError
-from harvey.memory.slash import MEMORY_USAGE, memory_command, recall_command
 from harvey.messages import Message
+from harvey.repl.memory import MEMORY_USAGE, memory_command, recall_command
 from harvey.repl.rag import RAG_USAGE, rag_command
 from harvey.repl.status import status_rows
 from harvey.repl.ui import safe_markdown
 
 if TYPE_CHECKING:
-    from harvey.repl.loop import Repl
+    from harvey.repl.session import ReplSession
 
-Handler = Callable[["Repl", str], None]
+Handler = Callable[["ReplSession", str], None]
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,14 @@ READ_CHUNKS_USAGE = (
 )
 
 
-def show_help(repl: Repl, _: str) -> None:
+def show_help(repl: ReplSession, _: str) -> None:
     table = Table(show_header=False, box=None)
     for usage, what in (*INPUT_FORMS, *((c.usage, c.help) for c in SLASH_COMMANDS)):
         table.add_row(Text(usage, style="bold"), what)
     repl.console.print(table)
 
 
-def switch_model(repl: Repl, arg: str) -> None:
+def switch_model(repl: ReplSession, arg: str) -> None:
     agent = repl.agent
     if not arg:
         for name in agent.client.list_models():
@@ -76,24 +76,24 @@ def switch_model(repl: Repl, arg: str) -> None:
     repl.console.print(f"model: {arg} (context {caps.context_window:,} tokens)", highlight=False)
 
 
-def show_status(repl: Repl, _: str) -> None:
+def show_status(repl: ReplSession, _: str) -> None:
     table = Table(show_header=False, box=None)
     for key, value in status_rows(repl.agent):
         table.add_row(key, value)
     repl.console.print(table)
 
 
-def clear(repl: Repl, _: str) -> None:
+def clear(repl: ReplSession, _: str) -> None:
     repl.agent.clear()
     repl.console.print("conversation cleared")
 
 
-def new_session(repl: Repl, _: str) -> None:
+def new_session(repl: ReplSession, _: str) -> None:
     repl.restart()
     repl.console.print(f"new session {repl.agent.session_id}")
 
 
-def plan(repl: Repl, arg: str) -> None:
+def plan(repl: ReplSession, arg: str) -> None:
     writer = repl.rt.plan_writer
     if writer is None:
         raise UsageError("no plan file for this session")
@@ -140,7 +140,7 @@ def open_editor(path: str) -> None:
         ) from exc
 
 
-def show_todos(repl: Repl, _: str) -> None:
+def show_todos(repl: ReplSession, _: str) -> None:
     todos = repl.rt.store.get_todos(repl.agent.session_id)
     if not todos:
         repl.console.print("no todos")
@@ -151,7 +151,7 @@ def show_todos(repl: Repl, _: str) -> None:
         )
 
 
-def read(repl: Repl, arg: str) -> None:
+def read(repl: ReplSession, arg: str) -> None:
     from harvey.tools.files import safe_path
 
     if not arg:
@@ -167,7 +167,7 @@ def read(repl: Repl, arg: str) -> None:
     )
 
 
-def read_chunks(repl: Repl, arg: str) -> None:
+def read_chunks(repl: ReplSession, arg: str) -> None:
     from harvey.tools.files import safe_path
 
     request = parse_read_chunks(arg)

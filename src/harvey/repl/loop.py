@@ -26,10 +26,10 @@ from harvey.agent import Agent, TurnOutcome
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
-from harvey.memory.slash import mine_on_exit, offer_profile
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import debug_enabled, redact, redacted_traceback
 from harvey.repl.commands import find_command
+from harvey.repl.memory import mine_on_exit, offer_profile
 from harvey.repl.status import banner_line
 from harvey.repl.ui import LineReader, TerminalUI, safe_markdown
 from harvey.runtime import Runtime, open_runtime

@@ -3,7 +3,7 @@
 Every successful map call of a chunked analysis is written to ``sessions.db``
 as soon as it returns, keyed by a hash of everything its prompt was made from
 (model, instruction, chunk text, chunk position and chunking parameters — see
-``harvey.context.analysis.result_key``). Running the same analysis again,
+``harvey.analysis.params.result_key``). Running the same analysis again,
 after Ctrl-C, a crash, ``kill -9`` or a failed synthesis, finds those rows and
 makes only the calls that are missing. The key is the table's primary key, so
 a call retried (by the pool, or a rerun) replaces its row instead of adding a

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harvey import secret_files
-from harvey.context.chunking import detect_doc_type
+from harvey.analysis.chunking import detect_doc_type
 from harvey.errors import ToolError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.tools.approval import describe_write

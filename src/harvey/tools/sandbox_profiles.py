@@ -8,12 +8,30 @@ these two give the same view where it is missing (bubblewrap) and on macOS
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harvey.programs import system_program
 
 if TYPE_CHECKING:
-    from harvey.tools.sandbox import Policy
+    from harvey.tools.workspace_view import WorkspaceView
+
+
+class Policy(Protocol):
+    """What these forms read of a ``sandbox.Policy``; named here, so that this module
+    sits below ``sandbox`` in the import graph (type-only imports count too)."""
+
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def scratch(self) -> str: ...
+    @property
+    def approved(self) -> bool: ...
+    @property
+    def network(self) -> bool: ...
+    @property
+    def parts(self) -> WorkspaceView: ...
+    def readable(self) -> list[str]: ...
+    def writable(self) -> list[str]: ...
 
 
 def bubblewrap_argv(policy: Policy, argv: list[str]) -> list[str]:

@@ -1,0 +1,206 @@
+"""The library entry point of a chunked analysis: one file, without an Agent or a session.
+
+``analyze_file`` is what ``harvey analyze`` and the REPL's overflow path
+(``ChunkedReads.analyze``) both call: it sizes the chunks for the map model,
+asks before more than ``max_chunks``, cuts the file (lazily when it is big)
+and runs the map-reduce engine. Everything a session would add is a
+collaborator passed in and optional: the recorder that writes the CHUNK
+ANALYSIS scene, the stored map results (resume), the calibrated ratios of a
+``PromptBudget`` (``Sizing``), the question before a long run (``confirm``)
+and the progress stream. A caller with only settings and a client gets the
+4-bytes heuristic, no recording, and a run that never asks.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from harvey.analysis.map_support import MapExecutor, ResultCache
+    from harvey.analysis.params import AnalysisRecorder
+    from harvey.config import ChunkingSettings, Settings
+    from harvey.llm.base import LLMClient, ModelCapabilities, Usage
+    from harvey.messages import Message
+
+
+class Sizing(Protocol):
+    """What an analysis asks of a calibrated budget (``context.prompt_budget.PromptBudget``)."""
+
+    def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities: ...
+
+    def bytes_per_token(
+        self, client: LLMClient | None = None, doc_type: str = "prose"
+    ) -> float: ...
+
+    def size_ratio(self, client: LLMClient | None = None, doc_type: str = "prose") -> float: ...
+
+    def calibrate(
+        self, client: LLMClient, prompt: list[Message], usage: Usage, doc_type: str = "prose"
+    ) -> None: ...
+
+
+class Heuristic:
+    """``Sizing`` without a sessions.db: the model's own window and the 4-bytes ratio."""
+
+    def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
+        assert client is not None, "Heuristic sizing needs the client"
+        return client.capabilities()
+
+    def bytes_per_token(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
+        from harvey.context.budget import BYTES_PER_TOKEN
+
+        return BYTES_PER_TOKEN
+
+    def size_ratio(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
+        return self.bytes_per_token(client, doc_type)
+
+    def calibrate(
+        self, client: LLMClient, prompt: list[Message], usage: Usage, doc_type: str = "prose"
+    ) -> None:
+        """Nothing to keep the sample in."""
+
+
+class AnalysisStatus(enum.Enum):
+    ANSWERED = "answered"  # ``text`` is the synthesis
+    CANCELLED = "cancelled"  # ``confirm`` refused more than max_chunks; nothing was read
+
+
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """How one analysis runs, beyond the settings: the ``harvey analyze`` flags in one value."""
+
+    overrides: ChunkingSettings | None = None  # --chunk-size, --overlap, --max-chunks, ...
+    fresh: bool = False  # --fresh: make every map call again instead of reusing stored results
+    executor: MapExecutor | None = None  # --executor ray; None runs the map calls here
+
+
+@dataclass(frozen=True)
+class Collaborators:
+    """What a session lends an analysis; each part is optional."""
+
+    recorder: AnalysisRecorder | None = None  # writes the CHUNK ANALYSIS scene
+    results: Callable[[bool], ResultCache] | None = None  # fresh → stored map results
+    sizing: Sizing | None = None  # calibrated ratios; default ``Heuristic``
+    confirm: Callable[[str], bool] | None = None  # asked before more than max_chunks
+    progress: TextIO | None = None  # where the bar or lines go (default stderr)
+    warn: Callable[[str], None] | None = None  # one-line notices (results reused)
+    cancel: threading.Event | None = None
+    on_start: Callable[[], None] | None = None  # called once the chunks are agreed to
+
+
+@dataclass(frozen=True)
+class FileAnalysis:
+    """The outcome of ``analyze_file``: its status, the synthesis, and what was reused."""
+
+    status: AnalysisStatus
+    text: str = ""
+    total: int = 0
+    reused: int = 0
+
+    @property
+    def answered(self) -> bool:
+        return self.status is AnalysisStatus.ANSWERED
+
+
+def chunking_of(settings: Settings | ChunkingSettings) -> ChunkingSettings:
+    """The ``chunking:`` stanza, from the whole settings or the stanza itself."""
+    from harvey.config import Settings
+
+    return settings.chunking if isinstance(settings, Settings) else settings
+
+
+def analyze_file(
+    path: Path,
+    instruction: str,
+    *,
+    settings: Settings | ChunkingSettings,
+    client: LLMClient,
+    name: str | None = None,
+    as_typed: str | None = None,
+    options: AnalyzeOptions | None = None,
+    using: Collaborators | None = None,
+) -> FileAnalysis:
+    """Chunk ``path`` and analyse it with ``client`` (the map and synthesis model).
+
+    ``name`` is how the file is recorded (its workspace-relative name; default the
+    file's name); ``as_typed`` the instruction as the person typed it, ``@route``
+    included. Raises ``UsageError`` for an empty file, ``WorkspaceError`` for one that
+    cannot be read, ``SynthesisError`` and ``Cancelled`` from the analysis.
+    """
+    from harvey.analysis.chunking import boundary_name, detect_doc_type
+    from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+    from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
+    from harvey.errors import UsageError
+    from harvey.messages import Message
+
+    options = options or AnalyzeOptions()
+    using = using or Collaborators()
+    sizing: Sizing = using.sizing or Heuristic()
+    confirm = using.confirm or (lambda _question: True)
+    name = name or path.name
+    size = regular_size(path, name)
+    if size == 0:
+        raise UsageError(f"{name} is empty: there is nothing to analyse")
+    doc_type = detect_doc_type(path)
+    cfg = chunk_config(
+        chunking_of(settings),
+        client,
+        options.overrides,
+        instruction=instruction,
+        bytes_per_token=sizing.size_ratio(client, doc_type.value),
+    )
+    at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
+    asked = at_least > cfg.max_chunks
+    if asked and not confirm(
+        f"{name} is {size:,} bytes: at least {at_least:,} chunks of "
+        f"{cfg.chunk_size_bytes:,} bytes, more than max_chunks ({cfg.max_chunks}). "
+        "Process them all?"
+    ):
+        return FileAnalysis(AnalysisStatus.CANCELLED)  # before one byte is read
+    chunks, total = chunks_of(path, name, size, cfg, doc_type)
+    if (
+        total > cfg.max_chunks
+        and not asked
+        and not confirm(
+            f"{name} splits into {total} chunks, more than max_chunks ({cfg.max_chunks}). "
+            f"Process all {total}?"
+        )
+    ):
+        return FileAnalysis(AnalysisStatus.CANCELLED, total=total)
+    if using.on_start is not None:
+        using.on_start()
+    params = ChunkAnalysisParams(
+        filename=name,
+        chunks=chunks,
+        instruction=instruction,
+        model=client.model,
+        boundary=boundary_name(doc_type),
+        config=cfg,
+        as_typed=as_typed or instruction,
+        total=total,
+    )
+    result = run_chunked_analysis(
+        client,
+        params,
+        recorder=using.recorder,
+        progress=using.progress,
+        cancel=using.cancel,
+        context_window=sizing.capabilities(client).context_window,
+        bytes_per_token=sizing.size_ratio(client),
+        results=using.results(options.fresh) if using.results is not None else None,
+        executor=options.executor,
+        on_usage=lambda sent, usage: sizing.calibrate(
+            client, [Message("user", sent)], usage, doc_type.value
+        ),
+    )
+    if result.reused and using.warn is not None:
+        using.warn(
+            f"reused {result.reused} of {total} map results stored by an earlier run "
+            "(harvey analyze --fresh makes every call again)"
+        )
+    return FileAnalysis(AnalysisStatus.ANSWERED, result.text, total, result.reused)

@@ -1,0 +1,110 @@
+"""A workspace file as chunks: the run's chunk config, the file's size, its chunks.
+
+Shared by the two flows that analyse files — one file (``oversize.py``) and a
+whole folder (``folder_reads.py``) — so both size ``chunk_size_bytes: auto``
+the same way and read a file the same way. Memory does not grow with the
+file: the size comes from ``stat`` alone (so a FIFO is refused before an open
+could block on it), a file up to one window is read whole and chunked with its
+grammar, and a larger one is streamed through the chunker twice — once to
+count the chunks (the prompts say "chunk i of N"), once, lazily, for the map
+phase. Every read error is one ``WorkspaceError`` line naming the file; a
+secret file or a hard link is refused (``FileRefused``) before its size is used.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from harvey import secret_files
+from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document, language_for_path
+from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
+from harvey.config import ChunkingSettings
+from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
+from harvey.errors import BackendError, WorkspaceError
+from harvey.llm.base import LLMClient
+from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused
+
+
+def chunk_config(
+    settings: ChunkingSettings,
+    client: LLMClient,
+    overrides: ChunkingSettings | None = None,
+    *,
+    instruction: str = "",
+    bytes_per_token: float = BYTES_PER_TOKEN,
+) -> ChunkConfig:
+    """The run config: the ``chunking:`` stanza with this run's overrides, for ``client``;
+    ``chunk_size_bytes: auto`` sized to ``client``'s window (``auto_chunk_bytes``)."""
+    stanza = settings.overridden_by(overrides) if overrides is not None else settings
+    if stanza.chunk_size_bytes == "auto":
+        try:
+            window = client.capabilities().context_window
+            size = auto_chunk_bytes(
+                window, instruction=instruction, bytes_per_token=bytes_per_token
+            )
+        except BackendError:  # the window is unknowable: today's fixed size
+            size = FIXED_CHUNK_BYTES
+        stanza = stanza.model_copy(update={"chunk_size_bytes": size})
+    return ChunkConfig.from_settings(stanza, embedded=client.backend == "local")
+
+
+def regular_size(path: Path, name: str) -> int:
+    """The size of a regular file, from ``stat`` alone (a FIFO would block an open).
+
+    ``name`` is the workspace-relative name: a secret one is refused here, before a
+    question about its chunks could be asked, and so is a file with several names."""
+    rule = secret_files.active()
+    if rule.matches(name) or rule.matches(path.name):
+        raise secret_refused(name)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
+    if info.st_nlink > 1:
+        raise hard_link_refused(name, info.st_nlink)
+    return info.st_size
+
+
+def _open(path: Path, name: str) -> IO[bytes]:
+    try:
+        return open_regular(path)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+
+
+def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Iterator[Chunk]:
+    with _open(path, name) as handle:
+        try:
+            yield from iter_chunks(utf8_windows(handle), cfg, doc_type)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+
+
+def chunks_of(
+    path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
+) -> tuple[list[Chunk] | Iterator[Chunk], int]:
+    """The chunks (a list, or a lazy stream for a file over one window) and how many."""
+    if size <= WINDOW_BYTES:
+        with _open(path, name) as handle:
+            try:
+                raw = handle.read(WINDOW_BYTES + 1)
+            except OSError as exc:
+                raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+        content = raw.decode("utf-8", errors="replace")
+        listed = chunk_document(content, cfg, doc_type, language=language_for_path(path))
+        return listed, len(listed)
+    with _open(path, name) as handle:
+        try:
+            total = count_chunks(utf8_windows(handle), cfg, doc_type)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    return _streamed(path, name, cfg, doc_type), total
+
+
+__all__ = ["chunk_config", "chunks_of", "regular_size"]

@@ -1,0 +1,148 @@
+"""A map call the server refuses as too long is split at its best boundary and completes."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+from harvey.analysis.progress import NullProgress
+from harvey.analysis.split_retry import MAX_SPLIT_DEPTH, split_in_two
+from harvey.errors import Cancelled, SynthesisError
+from harvey.llm.openai import OpenAIClient
+from harvey.llm.scripted import Reply
+from tests.fakes.servers import FakeOpenAI
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.results: list[tuple[int, int, str]] = []
+        self.synthesis: list[str] = []
+
+    def record_chunk_analysis_start(self, *args: Any) -> None:
+        pass
+
+    def record_chunk_result(self, i: int, n: int, status: str) -> None:
+        self.results.append((i, n, status))
+
+    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:
+        self.synthesis.append(status)
+
+
+def _paragraphs(count: int, size: int = 300) -> str:
+    return "\n\n".join(f"Paragraph {i}. " + "word " * (size // 5) for i in range(count))
+
+
+def test_split_in_two_is_lossless_and_cuts_at_a_blank_line() -> None:
+    text = _paragraphs(10)
+    halves = split_in_two(text, DocType.PROSE)
+    assert halves is not None
+    first, second = halves
+    assert first + second == text
+    assert first.endswith("\n\n") or second.startswith("\n")
+    assert 0.3 * len(text) < len(first) < 0.7 * len(text)
+
+
+def test_split_in_two_refuses_a_tiny_text() -> None:
+    assert split_in_two("tiny", DocType.PROSE) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=0, max_size=2000))
+def test_split_in_two_never_loses_text(text: str) -> None:
+    halves = split_in_two(text, DocType.PROSE)
+    if halves is not None:
+        assert halves[0] + halves[1] == text
+        assert halves[0] and halves[1]
+
+
+def _params(text: str, instruction: str = "Summarise.") -> ChunkAnalysisParams:
+    cfg = ChunkConfig(chunk_size_bytes=max(len(text.encode()), 16), concurrency=2)
+    chunks = chunk_document(text, cfg, DocType.PROSE)
+    return ChunkAnalysisParams("doc.md", chunks, instruction, "fake-model", config=cfg)
+
+
+def _map_requests(srv: FakeOpenAI) -> list[str]:
+    return [r["messages"][-1]["content"] for r in srv.chat_requests]
+
+
+def test_a_too_long_chunk_is_split_and_both_halves_are_analysed() -> None:
+    text = _paragraphs(12)  # about 3,700 bytes: ~930 estimated tokens
+    with FakeOpenAI(max_prompt_tokens=700, default_reply=Reply("partial")) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        notes = Notes()
+        result = run_chunked_analysis(
+            client, _params(text), recorder=notes, progress=NullProgress()
+        )
+        prompts = _map_requests(srv)
+        rejected = srv.rejected
+    assert rejected == 1  # the whole chunk, once
+    assert result.failures == []
+    assert notes.results == [
+        (1, 1, "ok (split in 2 parts: the server said the chunk was too long)")
+    ]
+    parts = [p for p in prompts if "part " in p]
+    assert len(parts) == 2
+    assert "Chunk 1 of 1, part 1" in parts[0] and "Chunk 1 of 1, part 2" in parts[1]
+    # nothing lost: every paragraph reached the model in one of the halves
+    for i in range(12):
+        assert any(f"Paragraph {i}." in p for p in parts)
+    assert result.partials == ["partial\n\npartial"]
+    assert notes.synthesis == ["ok"]
+
+
+def test_a_half_still_too_long_is_split_again() -> None:
+    text = _paragraphs(24)  # ~1,850 tokens estimated: needs four pieces under 600
+    with FakeOpenAI(max_prompt_tokens=600, default_reply=Reply("p")) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        notes = Notes()
+        result = run_chunked_analysis(
+            client, _params(text), recorder=notes, progress=NullProgress()
+        )
+    assert result.failures == []
+    status = notes.results[0][2]
+    assert status.startswith("ok (split in ") and int(status.split()[3]) >= 4
+
+
+def test_a_window_nothing_fits_fails_the_chunk_after_the_depth_limit() -> None:
+    text = _paragraphs(8)
+    with FakeOpenAI(
+        max_prompt_tokens=5, too_long_style="openai", default_reply=Reply("never")
+    ) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        notes = Notes()
+        with pytest.raises(SynthesisError, match="too long"):
+            run_chunked_analysis(client, _params(text), recorder=notes, progress=NullProgress())
+        rejected = srv.rejected
+        synthesised = srv.chat_requests[-1]["messages"][-1]["content"]
+    assert notes.results[0][2].startswith("error: ")
+    assert "too long" in notes.results[0][2]
+    # the whole chunk, its first piece at each depth (the first piece that cannot be cut
+    # further fails the chunk), then the synthesis over the failure note (refused too)
+    assert rejected == 1 + MAX_SPLIT_DEPTH + 1
+    assert "[chunk 1 failed: " in synthesised
+
+
+def test_cancel_during_a_split_stops_it() -> None:
+    text = _paragraphs(12)
+    cancel = threading.Event()
+
+    def count(body: dict[str, Any]) -> int:
+        content = str(body["messages"][-1]["content"])
+        if ", part " in content:
+            cancel.set()  # Ctrl-C while the first half is being analysed
+        return len(content.encode()) // 4
+
+    with FakeOpenAI(max_prompt_tokens=700, count_tokens=count, default_reply=Reply("x")) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        notes = Notes()
+        with pytest.raises(Cancelled):
+            run_chunked_analysis(
+                client, _params(text), recorder=notes, progress=NullProgress(), cancel=cancel
+            )
+    assert notes.synthesis == ["error: cancelled"]
