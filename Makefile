@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test test-fast lint bench install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,10 +49,18 @@ demo: $(VENV)/.local-installed
 	$(BIN)/python -m harvey.demo
 
 # Three workers on two cores: most tests wait on a subprocess or a loopback server.
+# --dist loadgroup keeps the Ray tests (xdist_group "ray", tests/conftest.py) on one
+# worker, so two Ray clusters never start at once.
 TEST_WORKERS ?= 3
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
+# Everything (CI): the embedded model, Ray clusters, big files included.
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(PYTEST)
+
+# The loop while editing: everything but the tests marked slow.
+test-fast: $(VENV)/.dev-installed
+	$(PYTEST) -m "not slow"
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests bench

@@ -21,6 +21,23 @@ ENV_VARS = (
 )
 
 
+# A test that uses one of these fixtures is slow whatever its module says: the
+# embedded model loads llama.cpp weights, and a Ray cluster takes seconds to start.
+# Ray tests also share one xdist group (``--dist loadgroup``), so one worker runs
+# them all: each module starts its cluster once, and two clusters never compete
+# for the two cores.
+SLOW_FIXTURES = ("embedded_model", "ray_env")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if any(name in names for name in SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)
+        if "ray_env" in names:
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

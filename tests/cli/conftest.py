@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.harvey_process import invoke_harvey, run_harvey
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -20,6 +20,23 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def harvey(workspace: Path) -> Run:
+    """Run ``harvey ARGS`` in the workspace, in process (click's runner): these tests
+    check the CLI's output, exit status and what it stored, not the process."""
+
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        return invoke_harvey(*args, cwd=cwd or workspace, input=input, env=env)
+
+    return run
+
+
+@pytest.fixture()
+def harvey_process(workspace: Path) -> Run:
     """Run the real ``harvey`` command in a subprocess, in the workspace."""
 
     def run(
@@ -29,17 +46,7 @@ def harvey(workspace: Path) -> Run:
         cwd: Path | None = None,
         timeout: float = 120,
     ) -> subprocess.CompletedProcess[str]:
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        return subprocess.run(
-            [sys.executable, "-m", "harvey", *args],
-            cwd=cwd or workspace,
-            input=input,
-            env=full_env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return run_harvey(*args, cwd=cwd or workspace, input=input, env=env, timeout=timeout)
 
     return run
 

@@ -184,7 +184,7 @@ def test_analyze_synthesis_failure_exits_1(harvey: Run, workspace: Path) -> None
     assert proc.stdout == ""
 
 
-def test_sessions_list_show_delete_prune(harvey: Run, workspace: Path) -> None:
+def test_sessions_list_show_delete_prune(harvey: Run, workspace: Path, isolated_env: Path) -> None:
     with FakeOpenAI([Reply("one"), Reply("two")]) as srv:
         assert harvey("run", "first", "--backend", "openai", "--base-url", srv.url).returncode == 0
         assert harvey("run", "second", "--backend", "openai", "--base-url", srv.url).returncode == 0
@@ -201,6 +201,12 @@ def test_sessions_list_show_delete_prune(harvey: Run, workspace: Path) -> None:
     assert harvey("sessions", "delete", ids[0]).returncode == 0
     assert not (offload / full_id).exists()
     assert_one_line_error(harvey("sessions", "show", ids[0]), 2, "no session")
+    # in process both runs may finish within the second the prune's cutoff is taken
+    # (timestamps have second resolution): the session left is made old
+    db = sqlite3.connect(isolated_env / "sessions.db")
+    with db:
+        db.execute("UPDATE sessions SET updated_at = '2000-01-01T00:00:00+00:00'")
+    db.close()
     prune = harvey("sessions", "prune", "--older-than", "0")
     assert prune.returncode == 0 and "deleted 1 session" in prune.stdout
     assert harvey("sessions", "list").stdout == ""

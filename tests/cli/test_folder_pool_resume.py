@@ -10,14 +10,16 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Run
 from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.harvey_process import harvey_argv
 
 SMALL = 240  # files of one chunk
 LARGE = 6  # files of several chunks each
@@ -48,6 +50,7 @@ def _calls(servers: list[FakeLlamaCpp]) -> int:
     return sum(s.calls for s in servers)
 
 
+@pytest.mark.slow
 def test_a_folder_over_three_servers_killed_resumed_and_one_server_stopped(
     harvey: Run, workspace: Path
 ) -> None:
@@ -62,7 +65,7 @@ def test_a_folder_over_three_servers_killed_resumed_and_one_server_stopped(
 
         # 1. killed with SIGKILL about a third of the way through the map phase
         first = subprocess.Popen(
-            [sys.executable, "-m", "harvey", *args],
+            harvey_argv(*args),
             cwd=workspace,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

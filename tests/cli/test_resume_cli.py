@@ -6,12 +6,14 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Run
 from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.harvey_process import harvey_argv
 
 CHUNKS_ARGS = ("--chunk-size", "1000", "--yes", "--concurrency", "1")
 
@@ -27,13 +29,14 @@ def _stored() -> int:
         return int(conn.execute("SELECT COUNT(*) FROM map_results").fetchone()[0])
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_and_fresh(harvey: Run, workspace: Path) -> None:
     _doc(workspace)
     with FakeLlamaCpp(delay_per_call=0.1) as srv:
         args = ["analyze", "doc.md", "-i", "Summarise", "--backend", "openai"]
         args += ["--endpoint", srv.url, *CHUNKS_ARGS]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harvey", *args],
+            harvey_argv(*args),
             cwd=workspace,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from harvey.errors import ConfigError
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 
 def test_auto_fills_a_share_of_the_usable_window() -> None:
@@ -64,29 +63,11 @@ def test_auto_without_a_reachable_window_is_the_fixed_size() -> None:
 
 
 def _analyze(ws: Path, srv: FakeOpenAI, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harvey",
-            "analyze",
-            "doc.md",
-            "-i",
-            "Summarise.",
-            "--yes",
-            "--backend",
-            "openai",
-            "--base-url",
-            srv.url,
-            "--no-record",
-            *extra,
-        ],
+    return invoke_harvey(
+        "analyze", "doc.md", "-i", "Summarise.", "--yes",
+        "--backend", "openai", "--base-url", srv.url, "--no-record", *extra,
         cwd=ws,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    )  # fmt: skip
 
 
 def test_a_32k_window_needs_five_times_fewer_calls_and_none_is_refused(tmp_path: Path) -> None:

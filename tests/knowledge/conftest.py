@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harvey_process import invoke_harvey
+
 NOTES = {
     "notes/boiler.md": "# Boiler\n\nThe boiler pressure must stay under 2 bar.\n"
     "Bleed the radiators every October with the brass key.\n",
@@ -30,15 +32,10 @@ def notes_ws(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def harvey(notes_ws: Path) -> Harvey:
+    """``harvey ARGS`` in the notes workspace, in process (click's runner)."""
+
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "harvey", *args],
-            cwd=notes_ws,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return invoke_harvey(*args, cwd=notes_ws, input=stdin)
 
     return run
 

@@ -5,9 +5,7 @@ store, and inputs over the cap (an error, never a silent cut)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import create_store
 from tests.fakes.embeddings import FakeEmbeddings, fake_vector
+from tests.harvey_process import invoke_harvey
 
 KEY = "test-key-0123456789abcdef"
 
@@ -121,17 +120,10 @@ def test_dimensions_changed_under_a_store_name_both(tmp_path: Path) -> None:
 def test_cli_round_trip_through_the_fake(tmp_path: Path) -> None:
     ws = _ws(tmp_path)
     with FakeEmbeddings(dims=8, api_key=KEY) as srv:
-        env = {**os.environ, "OPENAI_BASE_URL": srv.url, "OPENAI_API_KEY": KEY}
+        env = {"OPENAI_BASE_URL": srv.url, "OPENAI_API_KEY": KEY}
 
         def harvey(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, "-m", "harvey", *args],
-                cwd=ws,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            return invoke_harvey(*args, cwd=ws, env=env)
 
         assert harvey("rag", "new", "s", "--embedder", "openai:emb").returncode == 0
         ingest = harvey("rag", "ingest", "s", "notes")

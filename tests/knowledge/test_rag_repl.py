@@ -3,14 +3,13 @@ whose answer sits in one note, the passage in the prompt, the notes in the .spmd
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
 
 from harvey.llm.scripted import Reply
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 from tests.knowledge.conftest import NOTES
 from tests.repl.conftest import PROMPT, Spawn, send_line, spawn, workspace
 
@@ -27,9 +26,7 @@ def finish(child: pexpect.spawn) -> None:
 
 
 def _harvey(ws: Path, *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harvey", *args], cwd=ws, capture_output=True, text=True
-    )
+    done = invoke_harvey(*args, cwd=ws)
     assert done.returncode == 0, done.stderr
 
 

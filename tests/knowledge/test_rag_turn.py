@@ -7,12 +7,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import run_harvey
 from tests.knowledge.conftest import Harvey
 
 QUESTION = "How often should I bleed the radiators?"
@@ -27,15 +27,8 @@ def _offline_env() -> dict[str, str]:
 
 
 def _run(ws: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "harvey", "run", QUESTION, "--backend", "openai"]
-    return subprocess.run(
-        [*argv, "--base-url", url, *args],
-        cwd=ws,
-        env=_offline_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    argv = ["run", QUESTION, "--backend", "openai", "--base-url", url, *args]
+    return run_harvey(*argv, cwd=ws, base_env=_offline_env())
 
 
 def _spmd(ws: Path) -> Path:

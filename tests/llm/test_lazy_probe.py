@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
 from harvey.messages import Message
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 COUNTING = ("/tokenize", "/extras/tokenize/count", "/apply-template")
 
@@ -33,14 +31,7 @@ def test_a_plain_run_that_fits_comfortably_makes_no_probe(tmp_path: Path, api: s
     ws = tmp_path / "ws"
     ws.mkdir()
     with FakeOpenAI([Reply("hello")], tokenize_api=api, context_window=8192) as srv:
-        proc = subprocess.run(
-            [sys.executable, "-m", "harvey", "run", "hi", "--backend", "openai", *url(srv)],
-            cwd=ws,
-            env=dict(os.environ),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = invoke_harvey("run", "hi", "--backend", "openai", *url(srv), cwd=ws)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == "hello"
         assert counting_requests(srv) == []

@@ -5,7 +5,6 @@ OpenAI-compatible server."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from harvey.llm.local import LocalClient, find_model_file, to_wire
 from harvey.llm.openai import OpenAIClient
 from harvey.messages import Message, ToolCall
 from tests.conftest import missing_dependency
+from tests.harvey_process import run_harvey
 from tests.llm.conftest import free_port
 
 needs_model = pytest.mark.usefixtures("embedded_model")
@@ -157,25 +157,11 @@ def test_openai_client_streams_from_llama_cpp_server(llama_server: str) -> None:
 @pytest.mark.slow
 @needs_model
 def test_harvey_run_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
-    env = {**os.environ, "HARVEY_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harvey",
-            "run",
-            "Say hello in one short sentence.",
-            "--backend",
-            "openai",
-            "--base-url",
-            llama_server,
-            "--no-record",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    env = {"HARVEY_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    proc = run_harvey(
+        "run", "Say hello in one short sentence.",
+        "--backend", "openai", "--base-url", llama_server, "--no-record",
+        cwd=tmp_path, env=env, timeout=240,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip()

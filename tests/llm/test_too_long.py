@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from harvey.llm.scripted import Reply
 from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
 from tests.fakes.servers import FakeOllama, FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 END = Endpoint("the server", "http://127.0.0.1:1", "start it")
 
@@ -117,15 +116,10 @@ def test_a_chat_turn_rejected_for_length_is_one_line_and_keeps_history(tmp_path:
     ws = tmp_path / "ws"
     ws.mkdir()
     with FakeOpenAI([Reply("first answer")], max_prompt_tokens=1500) as srv:
-        base = [sys.executable, "-m", "harvey", "run", "--backend", "openai", "--base-url", srv.url]
-        env = dict(os.environ)
-        ok = subprocess.run(
-            [*base, "short question"], cwd=ws, env=env, capture_output=True, text=True, timeout=120
-        )
+        base = ["run", "--backend", "openai", "--base-url", srv.url]
+        ok = invoke_harvey(*base, "short question", cwd=ws)
         assert ok.returncode == 0, ok.stderr
-        proc = subprocess.run(
-            [*base, "long " * 2000], cwd=ws, env=env, capture_output=True, text=True, timeout=120
-        )
+        proc = invoke_harvey(*base, "long " * 2000, cwd=ws)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from harvey.memory.store import Memory, MemoryStore
 from harvey.session.fountain import parse_session
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 
 def harvey(
     ws: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return invoke_harvey(*args, cwd=ws, env=env)
 
 
 def seed(home: Path, ws: Path) -> tuple[str, str]:

@@ -4,9 +4,7 @@ parsing and one retry, credential rejection, dedup, review refusal, mined markin
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,20 +15,13 @@ from harvey.memory.review import MineReport, prepare, review
 from harvey.memory.store import Memory, MemoryStore
 from harvey.session.fountain import parse_session_text
 from tests.fakes.servers import FakeOllama, FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 KEY = "sk-proj-abc123DEF456ghi789JKL0xyz"
 
 
 def harvey(ws: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        env=dict(os.environ),
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return invoke_harvey(*args, cwd=ws, input=input)
 
 
 def answer(*items: dict[str, object]) -> str:

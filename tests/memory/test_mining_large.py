@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from harvey.memory.mining import Proposal, merge, transcript_parts
 from harvey.session.fountain import parse_session
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 WINDOW = 2048
 TURNS = 40
@@ -55,11 +53,17 @@ def test_a_recording_over_the_window_is_mined_in_parts(tmp_path: Path, isolated_
         for i in range(len(parts))
     ]  # fmt: skip
     with FakeOpenAI(answers, context_window=WINDOW, max_prompt_tokens=WINDOW) as srv:
-        proc = subprocess.run(
-            [sys.executable, "-m", "harvey", "memory", "mine", "big.spmd", "--yes",
-             "--backend", "openai", "--base-url", srv.url],
-            cwd=ws, env=dict(os.environ), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        proc = invoke_harvey(
+            "memory",
+            "mine",
+            "big.spmd",
+            "--yes",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.url,
+            cwd=ws,
+        )
         requests = srv.chat_requests
         rejected = srv.rejected
     assert proc.returncode == 0, proc.stderr
@@ -71,12 +75,7 @@ def test_a_recording_over_the_window_is_mined_in_parts(tmp_path: Path, isolated_
     for i in range(150):  # the long scene is cut at its lines, not truncated to its head
         assert f"tail{i:03d}" in sent
     assert f"{len(parts) + 1} memories stored" in proc.stdout
-    listed = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "harvey", "memory", "list", "--json"],
-            cwd=ws, env=dict(os.environ), capture_output=True, text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    listed = json.loads(invoke_harvey("memory", "list", "--json", cwd=ws).stdout)
     shared = [m for m in listed if m["text"] == "every module is handled by a marker rule"]
     assert len(shared) == 1 and shared[0]["scenes"] == list(range(1, len(parts) + 1))
 

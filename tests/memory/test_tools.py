@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from harvey.memory.store import Memory, MemoryStore
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 
 def run(ws: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", "run", "remember this", "--backend", "openai",
-         "--base-url", url, *extra],
-        cwd=ws, env=dict(os.environ), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    return invoke_harvey(
+        "run", "remember this", "--backend", "openai", "--base-url", url, *extra, cwd=ws
+    )
 
 
 def recording(ws: Path) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from harvey.memory.vectors import MemoryVectors, hybrid_search
 from harvey.session.fountain import parse_session
 from tests.conftest import missing_dependency
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey
 
 MIGRATIONS = "the database migrations live in db/migrations"
 QUESTION = "where is the schema migration folder?"  # no word in common with MIGRATIONS
@@ -110,14 +110,9 @@ def test_run_recalls_by_meaning_when_configured(
 ) -> None:
     with MemoryStore(isolated_env / "memory.db") as store:
         tip = store.add(Memory("", "tool_use", MIGRATIONS, kind="fact", workspace=str(ws)))
-    env = {**os.environ}
 
     def run(srv: FakeOpenAI) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "harvey", "run", QUESTION, "--backend", "openai",
-             "--base-url", srv.url],
-            cwd=ws, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        return invoke_harvey("run", QUESTION, "--backend", "openai", "--base-url", srv.url, cwd=ws)
 
     with FakeOpenAI([Reply("Look in db/migrations."), Reply("No idea.")]) as srv:
         (ws / "harvey.yaml").write_text("memory:\n  embedder: local\n")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
+
+from tests.harvey_process import harvey_argv
 
 PROMPT = "tester>"
 Spawn = Callable[..., pexpect.spawn]
@@ -37,9 +38,10 @@ def spawn(workspace: Path) -> Iterator[Spawn]:
             }
         )
         full_env.update(env or {})
+        argv = harvey_argv(*args)
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", *args],
+            argv[0],
+            argv[1:],
             cwd=str(workspace),
             env=full_env,
             encoding="utf-8",

@@ -14,6 +14,7 @@ from harvey.llm.scripted import Reply
 from harvey.memory.store import MemoryStore
 from harvey.session.fountain import parse_session
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import harvey_argv, invoke_harvey
 
 PROMPT = "tester>"
 KEY = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
@@ -21,8 +22,9 @@ KEY = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
 
 def spawn(ws: Path, *args: str) -> pexpect.spawn:
     env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    argv = harvey_argv(*args)
     return pexpect.spawn(
-        sys.executable, ["-m", "harvey", *args], cwd=str(ws), env=env, encoding="utf-8",
+        argv[0], argv[1:], cwd=str(ws), env=env, encoding="utf-8",
         timeout=30, dimensions=(40, 120), logfile=sys.stderr if os.environ.get("PX") else None,
     )  # fmt: skip
 
@@ -150,12 +152,8 @@ def test_declined_profile_offer_is_not_repeated(tmp_path: Path, isolated_env: Pa
 
 
 def harvey_list(ws: Path) -> list[dict[str, object]]:
-    import subprocess
-
-    out = subprocess.run(
-        [sys.executable, "-m", "harvey", "memory", "list", "--json"],
-        cwd=ws, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    out = invoke_harvey("memory", "list", "--json", cwd=ws)
+    assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 

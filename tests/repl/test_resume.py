@@ -1,26 +1,17 @@
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import invoke_harvey, run_harvey
 
 from .conftest import PROMPT, Spawn, send_line
 from .test_repl import finish
 
 
 def run_once(workspace: Path, url: str, prompt: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "harvey", "run", prompt, "--backend", "openai", "--base-url", url],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=60,
-    )
+    proc = invoke_harvey("run", prompt, "--backend", "openai", "--base-url", url, cwd=workspace)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -80,24 +71,9 @@ def test_continue_file_that_is_corrupt_warns_or_fails_cleanly(
     bad = workspace / "bad.spmd"
     bad.write_bytes(b"\xff\xfe not a session \x00\x01")
     with FakeOpenAI([]) as srv:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harvey",
-                "--continue-file",
-                str(bad),
-                "--backend",
-                "openai",
-                "--base-url",
-                srv.url,
-            ],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            input="",
-            timeout=60,
-            env=dict(os.environ),
-        )
+        proc = run_harvey(
+            "--continue-file", str(bad), "--backend", "openai", "--base-url", srv.url,
+            cwd=workspace, input="", timeout=60,
+        )  # fmt: skip
     assert "Traceback" not in proc.stderr
     assert proc.returncode in (0, 1, 2)

@@ -11,9 +11,7 @@ workspace that nothing may touch.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import run_harvey
 
 API_KEY = "sk-harveytest-DO-NOT-LEAK-0123456789abcdef"
 
@@ -115,28 +114,13 @@ def attack(victim_workspace: Path, outside: Path, isolated_env: Path) -> Attack:
             batch = step if isinstance(step, list) else [step]
             script.append(Reply(tool_calls=batch))
         script.append(Reply("done"))
-        full_env = dict(os.environ)
-        full_env.update({"OPENAI_API_KEY": API_KEY, **(env or {})})
         with FakeOpenAI(script, api_key=API_KEY, default_reply=Reply("done")) as srv:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "harvey",
-                    "run",
-                    prompt,
-                    "--backend",
-                    "openai",
-                    "--base-url",
-                    srv.url,
-                    *extra_args,
-                ],
+            proc = run_harvey(
+                "run", prompt, "--backend", "openai", "--base-url", srv.url, *extra_args,
                 cwd=victim_workspace,
-                env=full_env,
-                capture_output=True,
-                text=True,
+                env={"OPENAI_API_KEY": API_KEY, **(env or {})},
                 timeout=timeout,
-            )
+            )  # fmt: skip
             requests = list(srv.chat_requests)
         return AttackResult(
             proc, requests, victim_workspace, isolated_env, outside, tool_messages(requests)

@@ -25,6 +25,7 @@ from harvey.config import LimitsSettings
 from harvey.tools import git_policy, sandbox
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import ShellResult, _execute, run_command
+from tests.harvey_process import run_harvey
 from tests.security.conftest import Attack
 
 # A python3 the sandbox lets run (beneath /usr); the test interpreter may live elsewhere.
@@ -47,11 +48,8 @@ def landlock() -> sandbox.Confinement:
 def trust() -> tuple[str, ...]:
     """``--trust`` where ``harvey run`` has it: these tests widen the allow-list in the
     workspace's harvey.yaml as its (trusting) owner would."""
-    import sys
 
-    done = subprocess.run(
-        [sys.executable, "-m", "harvey", "run", "--help"], capture_output=True, text=True
-    )
+    done = run_harvey("run", "--help")
     return ("--trust",) if "--trust" in done.stdout else ()
 
 
@@ -193,7 +191,7 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or gone while being read
         return False
 
 

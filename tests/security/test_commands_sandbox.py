@@ -8,14 +8,13 @@ that Landlock really is active here and fail, rather than skip, when it is not.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 from harvey.tools import sandbox
+from tests.harvey_process import run_harvey
 from tests.security.conftest import API_KEY, Attack, snapshot
 
 PADDING = [f"# padding line {i} so that sort spills to compressed temp files" for i in range(200)]
@@ -156,12 +155,7 @@ def test_no_confinement_means_even_ls_is_refused_in_batch_mode(
 
 
 def test_doctor_reports_the_confinement(victim_workspace: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harvey", "doctor"],
-        cwd=victim_workspace,
-        capture_output=True,
-        text=True,
-    )
+    done = run_harvey("doctor", cwd=victim_workspace)
     assert done.returncode == 0, done.stderr
     assert "confinement: landlock (ABI " in done.stdout
     assert "workspace read-only, no network, no /proc" in done.stdout
@@ -172,11 +166,6 @@ def test_doctor_reports_the_confinement(victim_workspace: Path) -> None:
 
 def test_doctor_says_none_when_configured_off(victim_workspace: Path, isolated_env: Path) -> None:
     (isolated_env / "harvey.yaml").write_text("security:\n  sandbox: none\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "harvey", "doctor"],
-        cwd=victim_workspace,
-        capture_output=True,
-        text=True,
-    )
+    done = run_harvey("doctor", cwd=victim_workspace)
     assert done.returncode == 0, done.stderr
     assert "confinement: none (security.sandbox is none)" in done.stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.harvey_process import run_harvey
 from tests.security.conftest import API_KEY, Attack, snapshot
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -22,16 +22,7 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 def harvey(
     ws: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return run_harvey(*args, cwd=ws, env=env)
 
 
 class _EmbedServer:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 from harvey.llm.scripted import Reply
 from tests.fakes.base import _Handler
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import run_harvey
 from tests.security.conftest import API_KEY, Attack, AttackResult
 
 GITHUB_TOKEN = "ghp_16C7e42F292c6912E7710c838347Ae178B4aXYZ"
@@ -58,26 +58,10 @@ def _stored(workspace: Path, home: Path) -> bytes:
 def _run_against_started(
     srv: FakeOpenAI, workspace: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harvey",
-            "run",
-            "hello",
-            "--backend",
-            "openai",
-            "--base-url",
-            srv.url,
-            "--model",
-            "m",
-        ],
-        cwd=workspace,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_harvey(
+        "run", "hello", "--backend", "openai", "--base-url", srv.url, "--model", "m",
+        cwd=workspace, env=env,
+    )  # fmt: skip
 
 
 def _run_against(

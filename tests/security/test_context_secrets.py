@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from hypothesis import strategies as st
 from harvey.redact import Redactor, is_secret_env_name, secret_env_values
 from harvey.secret_files import SecretFiles
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY, Attack, AttackResult
 
 #: A second secret with no word in it, so every one of its slices is evidence.
@@ -97,14 +97,7 @@ def plant_secrets(ws: Path, outside: Path) -> None:
 
 
 def _harvey(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-    )
+    return run_harvey(*args, cwd=ws)
 
 
 # --------------------------------------------------------------------- the file tools
@@ -216,8 +209,7 @@ def test_read_in_the_repl_refuses_a_secret_file_in_one_line(
     plant_secrets(victim_workspace, outside)
     with FakeOpenAI([], default_reply="noted") as srv:
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", "--backend", "openai", "--base-url", srv.url],
+            *harvey_spawn("--backend", "openai", "--base-url", srv.url),
             cwd=str(victim_workspace),
             env={**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"},
             encoding="utf-8",
@@ -296,6 +288,7 @@ def test_folder_analysis_skips_and_counts_secret_files(
 # ---------------------------------------------------------------------- knowledge
 
 
+@pytest.mark.slow
 def test_ingest_skips_secret_files_and_a_query_finds_no_piece(
     victim_workspace: Path, outside: Path
 ) -> None:

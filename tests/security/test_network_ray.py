@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +39,7 @@ from tests.analysis.cluster.conftest import (
     write_doc,
 )
 from tests.fakes.base import _Handler
+from tests.harvey_process import harvey_argv
 from tests.security.conftest import API_KEY
 
 __all__ = ["harvey", "ray_env", "workspace"]  # fixtures used here
@@ -182,7 +182,7 @@ def test_analyze_starts_a_loopback_ray_whose_processes_hold_no_key(
     with GatedEcho(slots=2, api_key=API_KEY) as srv:
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "harvey", "analyze", "doc.md", "-i", "Summarise",
+                *harvey_argv("analyze", "doc.md", "-i", "Summarise"),
                 "--backend", "openai", "--base-url", srv.url, "--model", "fake-model",
                 "--chunk-size", "1000", "--yes", "--executor", "ray",
             ],

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY, Attack, snapshot
 from tests.security.test_context_secrets import PUBLIC_WORDS, assert_no_pieces
 
@@ -148,8 +148,7 @@ def test_the_repl_asks_about_the_clone_and_then_holds_every_door(
             "PROMPT_TOOLKIT_NO_CPR": "1",
         }
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", "--backend", "openai"],
+            *harvey_spawn("--backend", "openai"),
             cwd=str(victim_workspace),
             env=env,
             encoding="utf-8",
@@ -232,13 +231,8 @@ def test_a_planted_api_key_command_never_runs(
         "backend: openai\nbase_url: http://127.0.0.1:9/v1\napi_key_command: fakepass openai\n"
     )
     _plant_program(victim_workspace / "bin", "fakepass", outside, prints="sk-planted-0123456789")
-    proc = subprocess.run(
-        [sys.executable, "-m", "harvey", "run", "hi"],
-        cwd=victim_workspace,
-        env={**os.environ, **_on_path(victim_workspace / "bin")},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    proc = run_harvey(
+        "run", "hi", cwd=victim_workspace, env=_on_path(victim_workspace / "bin"), timeout=60
     )
     assert not (outside / MARK).exists(), "the clone's program ran as api_key_command"
     assert proc.returncode == 2, proc.stderr

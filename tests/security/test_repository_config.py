@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 from harvey.llm.scripted import Reply
 from tests.cli.conftest import assert_one_line_error
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY
 
 PROMPT = "tester>"
@@ -43,15 +43,7 @@ class Outcome:
 def harvey(
     workspace: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "OPENAI_API_KEY": API_KEY, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=workspace,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_harvey(*args, cwd=workspace, env={"OPENAI_API_KEY": API_KEY, **(env or {})})
 
 
 def hostile(workspace: Path, config: str, *args: str) -> Outcome:
@@ -92,6 +84,7 @@ def test_with_trust_for_one_run_the_file_applies_and_is_not_remembered(
     assert_refused(again, "harvey trust")
 
 
+@pytest.mark.slow
 def test_harvey_trust_remembers_the_file_and_an_edit_asks_again(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -235,8 +228,7 @@ def spawn_repl(workspace: Path, honest: FakeOpenAI) -> pexpect.spawn:
         "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     return pexpect.spawn(
-        sys.executable,
-        ["-m", "harvey", "--backend", "openai"],
+        *harvey_spawn("--backend", "openai"),
         cwd=str(workspace),
         env=env,
         encoding="utf-8",
@@ -318,13 +310,11 @@ def test_the_repl_quit_starts_nothing(victim_workspace: Path, isolated_env: Path
 
 def test_the_repl_without_a_terminal_refuses_like_harvey_run(victim_workspace: Path) -> None:
     (victim_workspace / "harvey.yaml").write_text("security:\n  allowed_commands: [python3]\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "harvey", "--backend", "openai"],
+    proc = run_harvey(
+        "--backend", "openai",
         cwd=victim_workspace,
         input="t\nhello\n",  # a piped "t" is not a person's answer
-        env={**os.environ, "OPENAI_API_KEY": API_KEY},
-        capture_output=True,
-        text=True,
+        env={"OPENAI_API_KEY": API_KEY},
         timeout=60,
-    )
+    )  # fmt: skip
     assert_one_line_error(proc, 2, "harvey trust", "security.allowed_commands")

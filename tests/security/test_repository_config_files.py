@@ -20,20 +20,17 @@ import pytest
 from harvey.llm.scripted import Reply
 from tests.cli.conftest import assert_one_line_error
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import run_harvey
 from tests.security.conftest import API_KEY
 
 
 def run(
     workspace: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", "run", "hi", "--backend", "openai", *args],
-        cwd=workspace,
-        env={**os.environ, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_harvey(
+        "run", "hi", "--backend", "openai", *args,
+        cwd=workspace, env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", **(env or {})},
+    )  # fmt: skip
 
 
 def deep(levels: int) -> str:
@@ -89,13 +86,7 @@ def test_a_config_that_is_no_regular_small_file_is_one_line(
         target.write_text("# padding\n" * 200_000)
     needle = "larger than" if kind == "huge" else "not a regular file"
     assert_one_line_error(run(victim_workspace), 2, "harvey.yaml", needle)
-    listed = subprocess.run(
-        [sys.executable, "-m", "harvey", "trust", "--list"],
-        cwd=victim_workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    listed = run_harvey("trust", "--list", cwd=victim_workspace, timeout=60)
     assert listed.returncode == 0
 
 
@@ -136,13 +127,9 @@ def test_no_api_key_command_runs_for_a_model_that_needs_no_key(
     (isolated_env / "harvey.yaml").write_text(f"api_key_command: {json.dumps(command)}\n")
     script = victim_workspace / "script.json"
     script.write_text('["scripted reply"]')
-    proc = subprocess.run(
-        [sys.executable, "-m", "harvey", "run", "hi", "--backend", "scripted"],
-        cwd=victim_workspace,
-        env={**os.environ, "HARVEY_SCRIPT": str(script)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_harvey(
+        "run", "hi", "--backend", "scripted",
+        cwd=victim_workspace, env={"HARVEY_SCRIPT": str(script)}, timeout=60,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "scripted reply\n" and not marker.exists()

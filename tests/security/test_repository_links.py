@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import Attack, AttackResult, snapshot
 
 MARK = "MARK-pwned"
@@ -174,15 +174,7 @@ def test_harvey_folder_readable_by_others_is_closed_before_use(
 
 
 def harvey(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-        input="",
-    )
+    return run_harvey(*args, cwd=ws, input="")
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -331,8 +323,7 @@ def test_repl_with_sessions_folder_a_link(victim_workspace: Path, outside: Path)
     env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
     with FakeOpenAI([Reply("hello from the model")]) as srv:
         child = pexpect.spawn(
-            sys.executable,
-            ["-m", "harvey", "--backend", "openai", "--base-url", srv.url],
+            *harvey_spawn("--backend", "openai", "--base-url", srv.url),
             cwd=str(victim_workspace),
             env=env,
             encoding="utf-8",

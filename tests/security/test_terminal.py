@@ -17,7 +17,6 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
@@ -28,6 +27,7 @@ from harvey.memory.store import Memory, MemoryStore
 from harvey.messages import ToolCall
 from tests.fakes.base import HTTPFailure
 from tests.fakes.openai import FakeOpenAI
+from tests.harvey_process import harvey_argv
 
 CLIPBOARD = "\x1b]52;c;SGFydmV5IHdhcyBoZXJl\x07"
 TITLE = "\x1b]0;pwned title\x07"  # a space inside: the stream cuts it in two deltas
@@ -72,7 +72,7 @@ def harvey(
     workspace: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "harvey", *args],
+        harvey_argv(*args),
         cwd=workspace,
         env={**os.environ, **(env or {})},
         capture_output=True,
@@ -84,9 +84,10 @@ def on_pty(workspace: Path, *args: str) -> pexpect.spawn:
     env = dict(os.environ)
     env.update({"TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": "150", "LINES": "40"})
     env.pop("NO_COLOR", None)  # Harvey's own colours on: the assertions are about the attacker's
+    argv = harvey_argv(*args)
     child = pexpect.spawn(
-        sys.executable,
-        ["-m", "harvey", *args],
+        argv[0],
+        argv[1:],
         cwd=str(workspace),
         env=env,
         timeout=60,

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.fakes.servers import FakeOpenAI
+from tests.harvey_process import run_harvey
 
 
 def _analyze(workspace: Path, *paths: str) -> tuple[subprocess.CompletedProcess[str], str, int]:
     """Run ``harvey analyze PATHS``; what it sent the model, and how many chat calls."""
     with FakeOpenAI([], default_reply="r") as srv:
         model = ("--backend", "openai", "--base-url", srv.url, "--yes")
-        proc = subprocess.run(
-            [sys.executable, "-m", "harvey", "analyze", *paths, "-i", "x", *model],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=dict(os.environ),
-        )
+        proc = run_harvey("analyze", *paths, "-i", "x", *model, cwd=workspace)
         sent = json.dumps([r.body for r in srv.requests])
         chats = len(srv.chat_requests)
     return proc, sent, chats

@@ -15,6 +15,7 @@ import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI, KeepAlive
+from tests.harvey_process import harvey_argv
 from tests.security.conftest import API_KEY, Attack
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -34,7 +35,7 @@ def harvey(
     workspace: Path, *args: str, timeout: float = 120, peak_file: Path | None = None
 ) -> tuple[int, str, str]:
     """Run ``harvey ARGS`` in ``workspace``: (exit code, stdout, stderr)."""
-    command = [sys.executable, "-m", "harvey", *args]
+    command = harvey_argv(*args)
     if peak_file is not None:
         command = [sys.executable, "-c", _MEASURE, str(peak_file), *command]
     proc = subprocess.run(
@@ -168,6 +169,7 @@ def test_a_server_that_only_sends_pings_times_out(
     assert f"the OpenAI-compatible server at {srv.url} did not answer within 1s" in one_line(err)
 
 
+@pytest.mark.slow
 def test_analyze_streams_a_file_bigger_than_one_window(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -201,6 +203,7 @@ def test_analyze_streams_a_file_bigger_than_one_window(
     assert "".join(bodies[i] for i in range(1, n + 1)) == text  # lossless, in order
 
 
+@pytest.mark.slow
 def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
     victim_workspace: Path, isolated_env: Path, tmp_path: Path
 ) -> None:

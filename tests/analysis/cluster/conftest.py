@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from harvey.llm.scripted import Reply
-from tests.cli.conftest import harvey, workspace  # the same `harvey` subprocess runner
+from tests.cli.conftest import Run, harvey_process, workspace
 from tests.conftest import missing_dependency
 from tests.fakes.base import Step, _Handler
 from tests.fakes.llamacpp import FakeLlamaCpp
@@ -83,4 +83,11 @@ def write_doc(folder: Path, paragraphs: int = 12, name: str = "doc.md") -> Path:
     return path
 
 
-__all__ = ["EchoLlamaCpp", "harvey", "ray_env", "workspace", "write_doc"]
+@pytest.fixture()
+def harvey(harvey_process: Run) -> Run:
+    """A real ``harvey`` process: Ray must start (or be missing) in a child, never in
+    the test's own process, and a ``sitecustomize`` on PYTHONPATH reaches only a child."""
+    return harvey_process
+
+
+__all__ = ["EchoLlamaCpp", "harvey", "harvey_process", "ray_env", "workspace", "write_doc"]

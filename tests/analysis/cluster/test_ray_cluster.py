@@ -14,7 +14,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -34,6 +33,7 @@ from harvey.llm.local import LocalClient
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import ScriptedClient
 from tests.analysis.cluster.conftest import EchoLlamaCpp, write_doc
+from tests.harvey_process import harvey_argv
 
 NODE = {"num_cpus": 1, "resources": {"harvey_model": 1}}
 
@@ -217,7 +217,7 @@ def test_analyze_survives_a_node_removed_mid_run(
     with EchoLlamaCpp(slots=4, delay_per_call=0.4) as srv:
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "harvey", "analyze", "doc.md", "-i", "Summarise",
+                *harvey_argv("analyze", "doc.md", "-i", "Summarise"),
                 "--backend", "openai", "--endpoint", srv.url, "--chunk-size", "1000", "--yes",
                 "--executor", "ray", "--ray-address", two_nodes.address,
             ],
@@ -265,7 +265,7 @@ def test_a_folder_analysis_runs_on_the_two_node_cluster(
     with EchoLlamaCpp(slots=4, delay_per_call=0.05) as srv:
         proc = subprocess.run(
             [
-                sys.executable, "-m", "harvey", "analyze", "notes", "-i", "Summarise",
+                *harvey_argv("analyze", "notes", "-i", "Summarise"),
                 "--backend", "openai", "--endpoint", srv.url, "--chunk-size", "1000", "--yes",
                 "--per-file", "--executor", "ray", "--ray-address", two_nodes.address,
             ],
