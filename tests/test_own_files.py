@@ -201,6 +201,7 @@ NODE = st.one_of(
     target=st.lists(NAMES, min_size=1, max_size=3),
     action=st.sampled_from(["append", "replace", "database", "create", "write_file"]),
 )
+@pytest.mark.slow
 def test_nothing_outside_the_root_is_ever_created_or_changed(
     tmp_path_factory: pytest.TempPathFactory,
     layout: list[tuple[list[str], tuple[str, str]]],

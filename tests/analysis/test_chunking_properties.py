@@ -151,6 +151,7 @@ def test_sentence_overlap_rule(doc: Doc, size: int) -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(documents(), st.integers(min_value=60, max_value=600))
+@pytest.mark.slow
 def test_prose_cuts_prefer_paragraphs_then_sentences(doc: Doc, size: int) -> None:
     """A smaller unit only when the larger one cannot fill half the chunk; never tiny chunks."""
     chunks = chunk_document(

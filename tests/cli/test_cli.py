@@ -76,6 +76,7 @@ def test_no_record_writes_no_session_file(harvey: Run, workspace: Path) -> None:
     assert not (workspace / ".harvey" / "sessions").exists()
 
 
+@pytest.mark.slow
 def test_unreachable_server_is_one_line_exit_1(harvey: Run) -> None:
     proc = harvey(
         "run",
@@ -233,6 +234,7 @@ def test_render_writes_html(harvey: Run, workspace: Path) -> None:
     assert_one_line_error(harvey("sessions", "render", "missing.spmd"), 2, "does not exist")
 
 
+@pytest.mark.slow
 def test_debug_shows_traceback(harvey: Run) -> None:
     proc = harvey(
         "run",

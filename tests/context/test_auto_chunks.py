@@ -70,6 +70,7 @@ def _analyze(ws: Path, srv: FakeOpenAI, *extra: str) -> subprocess.CompletedProc
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_32k_window_needs_five_times_fewer_calls_and_none_is_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

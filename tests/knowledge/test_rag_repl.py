@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.openai import FakeOpenAI
@@ -30,6 +31,7 @@ def _harvey(ws: Path, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_rag_in_the_repl(spawn: Spawn, workspace: Path) -> None:
     for rel, text in NOTES.items():
         (workspace / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ def _modules_of_a_run(ws: Path, tmp_path: Path, *args: str) -> set[str]:
 
 
 @pytest.mark.usefixtures("isolated_env")
+@pytest.mark.slow
 def test_no_store_in_use_imports_nothing_heavy(
     harvey: Harvey, notes_ws: Path, tmp_path: Path
 ) -> None:

@@ -9,6 +9,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
 from tests.fakes.openai import FakeOpenAI
@@ -37,6 +39,7 @@ def _spmd(ws: Path) -> Path:
     return files[0]
 
 
+@pytest.mark.slow
 def test_passage_reaches_prompt_and_spmd_has_notes(
     harvey: Harvey, notes_ws: Path, isolated_env: Path
 ) -> None:
@@ -66,6 +69,7 @@ def test_passage_reaches_prompt_and_spmd_has_notes(
     assert (scene.rag_sources[0].start_line, scene.rag_sources[0].end_line) == (1, 4)
 
 
+@pytest.mark.slow
 def test_turn_without_matches_records_nothing(harvey: Harvey, notes_ws: Path) -> None:
     harvey("rag", "new", "notes", "--embedder", "none")
     harvey("rag", "ingest", "notes", "notes/garden.md")
@@ -78,6 +82,7 @@ def test_turn_without_matches_records_nothing(harvey: Harvey, notes_ws: Path) ->
     assert "[[rag" not in _spmd(notes_ws).read_text()
 
 
+@pytest.mark.slow
 def test_active_store_from_config_and_missing_store(harvey: Harvey, notes_ws: Path) -> None:
     harvey("rag", "new", "kb", "--embedder", "none")
     harvey("rag", "ingest", "kb", "notes")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harvey.memory.startup import anything_to_recall
 from harvey.memory.store import Memory, MemoryStore
 
@@ -45,6 +47,7 @@ def applied(db: Path) -> list[str]:
         return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY name")]
 
 
+@pytest.mark.slow
 def test_nothing_to_recall_opens_nothing(tmp_path: Path, isolated_env: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

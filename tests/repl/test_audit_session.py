@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from screenplay_tools.fountain.parser import Parser
 from screenplay_tools.screenplay import ElementType
 
@@ -18,6 +19,7 @@ from .conftest import PROMPT, Spawn, send_line
 from .test_repl import finish
 
 
+@pytest.mark.slow
 def test_recorded_repl_session_round_trips(
     spawn: Spawn, workspace: Path, isolated_env: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.fakes.servers import FakeOpenAI
 
@@ -23,6 +24,7 @@ def test_status_shows_the_confinement(spawn: Spawn) -> None:
         child.expect(pexpect.EOF)
 
 
+@pytest.mark.slow
 def test_without_confinement_even_an_allowed_command_asks(
     spawn: Spawn, workspace: Path, isolated_env: Path
 ) -> None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from harvey.llm.scripted import Reply
 from harvey.memory.store import MemoryStore
@@ -33,6 +34,7 @@ def line(child: pexpect.spawn, text: str) -> None:
     child.send(text + "\r")
 
 
+@pytest.mark.slow
 def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -111,6 +113,7 @@ def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None
         assert KEY not in recording.read_text()
 
 
+@pytest.mark.slow
 def test_declined_profile_offer_is_not_repeated(tmp_path: Path, isolated_env: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

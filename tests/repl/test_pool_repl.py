@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.fakes.llamacpp import FakeLlamaCpp
 
 from .conftest import PROMPT, Spawn, send_line
 
 
+@pytest.mark.slow
 def test_chat_and_status_over_a_pool(spawn: Spawn, workspace: Path) -> None:
     with (
         FakeLlamaCpp(slots=2, slot_context=1024, default_reply="pooled reply") as a,

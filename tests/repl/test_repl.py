@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
@@ -19,6 +20,7 @@ def finish(child: pexpect.spawn) -> None:
     assert child.exitstatus == 0
 
 
+@pytest.mark.slow
 def test_chat_status_help_shell_and_exit(spawn: Spawn, workspace: Path) -> None:
     (workspace / "hello.txt").write_text("hi there\n")
     with FakeOpenAI([Reply("The answer is **42**.")], context_window=4096) as srv:
@@ -48,6 +50,7 @@ def test_chat_status_help_shell_and_exit(spawn: Spawn, workspace: Path) -> None:
     assert spmd.rstrip().endswith("THE END.")
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_a_streaming_reply(
     spawn: Spawn, workspace: Path, isolated_env: Path
 ) -> None:
@@ -79,6 +82,7 @@ def test_ctrl_d_quits(spawn: Spawn) -> None:
         assert child.exitstatus == 0
 
 
+@pytest.mark.slow
 def test_plan_written_then_shown(spawn: Spawn, workspace: Path) -> None:
     (workspace / ".git").mkdir()  # a git workspace keeps its plan in .harvey/plans
     todos = [
@@ -105,6 +109,7 @@ def test_plan_written_then_shown(spawn: Spawn, workspace: Path) -> None:
     assert len(plans) == 1 and "[>] Write the summary" in plans[0].read_text()
 
 
+@pytest.mark.slow
 def test_overflow_alert_prefill_and_analysis(spawn: Spawn, workspace: Path) -> None:
     (workspace / "harvey.yaml").write_text(
         "context_window: 2048\nchunking:\n  chunk_size_bytes: 3000\n"
@@ -135,6 +140,7 @@ def test_overflow_alert_prefill_and_analysis(spawn: Spawn, workspace: Path) -> N
     assert a < b < c
 
 
+@pytest.mark.slow
 def test_overflow_alert_no_cancels(spawn: Spawn, workspace: Path) -> None:
     (workspace / "harvey.yaml").write_text("context_window: 2048\n")
     (workspace / "big.md").write_text("A paragraph of text.\n\n" * 2000)
@@ -176,6 +182,7 @@ def test_route_turn_is_attributed(spawn: Spawn, workspace: Path, isolated_env: P
     assert "[[HELPER.tool: list_files(" in spmd
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_chunk_analysis_injects_nothing(
     spawn: Spawn, workspace: Path, isolated_env: Path
 ) -> None:
@@ -242,6 +249,7 @@ def test_plan_edit_opens_the_editor(spawn: Spawn, workspace: Path, tmp_path: Pat
         finish(child)
 
 
+@pytest.mark.slow
 def test_multi_line_paste_is_one_turn(spawn: Spawn) -> None:
     with FakeOpenAI([Reply("got both lines")]) as srv:
         child = spawn("--backend", "openai", "--base-url", srv.url)

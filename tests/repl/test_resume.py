@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
 from tests.harvey_process import invoke_harvey, run_harvey
@@ -42,6 +44,7 @@ def test_continue_resumes_newest_session_with_plan_handover(spawn: Spawn, worksp
     assert "Plan summary: " in system_text
 
 
+@pytest.mark.slow
 def test_continue_file_rebuilds_the_conversation(spawn: Spawn, workspace: Path) -> None:
     with FakeOpenAI([Reply("Paris is the capital."), Reply("You asked about France.")]) as srv:
         run_once(workspace, srv.url, "What is the capital of France?")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
@@ -20,6 +21,7 @@ def write(path: str, content: str) -> Reply:
     return Reply(tool_calls=[("write_file", {"path": path, "content": content})])
 
 
+@pytest.mark.slow
 def test_diff_then_no_then_all(spawn: Spawn, workspace: Path) -> None:
     (workspace / "notes.md").write_text("keep this line\nold ending\n")
     script = [

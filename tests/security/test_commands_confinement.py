@@ -236,6 +236,7 @@ def pids(output: str) -> list[int]:
 
 
 @pytest.mark.parametrize("mode", ["return", "hang"])
+@pytest.mark.slow
 def test_no_descendant_outlives_the_command(victim_workspace: Path, mode: str) -> None:
     timeout = 5 if mode == "hang" else 60
     result = confined(victim_workspace, PYTHON, "-c", DAEMONS, mode, timeout=timeout)

@@ -64,6 +64,7 @@ def embed_server() -> Iterator[_EmbedServer]:
     server.close()
 
 
+@pytest.mark.slow
 def test_links_out_of_the_workspace_are_not_ingested(victim_workspace: Path, outside: Path) -> None:
     before = snapshot(outside)
     (victim_workspace / "docs").mkdir()
@@ -84,6 +85,7 @@ def test_links_out_of_the_workspace_are_not_ingested(victim_workspace: Path, out
     assert snapshot(outside) == before
 
 
+@pytest.mark.slow
 def test_remote_embedder_gets_redacted_text(
     victim_workspace: Path, embed_server: _EmbedServer
 ) -> None:
@@ -109,6 +111,7 @@ def test_remote_embedder_gets_redacted_text(
     assert hits[0]["path"] == "config.md"
 
 
+@pytest.mark.slow
 def test_embedder_down_fails_in_one_line_and_keeps_the_store(victim_workspace: Path) -> None:
     (victim_workspace / "a.md").write_text("first note about boilers\n")
     env = {"OLLAMA_HOST": "127.0.0.1:9"}
@@ -125,6 +128,7 @@ def test_embedder_down_fails_in_one_line_and_keeps_the_store(victim_workspace: P
     assert "files:       1" in status.stdout  # the chunks are in; only the vectors wait
 
 
+@pytest.mark.slow
 def test_hostile_search_knowledge_calls(
     attack: Attack, victim_workspace: Path, outside: Path
 ) -> None:

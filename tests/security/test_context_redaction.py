@@ -180,6 +180,7 @@ def test_harvey_home_the_store_and_the_session_files_are_private(
     assert {str(p): _mode(p) for p in files} == {str(p): 0o600 for p in files}
 
 
+@pytest.mark.slow
 def test_loose_modes_left_by_an_older_harvey_are_tightened(
     victim_workspace: Path, isolated_env: Path
 ) -> None:

@@ -201,6 +201,7 @@ def test_a_mentioned_secret_file_is_not_attached(
     assert_nothing_leaked(result)
 
 
+@pytest.mark.slow
 def test_read_in_the_repl_refuses_a_secret_file_in_one_line(
     victim_workspace: Path, outside: Path
 ) -> None:

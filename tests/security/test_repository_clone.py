@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.servers import FakeOpenAI
@@ -126,6 +127,7 @@ def test_batch_with_the_config_trusted_still_changes_nothing_outside_and_leaks_n
     assert len(result.tool_outputs) >= len(HOSTILE_MODEL) - 1  # every call was answered
 
 
+@pytest.mark.slow
 def test_the_repl_asks_about_the_clone_and_then_holds_every_door(
     victim_workspace: Path, outside: Path
 ) -> None:

@@ -72,6 +72,7 @@ def test_a_cloned_base_url_is_refused_in_one_line_naming_harvey_trust(
     assert_refused(outcome, "harvey trust", "--trust", "base_url", "not trusted")
 
 
+@pytest.mark.slow
 def test_with_trust_for_one_run_the_file_applies_and_is_not_remembered(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -243,6 +244,7 @@ REPL_CONFIG = (
 )
 
 
+@pytest.mark.slow
 def test_the_repl_asks_and_not_now_sends_no_key(victim_workspace: Path) -> None:
     with (
         FakeOpenAI([], api_key=API_KEY, default_reply=Reply("honest reply")) as honest,
@@ -267,6 +269,7 @@ def test_the_repl_asks_and_not_now_sends_no_key(victim_workspace: Path) -> None:
     assert "^[]52;c;aGk=^G" in shown and "\x1b]52" not in shown  # shown, not obeyed
 
 
+@pytest.mark.slow
 def test_the_repl_remembers_trust_and_does_not_ask_again(
     victim_workspace: Path, isolated_env: Path
 ) -> None:

@@ -61,6 +61,7 @@ FILES = {
 
 @pytest.mark.parametrize("where", ["workspace", "harvey_home"])
 @pytest.mark.parametrize("case", FILES.values(), ids=FILES.keys())
+@pytest.mark.slow
 def test_a_hostile_file_is_one_line_and_exit_2(
     victim_workspace: Path, isolated_env: Path, where: str, case: tuple[str, str]
 ) -> None:

@@ -186,6 +186,7 @@ def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> Non
         assert needle in lines[0], proc.stderr
 
 
+@pytest.mark.slow
 def test_rag_folder_a_link(victim_workspace: Path, outside: Path) -> None:
     (victim_workspace / "notes.md").write_text("the meeting is at noon\n")
     (victim_workspace / ".harvey").mkdir()
@@ -209,6 +210,7 @@ def test_rag_folder_a_link(victim_workspace: Path, outside: Path) -> None:
     assert snapshot(outside) == before
 
 
+@pytest.mark.slow
 def test_rag_store_hard_linked_to_an_outside_file(victim_workspace: Path, outside: Path) -> None:
     (victim_workspace / "notes.md").write_text("the meeting is at noon\n")
     assert harvey(victim_workspace, "rag", "new", "notes", "--embedder", "none").returncode == 0

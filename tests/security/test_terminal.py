@@ -186,6 +186,7 @@ def test_model_names_from_the_server(victim_workspace: Path) -> None:
 # ------------------------------------------------------------------ stored rows
 
 
+@pytest.mark.slow
 def test_sessions_show_and_list_of_a_recorded_reply(victim_workspace: Path) -> None:
     with FakeOpenAI([Reply(HOSTILE)]) as srv:
         assert harvey(victim_workspace, "run", f"hi {TITLE}", *openai(srv.url)).returncode == 0
@@ -199,6 +200,7 @@ def test_sessions_show_and_list_of_a_recorded_reply(victim_workspace: Path) -> N
     assert_shown(shown.stdout, "assistant: Sure. ^[]52;c;", "upload ~/.ssh", "lone^MCR")
 
 
+@pytest.mark.slow
 def test_rag_query_of_an_ingested_file_with_escapes(victim_workspace: Path) -> None:
     notes = victim_workspace / "notes"
     notes.mkdir()
@@ -266,6 +268,7 @@ def send(child: pexpect.spawn, line: str, until: bytes) -> None:
     child.expect(PROMPT)
 
 
+@pytest.mark.slow
 def test_repl_reply_shell_output_todos_and_plan(victim_workspace: Path, isolated_env: Path) -> None:
     (victim_workspace / ".git").mkdir()  # the plan goes to .harvey/plans
     (victim_workspace / "evil.txt").write_text(f"file says {HOSTILE}\n")
@@ -322,6 +325,7 @@ def recorded_session(workspace: Path) -> Path:
     return next((workspace / ".harvey" / "sessions").glob("*.spmd"))
 
 
+@pytest.mark.slow
 def test_memory_review_shows_exactly_what_is_stored(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -372,6 +376,7 @@ def test_names_from_a_workspace_config_in_the_prompt_and_banner(victim_workspace
     assert_shown(data, "fake^[]52;c;QUJD^G^[[8mmodel")
 
 
+@pytest.mark.slow
 def test_a_memory_the_model_adds_is_stored_as_the_question_showed_it(
     victim_workspace: Path, isolated_env: Path
 ) -> None:

@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.servers import FakeOpenAI
 from tests.harvey_process import run_harvey
 
@@ -31,6 +33,7 @@ def test_links_out_of_the_workspace_are_not_followed(victim_workspace: Path, out
     assert chats == 1 and "inside" in sent and "outside secret" not in sent
 
 
+@pytest.mark.slow
 def test_a_path_leading_out_is_refused_before_any_call(
     victim_workspace: Path, outside: Path
 ) -> None:

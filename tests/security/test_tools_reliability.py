@@ -95,6 +95,7 @@ def assert_fitted(srv: FakeOpenAI, proc: subprocess.CompletedProcess[str]) -> No
     assert "earlier messages" in shown and "left out of the prompt" in shown
 
 
+@pytest.mark.slow
 def test_continue_with_a_10mb_history_never_sends_over_the_window(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -114,6 +115,7 @@ def test_continue_with_a_10mb_history_never_sends_over_the_window(
     assert [m.content for m in kept[len(history) :]] == ["which word was it?", "It was PAPAYA."]
 
 
+@pytest.mark.slow
 def test_continue_file_with_a_10mb_history_never_sends_over_the_window(
     victim_workspace: Path, tmp_path: Path
 ) -> None:
@@ -163,6 +165,7 @@ def test_run_prints_a_reply_the_store_refused_then_the_error(victim_workspace: P
     assert "the precious answer" in spmd  # the session file still has it
 
 
+@pytest.mark.slow
 def test_repl_prints_a_reply_the_store_refused_then_the_error(victim_workspace: Path) -> None:
     with FakeOpenAI([Reply("the precious answer"), Reply("second answer")]) as srv:
         proc = harvey(
@@ -180,6 +183,7 @@ def test_repl_prints_a_reply_the_store_refused_then_the_error(victim_workspace: 
 # -- 3. processes racing on a fresh HARVEY_HOME ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_four_runs_starting_on_a_fresh_home_all_succeed(
     victim_workspace: Path, tmp_path: Path
 ) -> None:
@@ -212,6 +216,7 @@ def session_count(home: Path) -> int:
         db.close()
 
 
+@pytest.mark.slow
 def test_failed_runs_keep_no_session_and_continue_resumes_the_real_one(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
@@ -239,6 +244,7 @@ def test_failed_runs_keep_no_session_and_continue_resumes_the_real_one(
     assert session_count(isolated_env) == 1
 
 
+@pytest.mark.slow
 def test_a_failed_continue_file_run_keeps_no_session(
     victim_workspace: Path, isolated_env: Path, tmp_path: Path
 ) -> None:
@@ -272,6 +278,7 @@ def assert_nothing_created(workspace: Path, home: Path) -> None:
     assert not (workspace / ".harvey").exists()
 
 
+@pytest.mark.slow
 def test_read_only_commands_create_nothing(victim_workspace: Path, tmp_path: Path) -> None:
     home = tmp_path / "never-created"
     env = {"HARVEY_HOME": str(home)}
@@ -296,6 +303,7 @@ def test_read_only_commands_create_nothing(victim_workspace: Path, tmp_path: Pat
 # -- 6. bytes that are not UTF-8 --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_undecodable_prompt_stdin_and_instruction_are_replaced(victim_workspace: Path) -> None:
     (victim_workspace / "doc.md").write_text("A short document.\n")
     with FakeOpenAI([], default_reply=Reply("fine")) as srv:

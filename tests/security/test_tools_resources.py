@@ -149,6 +149,7 @@ def test_search_and_read_skip_a_fifo_in_the_workspace(
     assert result.tool_outputs[1].startswith("error: trap.txt is a named pipe (FIFO)")
 
 
+@pytest.mark.slow
 def test_a_server_that_only_sends_pings_times_out(
     victim_workspace: Path, isolated_env: Path
 ) -> None:

@@ -225,6 +225,7 @@ def _write_session(path: Path, user: str, events: list, recall: list[RecallItem]
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.slow
 def test_session_round_trip(
     tmp_path: Path, user: str, events: list, recall: list[RecallItem]
 ) -> None:  # type: ignore[type-arg]

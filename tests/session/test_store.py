@@ -215,6 +215,7 @@ def _open_when_released(path: str, barrier: Any, results: Any) -> None:
         results.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.slow
 def test_processes_opening_a_fresh_store_at_once_migrate_it_once(tmp_path: Path) -> None:
     """Many processes racing on a new HARVEY_HOME: every one opens it, m001 runs once."""
     ctx = multiprocessing.get_context("spawn")

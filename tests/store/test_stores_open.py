@@ -62,6 +62,7 @@ def _open_when_released(kind: str, path: str, barrier: Any, results: Any) -> Non
 
 
 @pytest.mark.parametrize("kind", ["sessions", "memory", "knowledge"])
+@pytest.mark.slow
 def test_processes_opening_a_fresh_store_at_once_migrate_it_once(kind: str, tmp_path: Path) -> None:
     """One code path for all three (sessions.db's harder, repeated race: tests/session)."""
     ctx = multiprocessing.get_context("spawn")

@@ -83,6 +83,7 @@ def test_search_files_walks_any_depth(deep: Path) -> None:
     assert not out.startswith("error:")
 
 
+@pytest.mark.slow
 def test_the_workspace_walk_and_ingest_collect_walk_any_depth(deep: Path) -> None:
     found = [p.name for p in walk_files(deep, deep)]
     assert "top.md" in found

@@ -103,6 +103,7 @@ def test_command_not_found(ctx: ToolContext) -> None:
     assert run(ctx, "no-such-program-xyz", tool).startswith("error: command not found")
 
 
+@pytest.mark.slow
 def test_timeout_stops_the_command(ctx: ToolContext) -> None:
     # A system program: the confinement runs only what lives in the system folders.
     tool = RunShellTool(("sh",), timeout=2)

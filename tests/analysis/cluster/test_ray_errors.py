@@ -8,6 +8,8 @@ import socket
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.analysis.cluster.conftest import write_doc
 from tests.cli.conftest import Run, assert_one_line_error
 from tests.cli.test_startup import loaded, modules_after
@@ -74,6 +76,7 @@ def test_an_unreachable_cluster_is_one_line_and_nothing_is_half_written(
     _nothing_written(workspace)
 
 
+@pytest.mark.slow
 def test_the_executor_can_come_from_harvey_yaml(
     harvey: Run, workspace: Path, isolated_env: Path
 ) -> None:
@@ -91,6 +94,7 @@ def test_the_executor_can_come_from_harvey_yaml(
     assert_one_line_error(_analyze(harvey), 2, "analysis.executor")
 
 
+@pytest.mark.slow
 def test_a_ray_address_without_the_ray_executor_is_a_usage_error(
     harvey: Run, workspace: Path
 ) -> None:
