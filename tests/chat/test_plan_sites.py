@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from harvey.context.plan_budget import DYNAMIC_BUDGET
@@ -51,7 +52,7 @@ def test_each_request_extends_the_one_before_across_plan_changes(
     for words in ("hi", "plan it", "go on", "change the plan", "finish"):
         agent.turn(words)
     requests = [list(r.messages) for r in agent.client.seen]
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in itertools.pairwise(requests):
         assert after[: len(before)] == before
     # the plan went out once per version: after the first and after the second todo_write
     assert len(plan_messages(agent, 3)) == 1  # "go on": the first plan, new
