@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from harvey import secret_files
 from harvey.chat.agent import Agent, default_user_name
 from harvey.chat.clients import Clients
+from harvey.chat.compaction import resumed_history
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, SessionSettings, Settings, configured_keys
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
@@ -35,6 +36,7 @@ from harvey.tools.get_plan import GetPlanTool
 from harvey.tools.memory_tools import memory_tools
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
+from harvey.tools.recall_turns import RecallTurnsTool
 from harvey.tools.registry import ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
 
@@ -158,7 +160,7 @@ def _start(
     if resume_latest:
         info = store.latest_session(workspace)
         if info is not None:
-            return _Start(info.id, store.messages(info.id), True, True)
+            return _Start(info.id, resumed_history(store, info.id), True, True)
         ui.warn("no earlier session in this workspace; starting a new one")
     elif imported is not None:
         return _Start(store.reserve_session(workspace, client.model), imported, True, False)
@@ -239,6 +241,7 @@ def _executor(
     """The session's tools, wrapped in their hooks (offload, audit)."""
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    registry.register(RecallTurnsTool(store.messages))  # what a compaction summarised
     _register_search_knowledge(registry, settings, paths.workspace, providers)
     for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
         registry.register(tool)  # retrieve_memory, add_memory
