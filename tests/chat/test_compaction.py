@@ -9,16 +9,18 @@ against the window on the wire.
 from __future__ import annotations
 
 import io
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from harvey.chat.compaction import SUMMARISER
 from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config import load_settings, resolve_paths
 from harvey.llm.scripted import Reply
+from harvey.messages import Message
+from harvey.session.compactions import summarised_span
 from harvey.session.fountain import parse_session
 from harvey.ui import HeadlessUI
 from tests.fakes.base import HTTPFailure, _estimated_prompt
@@ -150,7 +152,7 @@ def test_requests_after_a_compaction_extend_each_other_byte_for_byte(workspace: 
             rt.close()
         requests = turn_requests(srv)
     breaks = 0
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in itertools.pairwise(requests):
         if after[: len(before)] != before:
             breaks += 1
             assert after[1]["content"].startswith("[Harvey compacted turns"), "only at a compaction"
@@ -209,3 +211,54 @@ def test_resume_after_compaction_sends_the_summary_not_the_originals(workspace: 
     assert sent[1].startswith("[Harvey compacted turns 1–") and sent[2] == SUMMARY
     assert question(1) not in sent and question(10) in sent
     assert len([m for m in stored if m.role == "user"]) == 11, "every original is kept"
+
+
+def test_the_model_reads_summarised_turns_back_with_recall_turns(workspace: Path) -> None:
+    script: list[Reply] = [Reply(answer(n)) for n in range(1, 11)]
+    script += [Reply(tool_calls=[("recall_turns", {"from": 1, "to": 2})]), Reply("River 1.")]
+    with Summariser(
+        script, summary=Reply(SUMMARY), context_window=WINDOW, max_prompt_tokens=WINDOW
+    ) as srv:
+        rt, _ui = open_session(workspace, srv.url)
+        try:
+            chat_turns(rt, range(1, 11))
+            outcome = rt.agent.turn("Which river came first, exactly as I asked?")
+        finally:
+            rt.close()
+        bodies = srv.chat_requests
+    assert outcome.reply == "River 1." and srv.rejected == 0
+    assert all(_estimated_prompt(b) <= WINDOW for b in bodies)
+    (result,) = outcome.tool_results
+    assert not result.is_error, result.content
+    assert result.content.startswith("turns 1–2, characters 0–")
+    assert "user: Question 1: tell me about river number 1." in result.content
+    tools = [t["function"]["name"] for t in bodies[-1]["tools"]]
+    assert "recall_turns" in tools
+
+
+def test_turns_larger_than_the_window_go_through_the_analysis_engine(workspace: Path) -> None:
+    from harvey.chat.compaction import compact_if_needed
+
+    big = [
+        message
+        for n in range(1, 4)
+        for message in (Message("user", question(n)), Message("assistant", answer(n) * 6))
+    ]
+    with Summariser(
+        [Reply("Fine.")], summary=Reply(SUMMARY), context_window=WINDOW, max_prompt_tokens=WINDOW
+    ) as srv:
+        rt, _ui = open_session(workspace, srv.url)
+        try:
+            rt.agent.load_history(big, stored=False)
+            note = compact_if_needed(rt.agent, "And now?")
+            assert note is not None and note.ok, note
+            assert summarised_span(rt.agent.history) == (1, note.last_turn)
+            rt.agent.turn("And now?")
+            rows = rt.store.compactions(rt.agent.session_id)
+        finally:
+            rt.close()
+        bodies = srv.chat_requests
+    summaries = [b for b in bodies if is_summary(b)]
+    assert len(summaries) >= 3, "map calls over groups of turns, then a synthesis"
+    assert srv.rejected == 0 and all(_estimated_prompt(b) <= WINDOW for b in bodies)
+    assert rows and rows[-1].messages == 2 * rows[-1].last_turn

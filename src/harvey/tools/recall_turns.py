@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harvey.chat.history_fit import split_turns
+from harvey.context.budget import estimate_tokens
 from harvey.errors import ToolError
 from harvey.messages import Message
 from harvey.tools.registry import ToolContext
@@ -92,12 +93,16 @@ class RecallTurnsTool:
         ratio = budget.bytes_per_token if budget is not None else 4
         if tokens < MIN_PAGE_TOKENS:
             raise ToolError("no room left in the context for a page of turns")
-        size = max(1, int(tokens * ratio * 0.9))  # characters; estimates count bytes
-        end = min(len(text), offset + size)
-        if end < len(text):  # end the page at a line when there is one in its second half
-            cut = text.rfind("\n", offset + size // 2, end)
-            end = cut + 1 if cut > 0 else end
-        page = text[offset:end]
+        size = max(1, int(tokens * ratio * 0.9))  # characters: a first guess from the ratio
+        while True:
+            end = min(len(text), offset + size)
+            if end < len(text):  # end the page at a line when there is one in its second half
+                cut = text.rfind("\n", offset + size // 2, end)
+                end = cut + 1 if cut > 0 else end
+            page = text[offset:end]
+            if size == 1 or estimate_tokens(page, ratio) <= tokens:
+                break
+            size = max(1, size * 3 // 4)  # wide characters cost more than the guess
         head = f"turns {first}–{last}, characters {offset}–{end} of {len(text)}"
         if end < len(text):
             more = f"recall_turns(from={first}, to={last}, offset={end})"
