@@ -187,6 +187,7 @@ def test_a_failed_summary_falls_back_to_leaving_turns_out_with_the_notice(
     assert recording is not None
     notes = [s.compaction for s in parse_session(recording).turns if s.compaction is not None]
     assert notes and all(n.status.startswith("error: ") and n.summary is None for n in notes)
+    assert len(notes) <= 2, "a failed summary is not tried again before every turn"
 
 
 def test_resume_after_compaction_sends_the_summary_not_the_originals(workspace: Path) -> None:

@@ -53,7 +53,7 @@ def test_compact_summarises_older_turns_and_the_next_turn_sends_the_summary(
             repl.rt.close()
         summary_request, last = srv.chat_requests[3], srv.chat_requests[4]
     shown = out.getvalue()
-    assert "compacted turns 1–1 into a summary" in shown
+    assert shown.count("compacted turns 1–1 into a summary") == 1
     assert "keep every pet's name" in summary_request["messages"][-1]["content"]
     assert "My cat is Tom." in summary_request["messages"][-1]["content"]
     sent = [(m["role"], m["content"]) for m in last["messages"][1:]]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 KEEP_SHARE = 0.5  # of the room left for history: the newest turns, kept as they were
 SUMMARY_SHARE = 0.25  # of that room: the most the summary may take
 ON_DEMAND_KEEP_TURNS = 2  # /compact keeps at most this many newest turns
+# After a failed summary, the next automatic try waits this many turns: a model that
+# cannot summarise (or times out) must not cost a failing call before every turn.
+RETRY_AFTER_TURNS = 3
+_failed_at: weakref.WeakKeyDictionary[Agent, int] = weakref.WeakKeyDictionary()
 TOOL_RESULT_CHARS = 1_500  # a tool result's share of the summary's input
 SUMMARISER = (
     "You summarise the earlier part of a conversation between a user and an assistant "
@@ -97,10 +102,23 @@ def compact_if_needed(
     pending = [Message("user", text)] if text else []
     if not agent.budget.snapshot(client).fitted_history(pending).omitted_messages:
         return None
+    turns = len(split_turns(agent.history))
+    failed = _failed_at.get(agent)
+    if failed is not None and turns < failed + RETRY_AFTER_TURNS:
+        return None  # the leave-out goes on meanwhile
     plan = _plan(agent, client, pending, on_demand=False)
     if plan is None:
         return None
     note = _run(agent, client, plan, "", cancel)
+    if note.ok:
+        _failed_at.pop(agent, None)
+        agent.ui.warn(_told(note, client))
+    else:
+        _failed_at[agent] = turns
+        agent.ui.warn(
+            f"could not summarise turns {note.first_turn}–{note.last_turn} ({note.status}); "
+            "the oldest turns are left out of the prompt instead"
+        )
     agent.turns.pending_compaction = note
     return note
 
@@ -188,10 +206,6 @@ def _run(
         raise
     except HarveyError as exc:
         status = shorten(f"error: {' '.join(str(exc).split())}", 200)
-        agent.ui.warn(
-            f"could not summarise turns {plan.first}–{plan.last} ({status}); "
-            "the oldest turns are left out of the prompt instead"
-        )
         return CompactionNote(plan.first, plan.last, before, 0, client.model, status)
     head = summary_messages(plan.first, plan.last, summary)
     after = turn_tokens(head, agent.budget.bytes_per_token(client))
@@ -204,9 +218,7 @@ def _run(
             agent.store.add_compaction(agent.session_id, row)
         except StoreError as exc:
             agent.ui.warn(f"the summary was not saved (a resumed session sends the turns): {exc}")
-    note = CompactionNote(plan.first, plan.last, before, after, client.model, "ok", summary)
-    agent.ui.warn(_told(note, client))
-    return note
+    return CompactionNote(plan.first, plan.last, before, after, client.model, "ok", summary)
 
 
 def _told(note: CompactionNote, client: LLMClient) -> str:

@@ -34,7 +34,7 @@ _REQUEST = re.compile(r"^\[Harvey compacted turns (\d+)–(\d+) of this conversa
 
 
 def migration(db: sqlite3.Connection) -> None:
-    """The ``m008_compactions`` migration (listed in ``session/migrations.py``)."""
+    """The ``m009_compactions`` migration (listed in ``session/migrations.py``)."""
     db.execute(
         "CREATE TABLE compactions ("
         " id INTEGER PRIMARY KEY AUTOINCREMENT,"

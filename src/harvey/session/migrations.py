@@ -115,7 +115,7 @@ MIGRATIONS: list[Migration] = [
     ("m005_map_results", map_results.migration),  # resumable analyses (issue 14)
     ("m006_calibration_doc_type", _m006_calibration_doc_type),
     ("m007_calibration_units", _m007_calibration_units),
-    ("m008_compactions", compactions.migration),  # recorded, reversible compaction (issue 21)
+    ("m009_compactions", compactions.migration),  # recorded, reversible compaction (issue 21)
 ]
 
 __all__ = ["MIGRATIONS", "Migration", "migrate", "pending_migrations"]
