@@ -60,11 +60,13 @@ def answer(n: int) -> str:
     return f"Answer {n}: river {n} flows north. " + f"It has tributaries like stream-{n}. " * 18
 
 
-def open_session(workspace: Path, url: str, *, resume: bool = False) -> tuple[Runtime, HeadlessUI]:
+def open_session(
+    workspace: Path, url: str, *, resume: bool = False, **more: Any
+) -> tuple[Runtime, HeadlessUI]:
     paths = resolve_paths(workspace)
     settings = load_settings(
         paths,
-        {"backend": "openai", "base_url": url, "context_window": WINDOW},
+        {"backend": "openai", "base_url": url, "context_window": WINDOW, **more},
         env={},
     )
     ui = HeadlessUI(err=io.StringIO())
@@ -263,3 +265,23 @@ def test_turns_larger_than_the_window_go_through_the_analysis_engine(workspace: 
     assert len(summaries) >= 3, "map calls over groups of turns, then a synthesis"
     assert srv.rejected == 0 and all(_estimated_prompt(b) <= WINDOW for b in bodies)
     assert rows and rows[-1].messages == 2 * rows[-1].last_turn
+
+
+def test_more_summary_calls_than_max_chunks_are_asked_about_first(workspace: Path) -> None:
+    from harvey.chat.compaction import compact_if_needed
+
+    big = [
+        message
+        for n in range(1, 4)
+        for message in (Message("user", question(n)), Message("assistant", answer(n) * 6))
+    ]
+    with Summariser([], summary=Reply(SUMMARY), context_window=WINDOW) as srv:
+        rt, ui = open_session(workspace, srv.url, chunking={"max_chunks": 2})
+        try:
+            rt.agent.load_history(big, stored=False)
+            note = compact_if_needed(rt.agent, "And now?")
+        finally:
+            rt.close()
+        assert srv.chat_requests == [], "declined (no one to ask): no call made"
+    assert note is not None and note.status.startswith("error: ") and "declined" in note.status
+    assert "could not summarise turns 1–" in warnings(ui)

@@ -249,7 +249,7 @@ def _summarise(
             raise Cancelled("cancelled")
         summary = result.text.strip()
     else:
-        summary = _analysed(client, plan, ask, window, ratio, cancel)
+        summary = _analysed(agent, client, plan, ask, cancel)
     if not summary:
         raise BackendError("the model returned an empty summary")
     return _fitted(summary, plan.summary_tokens, ratio)
@@ -272,20 +272,22 @@ def _fitted(summary: str, tokens: int, ratio: float) -> str:
 
 
 def _analysed(
+    agent: Agent,
     client: LLMClient,
     plan: _Plan,
     ask: str,
-    window: int,
-    ratio: float,
     cancel: threading.Event | None,
 ) -> str:
     """Turns larger than the window: the analysis engine maps groups of whole turns
-    (each group well inside the window) and synthesises one summary."""
+    (each group well inside the window) and synthesises one summary. More groups than
+    ``chunking.max_chunks`` are asked about first, as ``harvey analyze`` asks."""
     from harvey.analysis.chunking import ChunkConfig
     from harvey.analysis.engine import run_chunked_analysis
     from harvey.analysis.params import ChunkAnalysisParams
     from harvey.analysis.progress import NullProgress
 
+    window = agent.budget.capabilities(client).context_window
+    ratio = agent.budget.bytes_per_token(client)
     size = max(500, int(window * 0.4 * ratio))  # bytes of transcript per map call
     chunks: list[str] = []
     current = ""
@@ -299,6 +301,12 @@ def _analysed(
             current = f"{current}\n{piece}" if current else piece
     if current:
         chunks.append(current)
+    limit = agent.settings.chunking.max_chunks
+    if len(chunks) > limit and not agent.ui.confirm(
+        f"Summarising turns {plan.first}–{plan.last} takes {len(chunks)} model calls, "
+        f"more than max_chunks ({limit}). Make them?"
+    ):
+        raise UsageError(f"{len(chunks)} summary calls were declined")
     params = ChunkAnalysisParams(
         filename=f"turns {plan.first}–{plan.last}",
         chunks=chunks,
