@@ -30,7 +30,8 @@ def build_registry(
     plan_writer: PlanWriter | None = None,
     extra_tools: Iterable[Tool] = (),
 ) -> ToolRegistry:
-    """read_file, write_file, list_files, search_files, run_shell, and todo_write with a store."""
+    """read_file, write_file, edit_file, list_files, search_files, run_shell, and todo_write
+    with a store."""
     tools: list[Tool] = [
         ReadFileTool(),
         WriteFileTool(),
@@ -41,6 +42,9 @@ def build_registry(
             timeout=settings.security.shell_timeout,
         ),
     ]
+    from harvey.tools.edit import EditFileTool  # beside write_file: targeted edits
+
+    tools.append(EditFileTool())
     if todo_store is not None:
         tools.append(TodoWriteTool(todo_store, plan_writer))
     tools.extend(extra_tools)
