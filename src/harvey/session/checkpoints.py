@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.errors import HarveyError, ToolError, WorkspaceError
+from harvey.errors import HarveyError, ToolError, UsageError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.own_files import Folder, Location
 
@@ -195,6 +195,21 @@ class Checkpoints:
             return "ok"
         except (OSError, ValueError, HarveyError) as exc:
             return f"error: {getattr(exc, 'strerror', None) or exc}"
+
+
+def parse_count(arg: str) -> int:
+    """``/undo``'s and ``harvey undo``'s N: a whole number from 1 (1 when empty)."""
+    text = arg.strip() or "1"
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"not a number of writes to undo: {text!r} (a whole number from 1)")
+    return int(text)
+
+
+def undo_lines(results: list[Undone]) -> list[str]:
+    """What the person reads: one line per write undone, or why there was nothing."""
+    if not results:
+        return ["nothing to undo: this session has no approved writes left to undo"]
+    return [f"undo: {r.path} — {r.status}" for r in results]
 
 
 def write_checkpointed(

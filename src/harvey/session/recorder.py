@@ -266,6 +266,12 @@ class Recorder:
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
         self._write("".join(out))
 
+    def record_undo(self, path: str, status: str) -> None:
+        """``/undo`` of one model write: [[undo: PATH — ok|skipped: …|error: …]]."""
+        out: list[str] = []
+        self._element(out, [notes.undo_note(path, status)], note=True)
+        self._write("".join(out))
+
     def record_chunk_served(self, served: int, endpoints: int) -> None:
         """After the map phase over a pool: [[chunk-served: E of P endpoints]]."""
         out: list[str] = []
