@@ -37,6 +37,7 @@ MAX_LISTED = 20
 _RECENT = 2000
 #: A whitespace match's lines are compared at most this long (longer ones never match).
 _MAX_VOTES = 100_000
+_WORD = re.compile(r"\w+")
 
 
 def detect_encoding(head: bytes) -> str:
@@ -228,9 +229,10 @@ class LineScan:
             if len(text) >= 3:
                 index.setdefault(text, []).append(j)
         votes: Counter[int] = Counter()
-        lowered = [w.lower() for w in wanted]
-        probe = max(lowered, key=len)
-        best_ratio, best_line = 0.0, 0
+        # No line in common: the line sharing most words with old_string's longest line.
+        probe = max(wanted, key=len).lower()
+        words = set(_WORD.findall(probe))
+        best_score, best_line = 0, 0
         window: deque[str] = deque(maxlen=k)
         limit = max(len(t) for t in wanted) * 4 + 256
         for number, line in enumerate(iter_lines(blocks), start=1):
@@ -239,17 +241,10 @@ class LineScan:
             for j in index.get(stripped, ()):
                 if len(votes) < _MAX_VOTES or (number - j) in votes:
                     votes[number - j] += 1
-            if not votes and stripped and stripped != "\x00":
-                matcher = difflib.SequenceMatcher(
-                    None, probe, stripped[:400].lower(), autojunk=False
-                )
-                if matcher.real_quick_ratio() > best_ratio and matcher.quick_ratio() > best_ratio:
-                    ratio = matcher.ratio()
-                    if ratio > best_ratio:
-                        best_ratio, best_line = (
-                            ratio,
-                            number - lowered.index(probe),
-                        )
+            if words and not votes and stripped:
+                score = len(words.intersection(_WORD.findall(stripped.lower())))
+                if score > best_score:
+                    best_score, best_line = score, number - [w.lower() for w in wanted].index(probe)
             if stripped == wanted[-1] and len(window) == k and _same(window, wanted):
                 self.count += 1
                 if len(self.matches) < MAX_LISTED:
@@ -259,7 +254,7 @@ class LineScan:
         if votes:
             top = max(votes.values())
             self.closest = max(1, min(start for start, n in votes.items() if n == top))
-        elif best_ratio >= 0.3:
+        elif best_score * 2 >= len(words) > 0:
             self.closest = max(1, best_line)
         return self
 
