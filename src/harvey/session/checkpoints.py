@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvey import secret_files
 from harvey.errors import HarveyError, ToolError, UsageError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.own_files import Folder, Location
@@ -118,12 +119,21 @@ class Checkpoints:
                 continue  # a torn last line after a crash
         return writes, undone
 
-    def keep(self, folder: Folder, path: Path, n: int) -> tuple[str | None, str]:
-        """Copy ``path``'s current bytes to blob ``n``: (blob name or None if new, why not)."""
+    def keep(self, folder: Folder, path: Path, shown: str, n: int) -> tuple[str | None, str]:
+        """Copy ``path``'s current bytes to blob ``n``: (blob name or None if new, why not).
+
+        A secret file (by name) or a hard link is never copied: a key must not gain a
+        second home in ``HARVEY_HOME``, and a hard link's other name may be anywhere."""
         fd = _open_existing(path)
         if fd is None:
             return None, ""
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        size = info.st_size
+        why = "a secret file" if secret_files.active().matches(shown) else ""
+        why = why or ("a hard link" if info.st_nlink > 1 else "")
+        if why:
+            os.close(fd)
+            return f"{n}.old", f"not kept: {why}"
         if size > MAX_KEPT_BYTES:
             os.close(fd)
             return f"{n}.old", f"not kept: larger than {MAX_KEPT_BYTES // 2**20} MiB"
@@ -237,7 +247,7 @@ def write_checkpointed(
             writes, _ = store.entries()
             n = (writes[-1].n if writes else 0) + 1
             folder = store.where.open(create=True)
-            before, kept = store.keep(folder, path, n)
+            before, kept = store.keep(folder, path, path.relative_to(root).as_posix(), n)
         except (OSError, HarveyError) as exc:
             note = f" (no checkpoint kept, so it cannot be undone: {exc})"
             if folder is not None:
