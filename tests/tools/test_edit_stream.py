@@ -5,10 +5,13 @@ from __future__ import annotations
 import io
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvey.tools import edit_stream as es
+from harvey.tools.edit import EditFileTool
+from harvey.tools.registry import ToolContext
 
 # A small alphabet makes occurrences (and near misses split across blocks) common.
 TEXT = st.text(alphabet="ab\n\r é", max_size=300)
@@ -21,7 +24,7 @@ def pieces(text: str, cuts: list[int]) -> list[str]:
 
 
 @given(TEXT, NEEDLE, st.text(alphabet="xy\n", max_size=5), st.lists(st.integers(0, 400)))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_streamed_replace_equals_str_replace(
     text: str, needle: str, new: str, cuts: list[int]
 ) -> None:
@@ -66,3 +69,38 @@ def test_line_scan_finds_the_lines_whitespace_aside(lines: list[str], start: int
         if [x.strip() for x in lines[i : i + k]] == [w.strip() for w in wanted]
     ]
     assert scan.matches == expected[: es.MAX_LISTED] and scan.count == len(expected)
+
+
+@given(
+    st.text(alphabet="ab\n\r é", max_size=200),
+    st.text(alphabet="ab\n é", min_size=1, max_size=6),
+    st.integers(1, 32),
+    st.booleans(),
+)
+@settings(max_examples=100, deadline=None)
+def test_the_tool_writes_str_replace_of_the_whole_file(
+    tmp_path_factory: pytest.TempPathFactory,
+    text: str,
+    needle: str,
+    block: int,
+    replace_all: bool,
+) -> None:
+    """edit_file itself, in blocks of a few bytes: the file it writes is ``str.replace``
+    on the whole text (bytes kept as they were around the change), or nothing changes."""
+    ws = tmp_path_factory.mktemp("ws").resolve()
+    (ws / "f.txt").write_bytes(text.encode())
+    ctx = ToolContext(workspace=ws, approve_write=lambda request, write: write())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(es, "BLOCK_BYTES", block)
+        args = {"path": "f.txt", "old_string": needle, "new_string": "<NEW>"}
+        result = EditFileTool().run(ctx, {**args, "replace_all": replace_all})
+    after = (ws / "f.txt").read_bytes().decode()
+    first = text.find("\n")
+    if first > 0 and text[first - 1] == "\r" and "\r\n" not in needle:
+        needle = needle.replace("\n", "\r\n")  # a CRLF file: old_string's newlines are CRLF
+    count = text.count(needle)
+    if result.startswith("edited") and not result.endswith("file's indentation)"):
+        assert count == 1 or (replace_all and count > 1), result
+        assert after == text.replace(needle, "<NEW>")
+    elif not result.startswith("edited"):
+        assert after == text, result

@@ -47,11 +47,12 @@ def detect_encoding(head: bytes) -> str:
 
 
 def text_blocks(
-    handle: IO[bytes], encoding: str, block: int = BLOCK_BYTES, digest: Hashed | None = None
+    handle: IO[bytes], encoding: str, block: int | None = None, digest: Hashed | None = None
 ) -> Iterator[str]:
-    """The file's text, block by block, decoded strictly (line endings untouched)."""
+    """The file's text, block by block (``BLOCK_BYTES``), decoded strictly (line endings
+    untouched)."""
     decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
-    while data := handle.read(block):
+    while data := handle.read(block or BLOCK_BYTES):
         if digest is not None:
             digest.update(data)
         text = decoder.decode(data)
@@ -223,6 +224,8 @@ class LineScan:
         wanted = [line.strip() for line in self.old.rstrip("\r\n").split("\n")]
         while len(wanted) > 1 and not wanted[0]:
             wanted.pop(0)
+        if not any(wanted):
+            return self  # only blanks: every blank line would "match"; nothing is close
         k = len(wanted)
         index: dict[str, list[int]] = {}
         for j, text in enumerate(wanted):
