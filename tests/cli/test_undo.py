@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from harvey.llm.scripted import Reply
+from harvey.session.fountain import parse_session
 from tests.fakes.openai import FakeOpenAI
 
 from .conftest import Run, assert_one_line_error
@@ -39,6 +40,11 @@ def test_undo_brings_back_edits_and_removes_new_files(
     assert proc.stdout.splitlines() == ["undo: notes/new.md — ok", "undo: app.py — ok"]
     assert (workspace / "app.py").read_text() == "x = 1\ny = 2\n"
     assert not (workspace / "notes" / "new.md").exists()
+    (recording,) = (workspace / ".harvey" / "sessions").glob("*.spmd")
+    parsed = parse_session(recording, strict=True)  # the notes went in before THE END.
+    assert parsed.complete
+    notes = [(n.path, n.status) for scene in parsed.scenes for n in scene.undo_notes]
+    assert notes == [("notes/new.md", "ok"), ("app.py", "ok")]
     again = harvey("undo")
     assert again.returncode == 0 and again.stdout.startswith("nothing to undo")
 

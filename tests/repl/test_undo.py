@@ -13,6 +13,7 @@ from rich.console import Console
 from harvey.errors import UsageError
 from harvey.repl.commands import find_command
 from harvey.session.checkpoints import write_checkpointed
+from harvey.session.fountain import parse_session
 from harvey.session.recorder import Recorder
 
 
@@ -43,8 +44,12 @@ def test_undo_restores_records_and_refuses_a_changed_file(tmp_path: Path) -> Non
     command.handler(repl, "")
     assert "nothing to undo" in repl.out.getvalue()
     repl.agent.recorder.close()
-    text = (tmp_path / "s.spmd").read_text()
-    assert "[[undo: a.txt — ok]]" in text and "— skipped: changed since]]" in text
+    (scene,) = parse_session(tmp_path / "s.spmd", strict=True).scenes
+    assert scene.heading.startswith("INT. UNDO ")
+    assert [(n.path, n.status) for n in scene.undo_notes] == [
+        ("b\x1b[2J.txt", "skipped: changed since"),
+        ("a.txt", "ok"),
+    ]
     with pytest.raises(UsageError):
         command.handler(repl, "x")
     with pytest.raises(UsageError, match="keeps no checkpoints"):

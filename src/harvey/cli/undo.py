@@ -5,7 +5,8 @@ The REPL has ``/undo``; this is the same for a session that has ended, or a
 the workspace's newest session, or of ``--session ID``, newest first, from the
 checkpoints in ``HARVEY_HOME`` (``session/checkpoints.py``). A file changed since
 by someone else is left alone and said so; each undo is logged with the
-checkpoints, so running it again goes further back.
+checkpoints, so running it again goes further back, and noted in the session's
+recording (``session/undo_notes.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def undo(count: str, session_id: str | None, workspace: Path | None) -> None:
     from harvey.chat.runtime import open_store
     from harvey.config import resolve_paths
     from harvey.session.checkpoints import Checkpoints, parse_count, undo_lines
+    from harvey.session.undo_notes import record_undone
     from harvey.ui import printable
 
     n = parse_count(count)
@@ -60,5 +62,10 @@ def undo(count: str, session_id: str | None, workspace: Path | None) -> None:
     results = Checkpoints(paths.harvey_home, info.id).undo(n)
     for line in undo_lines(results):
         click.echo(printable(line))
+    for recording in dict.fromkeys(r.recording for r in results if r.recording):
+        mine = [(r.path, r.status) for r in results if r.recording == recording]
+        problem = record_undone(recording, mine)
+        if problem is not None:
+            click.echo(printable(f"harvey: the undo is not recorded ({problem})"), err=True)
     if any(r.status != "ok" for r in results):
         raise SystemExit(1)

@@ -149,9 +149,8 @@ def undo(repl: ReplSession, arg: str) -> None:
     if agent.harvey_home is None:
         raise UsageError("this session keeps no checkpoints, so there is nothing to undo")
     results = Checkpoints(agent.harvey_home, agent.session_id).undo(parse_count(arg))
-    for result in results:
-        if agent.recorder is not None:
-            agent.recorder.record_undo(result.path, result.status)
+    if results and agent.recorder is not None:
+        agent.recorder.record_undo([(r.path, r.status) for r in results])
     for line in undo_lines(results):
         repl.console.print(Text(printable(line)))
 

@@ -60,6 +60,7 @@ class Entry:
     before: str | None  # the blob holding the previous content; None: the file was new
     kept: str  # "" when kept (or new), else why not
     sha: str  # of what Harvey wrote
+    recording: str = ""  # the session's .spmd file, where `harvey undo` records
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Undone:
 
     path: str
     status: str
+    recording: str = ""
 
 
 def folder_location(home: Path, session_id: str) -> Location:
@@ -176,7 +178,7 @@ class Checkpoints:
             status = self._undo_one(entry)
             with self.where.open(create=True) as folder:
                 self.append(folder, {"undo": entry.n, "status": status})
-            results.append(Undone(entry.shown, status))
+            results.append(Undone(entry.shown, status, entry.recording))
         return results
 
     def _undo_one(self, entry: Entry) -> str:
@@ -223,7 +225,12 @@ def undo_lines(results: list[Undone]) -> list[str]:
 
 
 def write_checkpointed(
-    home: Path | None, session_id: str, workspace: Path, path: Path, data: Iterable[bytes]
+    home: Path | None,
+    session_id: str,
+    workspace: Path,
+    path: Path,
+    data: Iterable[bytes],
+    recording: object = None,
 ) -> Written:
     """Replace ``path`` (inside ``workspace``) with ``data`` atomically, keeping its previous
     content in the session's checkpoints first. A store that cannot be written costs the
@@ -268,6 +275,7 @@ def write_checkpointed(
     if store is not None and folder is not None:
         with folder:
             item = {"n": n, "path": str(path), "workspace": str(root), "before": before}
+            item["recording"] = recording if isinstance(recording, str) else ""
             shown = path.relative_to(root).as_posix()
             store.append(folder, {**item, "shown": shown, "kept": kept, "sha": digest.hexdigest()})
         if kept:

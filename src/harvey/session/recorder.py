@@ -266,10 +266,11 @@ class Recorder:
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
         self._write("".join(out))
 
-    def record_undo(self, path: str, status: str) -> None:
-        """``/undo`` of one model write: [[undo: PATH — ok|skipped: …|error: …]]."""
-        out: list[str] = []
-        self._element(out, [notes.undo_note(path, status)], note=True)
+    def record_undo(self, undone: list[tuple[str, str]]) -> None:
+        """``/undo``: an INT. UNDO scene, one [[undo: PATH — ok|skipped: …|error: …]] note
+        per write taken back (``session/undo_notes.py`` writes the same for ``harvey undo``)."""
+        out = self._scene(f"INT. UNDO {self._stamp()}")
+        self._element(out, [notes.undo_note(path, status) for path, status in undone], note=True)
         self._write("".join(out))
 
     def record_chunk_served(self, served: int, endpoints: int) -> None:

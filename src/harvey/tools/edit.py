@@ -224,9 +224,8 @@ class EditFileTool:
                     "(read it again and retry)"
                 )
 
-        written = write_checkpointed(
-            ctx.harvey_home, ctx.session_id, ctx.workspace, path, encoded()
-        )
+        home, session, recording = ctx.harvey_home, ctx.session_id, ctx.extras.get("recording")
+        written = write_checkpointed(home, session, ctx.workspace, path, encoded(), recording)
         lines = _lines(plan.found.lines, plan.found.count)
         count = plan.found.count
         what = "1 occurrence" if count == 1 else f"{count} occurrences"

@@ -337,7 +337,10 @@ def _write_atomically(ctx: ToolContext, path: Path, content: str) -> str:
     # keeps e.g. a script's x bit; readers never see half a file; the previous content
     # is kept for undo (session/checkpoints.py).
     data = content.encode("utf-8")
-    done = write_checkpointed(ctx.harvey_home, ctx.session_id, ctx.workspace, path, [data])
+    recording = ctx.extras.get("recording")  # where `harvey undo` records taking it back
+    done = write_checkpointed(
+        ctx.harvey_home, ctx.session_id, ctx.workspace, path, [data], recording
+    )
     return f"wrote {len(data)} bytes to {display_path(ctx.workspace, path)}{done.note}"
 
 
