@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -135,6 +136,16 @@ def test_checkpoints_go_with_the_session(home: Path, ws: Path) -> None:
     assert delete_session(store, sid, ws)
     assert not (home / "checkpoints" / sid).exists()
     store.close()
+
+
+def test_orphans_of_sessions_never_kept_are_pruned_when_old(home: Path, ws: Path) -> None:
+    for sid in ("known", "orphan-old", "orphan-new"):
+        write(home, ws, f"{sid}.txt", b"x", sid=sid)
+    old = home / "checkpoints" / "orphan-old"
+    os.utime(old, (1_000_000, 1_000_000))
+    assert cp.remove_orphans(home, {"known"}, days=1) == 1
+    left = sorted(p.name for p in (home / "checkpoints").iterdir())
+    assert left == ["known", "orphan-new"]  # a running session's folder is new
 
 
 def test_counts_and_the_note() -> None:

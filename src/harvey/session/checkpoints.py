@@ -283,6 +283,27 @@ def write_checkpointed(
     return Written(size, note)
 
 
+def remove_orphans(home: Path, sessions: set[str], days: float) -> int:
+    """Delete the checkpoints of sessions ``sessions.db`` no longer knows (a session that
+    never kept a turn) untouched for ``days``; how many. A running session's are newer."""
+    import time
+
+    cutoff = time.time() - days * 86400
+    removed = 0
+    try:
+        with Location(Path(home), ("checkpoints",), home=True).open(create=False) as folder:
+            for name in folder.names():
+                entry = folder.entry(name)
+                if name in sessions or entry is None or not stat.S_ISDIR(entry.st_mode):
+                    continue
+                if entry.st_mtime < cutoff:
+                    folder.remove_tree(name)
+                    removed += 1
+    except FileNotFoundError:
+        pass
+    return removed
+
+
 def remove_checkpoints(home: Path, session_id: str) -> None:
     """Delete a session's checkpoints (with the session)."""
     if not _SESSION_ID.match(session_id):
