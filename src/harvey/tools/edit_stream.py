@@ -89,6 +89,15 @@ class Hunk:
     after: str
 
 
+@dataclass
+class _Open:
+    """A change met whose context after it is still being read."""
+
+    line: int
+    before: str
+    after: str = ""
+
+
 class Replacer:
     """``str.replace(needle, replacement)`` over text fed in pieces, with what it met.
 
@@ -109,7 +118,7 @@ class Replacer:
         self._buf = ""
         self._newlines = 0  # newlines consumed so far
         self._recent = ""
-        self._pending: list[list[str]] = []  # [before, after-so-far, line] per open hunk
+        self._pending: list[_Open] = []  # changes still collecting the lines after them
 
     def feed(self, text: str) -> str:
         buf = self._buf + text
@@ -131,8 +140,8 @@ class Replacer:
     def finish(self) -> str:
         rest, self._buf = self._buf, ""
         self._consume(rest)
-        for before, after, line in self._pending:
-            self._close(before, after, int(line))
+        for pending in self._pending:
+            self._close(pending)
         self._pending = []
         return rest
 
@@ -143,7 +152,7 @@ class Replacer:
             self.lines.append(line)
         if self._context and len(self.hunks) + len(self._pending) < MAX_SHOWN:
             before = "\n".join(self._recent.split("\n")[-(CONTEXT + 1) :])
-            self._pending.append([before, "", str(line)])
+            self._pending.append(_Open(line, before))
         self._newlines += self.needle.count("\n")
         self._recent = (self._recent + self.needle)[-_RECENT:]
 
@@ -154,19 +163,19 @@ class Replacer:
         if not self._context:
             return
         self._recent = (self._recent + text)[-_RECENT:]
-        still: list[list[str]] = []
+        still: list[_Open] = []
         for pending in self._pending:
-            pending[1] += text
-            if pending[1].count("\n") > CONTEXT or len(pending[1]) >= _RECENT:
-                self._close(pending[0], pending[1], int(pending[2]))
+            pending.after += text
+            if pending.after.count("\n") > CONTEXT or len(pending.after) >= _RECENT:
+                self._close(pending)
             else:
                 still.append(pending)
         self._pending = still
 
-    def _close(self, before: str, after: str, line: int) -> None:
-        after = "\n".join(after[:_RECENT].split("\n")[: CONTEXT + 1])
-        start = line - before.count("\n")
-        self.hunks.append(Hunk(start, before, self.needle, self.replacement, after))
+    def _close(self, pending: _Open) -> None:
+        after = "\n".join(pending.after[:_RECENT].split("\n")[: CONTEXT + 1])
+        start = pending.line - pending.before.count("\n")
+        self.hunks.append(Hunk(start, pending.before, self.needle, self.replacement, after))
         self.hunks.sort(key=lambda h: h.line)
 
 
