@@ -274,6 +274,7 @@ def test_defaults_are_checked_for_most_keys() -> None:
 NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
     "tool": "tool_notes",
     "write": "write_notes",
+    "undo": "undo_notes",
     "rag": "rag",
     "rag-source": "rag_sources",
     "recall": "recall",

@@ -87,6 +87,14 @@ def chat_turns(rt: Runtime, turns: range) -> None:
         rt.agent.turn(question(n))
 
 
+def chat_turns_text(rt: Runtime, text: str) -> None:
+    """One turn as the REPL and ``harvey run --continue`` take it: compaction first."""
+    from harvey.chat.compaction import compact_if_needed
+
+    compact_if_needed(rt.agent, text)
+    rt.agent.turn(text)
+
+
 def turn_requests(srv: FakeOpenAI) -> list[list[dict[str, Any]]]:
     return [r["messages"] for r in srv.chat_requests if not is_summary(r)]
 
@@ -205,7 +213,7 @@ def test_resume_after_compaction_sends_the_summary_not_the_originals(workspace: 
         rt, _ui = open_session(workspace, srv.url, resume=True)
         try:
             assert rt.resumed
-            rt.agent.turn("What did we cover?")
+            chat_turns_text(rt, "What did we cover?")
             stored = rt.store.messages(rt.agent.session_id)
         finally:
             rt.close()

@@ -98,12 +98,16 @@ def open_store(paths: Paths) -> SessionStore:
 
 
 def delete_session(store: SessionStore, session_id: str, workspace: Path | None = None) -> bool:
-    """Remove a session's rows and its offloaded tool output; files never block rows."""
+    """Remove a session's rows, its offloaded tool output and its checkpoints (undo);
+    files never block rows."""
     info = store.get_session(session_id)
     if info is None:
         return False
     deleted = store.delete_session(info.id)
     try:
+        from harvey.session.checkpoints import remove_checkpoints
+
+        remove_checkpoints(Path(store.path).parent, info.id)  # beside sessions.db
         remove_offload_dir(Path(workspace or info.workspace), info.id)
     except Exception as exc:  # the rows are gone; a stale folder is only a warning
         log.warning("could not remove offloaded output of %s: %s", info.id, exc)

@@ -140,6 +140,21 @@ def open_editor(path: str) -> None:
         ) from exc
 
 
+def undo(repl: ReplSession, arg: str) -> None:
+    """Restore the files of this session's last N approved writes, each recorded."""
+    from harvey.session.checkpoints import Checkpoints, parse_count, undo_lines
+    from harvey.ui import printable
+
+    agent = repl.agent
+    if agent.harvey_home is None:
+        raise UsageError("this session keeps no checkpoints, so there is nothing to undo")
+    results = Checkpoints(agent.harvey_home, agent.session_id).undo(parse_count(arg))
+    if results and agent.recorder is not None:
+        agent.recorder.record_undo([(r.path, r.status) for r in results])
+    for line in undo_lines(results):
+        repl.console.print(Text(printable(line)))
+
+
 def show_todos(repl: ReplSession, _: str) -> None:
     todos = repl.rt.store.get_todos(repl.agent.session_id)
     if not todos:
@@ -214,6 +229,13 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
         "/plan", "/plan [edit]", "show the plan file, or open it in $VISUAL or $EDITOR", plan
     ),
     SlashCommand("/todos", "/todos", "show the todo list", show_todos),
+    SlashCommand(
+        "/undo",
+        "/undo [N]",
+        "restore the files of the last N approved writes (default 1); a file changed since "
+        "by someone else is left alone",
+        undo,
+    ),
     SlashCommand(
         "/clear", "/clear", "forget the conversation so far (the session keeps its record)", clear
     ),

@@ -32,6 +32,7 @@ from harvey.session.records import (
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedUndoNote,
     ParsedWriteNote,
     RagInfo,
     RagSource,
@@ -89,6 +90,10 @@ class Scene:
     @property
     def write_notes(self) -> list[ParsedWriteNote]:
         return self._read(n.read_write)
+
+    @property
+    def undo_notes(self) -> list[ParsedUndoNote]:
+        return self._read(n.read_undo)
 
     @property
     def rag(self) -> RagInfo | None:

@@ -30,6 +30,7 @@ from harvey.session.records import (
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedUndoNote,
     ParsedWriteNote,
     RagInfo,
     RagSource,
@@ -69,6 +70,13 @@ def write_note(note: WriteNote) -> str:
     not reach write notes. (An escaped token would no longer look like one.)"""
     status = encode_field(redact(write_status(note.status)))
     return format_note(f"write: {encode_field(redact(note.path))}{SEP}{status}")
+
+
+def undo_note(path: str, status: str) -> str:
+    """``[[undo: PATH — ok|skipped: …|error: …]]``: one write undone (``/undo``), redacted
+    and escaped like a write note."""
+    shown = encode_field(redact((status.strip() or "ok").splitlines()[0]))
+    return format_note(f"undo: {encode_field(redact(path))}{SEP}{shown}")
 
 
 def rag_note(rag: RagInfo) -> str:
@@ -202,6 +210,18 @@ def read_write(body: str) -> ParsedWriteNote | None:
     if status not in ("ok", "skipped") and not status.startswith("error:"):
         return None
     return ParsedWriteNote(decode_inline(parts[0]), status)
+
+
+def read_undo(body: str) -> ParsedUndoNote | None:
+    if not body.startswith("undo: "):
+        return None
+    parts = split_unescaped(body[len("undo: ") :], SEP)
+    if len(parts) != 2:
+        return None
+    status = decode_inline(parts[1])
+    if status != "ok" and not status.startswith(("skipped:", "error:")):
+        return None
+    return ParsedUndoNote(decode_inline(parts[0]), status)
 
 
 def read_rag(body: str) -> RagInfo | None:

@@ -270,6 +270,13 @@ class Recorder:
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
         self._write("".join(out))
 
+    def record_undo(self, undone: list[tuple[str, str]]) -> None:
+        """``/undo``: an INT. UNDO scene, one [[undo: PATH — ok|skipped: …|error: …]] note
+        per write taken back (``session/undo_notes.py`` writes the same for ``harvey undo``)."""
+        out = self._scene(f"INT. UNDO {self._stamp()}")
+        self._element(out, [notes.undo_note(path, status) for path, status in undone], note=True)
+        self._write("".join(out))
+
     def record_chunk_served(self, served: int, endpoints: int) -> None:
         """After the map phase over a pool: [[chunk-served: E of P endpoints]]."""
         out: list[str] = []

@@ -208,6 +208,14 @@ class ParsedWriteNote:
 
 
 @dataclass(frozen=True)
+class ParsedUndoNote:
+    """An ``[[undo: PATH — ok|skipped: …|error: …]]`` note read back."""
+
+    path: str
+    status: str
+
+
+@dataclass(frozen=True)
 class ParsedChunkInfo:
     """The ``[[chunk: …]]`` header: parameters of one chunked analysis.
 
