@@ -28,6 +28,7 @@ from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
 from harvey.own_files import Location, Refusals, UnsafePath
 from harvey.redact import Redactor, install
+from harvey.session.continuation import session_to_resume
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
@@ -116,6 +117,7 @@ def open_runtime(
     record: bool = True,
     resume_latest: bool = False,
     resume_file: Path | None = None,
+    resume_id: str | None = None,
 ) -> Runtime:
     """Build everything a session needs; raises HarveyError with one clear line.
 
@@ -125,10 +127,14 @@ def open_runtime(
     install(Redactor.from_env(extra=configured_keys(settings)))  # these settings' keys
     secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     imported = _history_from_file(resume_file, ui) if resume_file is not None else None
+    chosen = session_to_resume(paths, resume_id) if resume_id is not None else None
     client = make_client(settings)
     store = open_store(paths)
     try:
-        start = _start(store, paths.workspace, client, ui, resume_latest, imported)
+        if chosen is not None:  # harvey run --session ID
+            start = _Start(chosen, store.messages(chosen), True, True)
+        else:
+            start = _start(store, paths.workspace, client, ui, resume_latest, imported)
         recording = (resume_file or True) if record else False
         return _assemble(paths, settings, ui, client, store, start, recording)
     except BaseException:

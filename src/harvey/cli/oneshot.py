@@ -31,6 +31,7 @@ from harvey.ui import HeadlessUI
 
 if TYPE_CHECKING:
     from harvey.analysis.cluster.executor import RayExecutor
+    from harvey.cli.output import JsonOutput
 
 
 def run_once(
@@ -42,6 +43,8 @@ def run_once(
     record: bool,
     allow_writes: bool = False,
     raw: bool = False,
+    resume_latest: bool = False,
+    resume_id: str | None = None,
 ) -> int:
     """One turn, its reply on stdout; a reply sessions.db refused is printed, then the error.
 
@@ -49,7 +52,9 @@ def run_once(
     terminal: a pipe or a file then gets the model's bytes as they came.
     """
     ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes)
-    runtime = open_runtime(paths, settings, ui=ui, record=record)
+    runtime = open_runtime(
+        paths, settings, ui=ui, record=record, resume_latest=resume_latest, resume_id=resume_id
+    )
     unsaved: TurnNotSaved | None = None
     try:
         try:
@@ -129,6 +134,8 @@ def analysis_runtime(
             stack.callback(map_executor.close)
         runtime = open_runtime(paths, settings, ui=ui, record=request.record)
         stack.callback(runtime.close)
+        if request.output is not None:  # --output-format json|stream-json
+            request.output.started(runtime.agent.session_id, runtime.client.model, False)
         yield runtime, map_executor
 
 
@@ -147,6 +154,7 @@ class AnalyzeRequest:
     include: Sequence[str] = ()  # folders and several files only
     exclude: Sequence[str] = ()
     per_file: bool = False
+    output: JsonOutput | None = None  # --output-format json|stream-json: events and the result
 
 
 def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeRequest) -> int:
@@ -156,7 +164,7 @@ def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeR
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
-    ui = HeadlessUI(auto_yes=request.auto_yes)
+    ui = _ui(request)
     with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
         agent = runtime.agent
         result = agent.chunks.analyze(
@@ -175,7 +183,7 @@ def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeR
             )
             return 1
         agent.record_analysis(str(file), instruction, text)
-    sys.stdout.write(redact(text).rstrip("\n") + "\n")
+    _answer(request, text)
     return 0
 
 
@@ -198,7 +206,7 @@ def analyze_folder_once(
         raise UsageError("the instruction (-i) is empty")
     collected = collect_files(paths.workspace, targets, request.include, request.exclude)
     label = folder_label(paths.workspace, targets)
-    ui = HeadlessUI(auto_yes=request.auto_yes)
+    ui = _ui(request)
     if collected.skipped:
         ui.warn(collected.skipped_line())
     with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
@@ -224,5 +232,21 @@ def analyze_folder_once(
             return 1
         text = per_file_markdown(outcome.result) if request.per_file else outcome.result.text
         agent.record_analysis(label, instruction, text)
-    sys.stdout.write(redact(text).rstrip("\n") + "\n")
+    _answer(request, text)
     return 0
+
+
+def _ui(request: AnalyzeRequest) -> HeadlessUI:
+    if request.output is not None:  # its writes, warnings and chunks are events too
+        from harvey.cli.scripting import EventUI
+
+        return EventUI(request.output, auto_yes=request.auto_yes, allow_writes=False)
+    return HeadlessUI(auto_yes=request.auto_yes)
+
+
+def _answer(request: AnalyzeRequest, text: str) -> None:
+    """The synthesis on stdout, or into the JSON result."""
+    if request.output is not None:
+        request.output.reply = text
+        return
+    sys.stdout.write(redact(text).rstrip("\n") + "\n")

@@ -152,6 +152,7 @@ def chat(
     a cancelled turn means (usually: raise ``Cancelled``).
     """
     from harvey.errors import Cancelled
+    from harvey.llm import metering
 
     result = ChatResult()
     parts: list[str] = []
@@ -176,6 +177,7 @@ def chat(
         if close is not None:
             close()
     result.text = "".join(parts)
+    metering.observe(messages, result)  # harvey run --output-format json: what the run cost
     return result
 
 

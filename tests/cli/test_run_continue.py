@@ -1,0 +1,134 @@
+"""``harvey run --continue`` / ``--session ID``, and the group's options a command does not use."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harvey.cli import main
+from harvey.cli.group_options import FLAGS, HONOURED
+from harvey.llm.scripted import Reply
+from tests.fakes.servers import FakeOpenAI
+
+from .conftest import Run, assert_one_line_error
+
+
+def _turns(srv: FakeOpenAI, request: int) -> list[tuple[str, str]]:
+    messages = srv.chat_requests[request]["messages"]
+    return [(m["role"], m["content"]) for m in messages if m["role"] != "system"]
+
+
+def test_three_turns_continue_one_session(
+    harvey: Run, workspace: Path, isolated_env: Path
+) -> None:
+    replies = [Reply("Noted: heron."), Reply("The word is heron."), Reply("You asked twice.")]
+    with FakeOpenAI(replies) as srv:
+        url = ("--backend", "openai", "--base-url", srv.url)
+        first = harvey("run", "Remember the word heron", *url)
+        second = harvey("run", "-c", "What is the word?", *url)
+        third = harvey("--continue", "run", "How often did I ask?", *url)
+        assert (first.returncode, second.returncode, third.returncode) == (0, 0, 0), third.stderr
+        assert second.stdout == "The word is heron.\n"
+        assert _turns(srv, 1) == [
+            ("user", "Remember the word heron"),
+            ("assistant", "Noted: heron."),
+            ("user", "What is the word?"),
+        ]
+        assert _turns(srv, 2)[:4] == _turns(srv, 1) + [("assistant", "The word is heron.")]
+    db = sqlite3.connect(isolated_env / "sessions.db")
+    assert db.execute("SELECT COUNT(*) FROM sessions").fetchone() == (1,)
+    assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (6,)
+
+
+def test_session_id_continues_that_session(harvey: Run, isolated_env: Path) -> None:
+    with FakeOpenAI([Reply("A is 1."), Reply("B is 2."), Reply("A was 1.")]) as srv:
+        url = ("--backend", "openai", "--base-url", srv.url)
+        assert harvey("run", "Remember A=1", *url).returncode == 0
+        db = sqlite3.connect(isolated_env / "sessions.db")
+        (first,) = db.execute("SELECT id FROM sessions").fetchone()
+        assert harvey("run", "Remember B=2", *url).returncode == 0  # the newest now
+        proc = harvey("run", "--session", first[:8], "What was A?", *url)
+        assert proc.returncode == 0, proc.stderr
+        assert _turns(srv, 2) == [
+            ("user", "Remember A=1"),
+            ("assistant", "A is 1."),
+            ("user", "What was A?"),
+        ]
+    counts = dict(db.execute("SELECT session_id, COUNT(*) FROM messages GROUP BY session_id"))
+    assert counts[first] == 4 and sorted(counts.values()) == [2, 4]
+
+
+def test_continue_with_no_session_says_so_and_starts_one(harvey: Run) -> None:
+    with FakeOpenAI([Reply("fresh")]) as srv:
+        proc = harvey("run", "-c", "hi", "--backend", "openai", "--base-url", srv.url)
+    assert proc.returncode == 0 and proc.stdout == "fresh\n"
+    assert "no earlier session in this workspace; starting a new one" in proc.stderr
+
+
+def test_unknown_session_and_both_choices_are_usage_errors(harvey: Run) -> None:
+    url = ("--backend", "openai", "--base-url", "http://127.0.0.1:9/v1")
+    assert_one_line_error(harvey("run", "--session", "abcd1234", "hi", *url), 2, "no session")
+    assert_one_line_error(
+        harvey("run", "-c", "--session", "abcd", "hi", *url), 2, "either --continue or --session"
+    )
+
+
+def test_session_of_another_workspace_is_refused(
+    harvey: Run, workspace: Path, tmp_path: Path, isolated_env: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    with FakeOpenAI([Reply("there")]) as srv:
+        assert harvey("run", "hi", "--backend", "openai", "--base-url", srv.url, cwd=other)
+    (sid,) = sqlite3.connect(isolated_env / "sessions.db").execute("SELECT id FROM sessions").fetchone()
+    proc = harvey("run", "--session", sid, "hi", "--backend", "openai")
+    assert_one_line_error(proc, 2, "belongs to the workspace", str(other))
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("--continue", "analyze", "a.txt", "-i", "x"), "--continue"),
+        (("--continue-file", "x.spmd", "run", "hi"), "--continue-file"),
+        (("--rag", "notes", "analyze", "a.txt", "-i", "x"), "--rag"),
+        (("--no-memory", "models"), "--no-memory"),
+        (("-m", "llama3", "sessions", "list"), "--model"),
+        (("--no-record", "doctor"), "--no-record"),
+        (("--trust", "memory", "list"), "--trust"),
+        (("-w", ".", "sessions", "render", "x.spmd"), "--workspace"),
+    ],
+)
+def test_a_group_option_the_command_ignores_is_a_usage_error(
+    harvey: Run, args: tuple[str, ...], flag: str
+) -> None:
+    assert_one_line_error(harvey(*args), 2, f"{flag} is not used by")
+
+
+def test_group_workspace_reaches_commands_with_their_own(
+    harvey: Run, workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    with FakeOpenAI([Reply("ok")]) as srv:
+        assert harvey("run", "hi", "--backend", "openai", "--base-url", srv.url, cwd=other)
+    assert harvey("sessions", "list").stderr.strip() == "no sessions"
+    listed = harvey("-w", str(other), "sessions", "list")
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 1
+
+
+def test_the_table_covers_every_command_and_option() -> None:
+    import click
+
+    ctx = click.Context(main)
+    paths = {""}
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            paths |= {f"{name} {sub}" for sub in command.list_commands(ctx)}
+        else:
+            paths.add(name)
+    assert set(HONOURED) == paths
+    group_params = {p.name for p in main.params if p.name not in ("version", "help")}
+    assert group_params | {"trust"} == set(FLAGS) | {"trust"}
