@@ -20,9 +20,7 @@ def _turns(srv: FakeOpenAI, request: int) -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for m in messages if m["role"] != "system"]
 
 
-def test_three_turns_continue_one_session(
-    harvey: Run, workspace: Path, isolated_env: Path
-) -> None:
+def test_three_turns_continue_one_session(harvey: Run, workspace: Path, isolated_env: Path) -> None:
     replies = [Reply("Noted: heron."), Reply("The word is heron."), Reply("You asked twice.")]
     with FakeOpenAI(replies) as srv:
         url = ("--backend", "openai", "--base-url", srv.url)
@@ -36,7 +34,7 @@ def test_three_turns_continue_one_session(
             ("assistant", "Noted: heron."),
             ("user", "What is the word?"),
         ]
-        assert _turns(srv, 2)[:4] == _turns(srv, 1) + [("assistant", "The word is heron.")]
+        assert _turns(srv, 2)[:4] == [*_turns(srv, 1), ("assistant", "The word is heron.")]
     db = sqlite3.connect(isolated_env / "sessions.db")
     assert db.execute("SELECT COUNT(*) FROM sessions").fetchone() == (1,)
     assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (6,)
@@ -82,7 +80,9 @@ def test_session_of_another_workspace_is_refused(
     other.mkdir()
     with FakeOpenAI([Reply("there")]) as srv:
         assert harvey("run", "hi", "--backend", "openai", "--base-url", srv.url, cwd=other)
-    (sid,) = sqlite3.connect(isolated_env / "sessions.db").execute("SELECT id FROM sessions").fetchone()
+    (sid,) = (
+        sqlite3.connect(isolated_env / "sessions.db").execute("SELECT id FROM sessions").fetchone()
+    )
     proc = harvey("run", "--session", sid, "hi", "--backend", "openai")
     assert_one_line_error(proc, 2, "belongs to the workspace", str(other))
 

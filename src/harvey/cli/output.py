@@ -109,7 +109,7 @@ class JsonOutput:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    def event(self, kind: str, **fields: Any) -> None:
+    def event(self, kind: str, /, **fields: Any) -> None:
         """One ``stream-json`` line (nothing in ``json`` mode, which prints only the result)."""
         if self.stream:
             self._emit({"type": kind, **fields})
