@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from harvey import secret_files
 from harvey.chat.agent import Agent, default_user_name
 from harvey.chat.clients import Clients
+from harvey.chat.guides import GuideHook
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, SessionSettings, Settings, configured_keys
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
@@ -248,13 +249,16 @@ def _executor(
     _register_search_knowledge(registry, settings, paths.workspace, providers)
     for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
         registry.register(tool)  # retrieve_memory, add_memory
-    return build_executor(
+    executor = build_executor(
         registry,
         settings,
         paths.workspace,
         session_id,
         on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
     )
+    # outermost: a subfolder's AGENTS.md/HARVEY.md reaches the model even when offloaded
+    executor.add(GuideHook(paths.workspace), outermost=True)
+    return executor
 
 
 def _recorder(
