@@ -10,6 +10,7 @@ import pytest
 from harvey.cli import main
 from harvey.cli.group_options import FLAGS, HONOURED
 from harvey.llm.scripted import Reply
+from harvey.session.fountain import parse_session
 from tests.fakes.servers import FakeOpenAI
 
 from .conftest import Run, assert_one_line_error
@@ -38,6 +39,26 @@ def test_three_turns_continue_one_session(harvey: Run, workspace: Path, isolated
     db = sqlite3.connect(isolated_env / "sessions.db")
     assert db.execute("SELECT COUNT(*) FROM sessions").fetchone() == (1,)
     assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (6,)
+    (recording,) = (workspace / ".harvey" / "sessions").glob("*.spmd")  # one screenplay
+    parsed = parse_session(recording)
+    assert parsed.complete and not parsed.warnings
+    said = [text for scene in parsed.scenes for _cue, text in scene.dialogue]
+    assert [t for t in said if t.startswith(("Remember", "What is", "How often"))] == [
+        "Remember the word heron", "What is the word?", "How often did I ask?",
+    ]  # fmt: skip
+    assert recording.read_text().count("THE END.") == 1
+
+
+def test_a_recording_that_is_gone_starts_a_new_file(harvey: Run, workspace: Path) -> None:
+    with FakeOpenAI([Reply("one"), Reply("two")]) as srv:
+        url = ("--backend", "openai", "--base-url", srv.url)
+        assert harvey("run", "first", *url).returncode == 0
+        for old in (workspace / ".harvey" / "sessions").glob("*.spmd"):
+            old.unlink()
+        proc = harvey("run", "-c", "second", *url)
+    assert proc.returncode == 0, proc.stderr
+    (recording,) = (workspace / ".harvey" / "sessions").glob("*.spmd")
+    assert "second" in recording.read_text() and "first" not in recording.read_text()
 
 
 def test_session_id_continues_that_session(harvey: Run, isolated_env: Path) -> None:

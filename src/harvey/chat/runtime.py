@@ -31,6 +31,7 @@ from harvey.own_files import Location, Refusals, UnsafePath
 from harvey.redact import Redactor, install
 from harvey.session.continuation import session_to_resume
 from harvey.session.recorder import Recorder
+from harvey.session.recordings import open_recording
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
@@ -200,7 +201,7 @@ def _assemble(
 
         providers.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
     executor = _executor(paths, settings, store, session_id, plan_writer, providers, refusals)
-    recorder = _recorder(sessions, settings, client, ui, refusals, recording)
+    recorder = _recorder(sessions, settings, client, ui, refusals, recording, store, start)
     clients = Clients(
         client, settings=settings, make_route=lambda route: make_route_client(settings, route)
     )
@@ -256,8 +257,7 @@ def _executor(
         session_id,
         on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
     )
-    # outermost: a subfolder's AGENTS.md/HARVEY.md reaches the model even when offloaded
-    executor.add(GuideHook(paths.workspace), outermost=True)
+    executor.add(GuideHook(paths.workspace), outermost=True)  # subfolders' AGENTS.md, HARVEY.md
     return executor
 
 
@@ -268,12 +268,17 @@ def _recorder(
     ui: AgentUI,
     refusals: Refusals,
     recording: bool | Path,
+    store: SessionStore,
+    start: _Start,
 ) -> Recorder | None:
-    """The session file, unless recording is off or its folder is refused."""
+    """The session file (a continued session's own again), unless recording is off or refused."""
     if sessions is None or not _may_record(sessions, settings, refusals):
         return None
-    return Recorder.open_in(
+    return open_recording(
         sessions,
+        store,
+        start.session_id,
+        start.resumed and start.stored,
         user=default_user_name(settings),
         model=client.model,
         backend=client.backend,
