@@ -10,7 +10,7 @@ import pytest
 from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
 from harvey.config import ChunkingSettings, Settings
-from harvey.context.prompt_budget import PromptBudget
+from harvey.chat.prompt_budget import PromptBudget
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore

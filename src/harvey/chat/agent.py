@@ -15,9 +15,7 @@ what is left) and ``TurnRecorder`` (the session file).
 from __future__ import annotations
 
 import functools
-import getpass
 import logging
-import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -31,10 +29,11 @@ from harvey.chat.turn_context import TurnContextProvider
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
-from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
+from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.session.location import default_user_name
 from harvey.session.recorder import Recorder
 from harvey.session.records import ToolNote, WriteNote
 from harvey.session.store import SessionStore
@@ -47,15 +46,6 @@ if TYPE_CHECKING:
     from harvey.chat.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)
-
-
-def default_user_name(settings: Settings) -> str:
-    if settings.user:
-        return settings.user
-    try:
-        return os.environ.get("USER") or getpass.getuser() or "user"
-    except (KeyError, OSError, ImportError):  # no passwd entry, no pwd module
-        return "user"
 
 
 def _title(text: str, limit: int = 60) -> str:

@@ -37,7 +37,7 @@ from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
 from harvey.analysis.file_chunks import regular_size
 from harvey.chat.clients import Clients, find_mention
 from harvey.config import ChunkingSettings
-from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
+from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.messages import Message

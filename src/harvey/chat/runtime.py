@@ -8,30 +8,29 @@ of the others.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey import secret_files
-from harvey.chat.agent import Agent, default_user_name
+from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
 from harvey.chat.guides import GuideHook
+from harvey.chat.prompt_budget import PromptBudget
 from harvey.chat.turn_context import TurnContextProvider
-from harvey.config import Paths, SessionSettings, Settings, configured_keys
+from harvey.config import Paths, Settings, configured_keys
 from harvey.context.plan_injection import dynamic_plan_text, handover_text
-from harvey.context.prompt_budget import PromptBudget
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
 from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
-from harvey.own_files import Location, Refusals, UnsafePath
+from harvey.own_files import Refusals, UnsafePath
 from harvey.redact import Redactor, install
 from harvey.session.continuation import session_to_resume
+from harvey.session.location import default_user_name, note_harvey_dir, open_recorder
 from harvey.session.recorder import Recorder
-from harvey.session.recordings import open_recording
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
@@ -189,11 +188,15 @@ def _assemble(
     """
     workspace, session_id = paths.workspace, start.session_id
     refusals = Refusals(ui.warn)
-    harvey_dir = Location(workspace, (".harvey",)).problem()
-    if harvey_dir is not None:  # a cloned repository's link: one line for everything
-        refusals.note(harvey_dir, f"so {WORKSPACE_FEATURES} are off this session")
-    record = recording is not False and settings.session.record
-    sessions = session_location(paths, settings.session) if record else None  # or ConfigError
+    note_harvey_dir(workspace, refusals)
+    recorder = None
+    if recording is not False:  # session.directory is checked before anything is made
+        continued_from = recording if isinstance(recording, Path) else None
+        user = default_user_name(settings)
+        recorder = open_recorder(
+            paths, settings, client, refusals, user=user, continued_from=continued_from,
+            store=store, session_id=session_id, resumed=start.resumed and start.stored,
+        )  # fmt: skip
     plan_writer = _plan_writer(paths, session_id, refusals)
     providers: list[TurnContextProvider] = []
     if settings.rag.active:  # a missing or broken store is an error before the first turn
@@ -201,7 +204,6 @@ def _assemble(
 
         providers.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
     executor = _executor(paths, settings, store, session_id, plan_writer, providers, refusals)
-    recorder = _recorder(sessions, settings, client, ui, refusals, recording, store, start)
     clients = Clients(
         client, settings=settings, make_route=lambda route: make_route_client(settings, route)
     )
@@ -259,32 +261,6 @@ def _executor(
     )
     executor.add(GuideHook(paths.workspace), outermost=True)  # subfolders' AGENTS.md, HARVEY.md
     return executor
-
-
-def _recorder(
-    sessions: Location | None,
-    settings: Settings,
-    client: LLMClient,
-    ui: AgentUI,
-    refusals: Refusals,
-    recording: bool | Path,
-    store: SessionStore,
-    start: _Start,
-) -> Recorder | None:
-    """The session file (a continued session's own again), unless recording is off or refused."""
-    if sessions is None or not _may_record(sessions, settings, refusals):
-        return None
-    return open_recording(
-        sessions,
-        store,
-        start.session_id,
-        start.resumed and start.stored,
-        user=default_user_name(settings),
-        model=client.model,
-        backend=client.backend,
-        warn=ui.warn,
-        continued_from=recording if isinstance(recording, Path) else None,
-    )
 
 
 def _plan_summary(
@@ -367,75 +343,6 @@ def _plan_writer(paths: Paths, session_id: str, refusals: Refusals) -> FilePlanW
         return None
     except OSError as exc:
         raise ConfigError(f"cannot create the plan directory: {exc}") from exc
-
-
-WORKSPACE_FEATURES = "session recording, the plan file, offloaded output and knowledge stores"
-DEFAULT_SESSIONS = SessionSettings.model_fields["directory"].default
-
-
-def session_location(paths: Paths, session: SessionSettings) -> Location:
-    """``session.directory`` as a folder under the workspace or ``HARVEY_HOME``, or a ConfigError.
-
-    Relative: under the workspace. Absolute: it must name a folder inside the
-    workspace or ``HARVEY_HOME``. ``..`` is refused outright (a walk never
-    climbs), and the walk that opens it refuses any link on the way.
-    """
-    raw = session.directory
-    shown = raw if len(raw) <= 80 else raw[:77] + "..."
-    where = "recordings stay inside the workspace or HARVEY_HOME"
-    if "\x00" in raw or not raw.strip():
-        raise ConfigError(f"session.directory {shown!r} is not a folder name ({where})")
-    directory = Path(raw)
-    if ".." in directory.parts:
-        raise ConfigError(f"session.directory {shown!r} climbs out with '..' ({where})")
-    if not directory.is_absolute():
-        return Location.under(paths.workspace, directory)
-    home = Path(os.path.abspath(paths.harvey_home))
-    for root, is_home in ((paths.workspace, False), (home, True), (home.resolve(), True)):
-        if directory == root or directory.is_relative_to(root):
-            return Location.under(root, directory.relative_to(root), home=is_home)
-    raise ConfigError(
-        f"session.directory {shown!r} is outside the workspace and HARVEY_HOME ({where})"
-    )
-
-
-def recording_files(paths: Paths, settings: Settings) -> list[Path]:
-    """Every ``.spmd`` recording of the workspace, oldest first (``harvey memory mine --all``).
-
-    Listed through the same walk the recorder writes through: a recordings
-    folder that is a link lists nothing, and only regular files are named.
-    """
-    import stat
-
-    try:
-        with session_location(paths, settings.session).open(create=False) as folder:
-            names = sorted(n for n in folder.names() if n.endswith(".spmd"))
-            return [
-                folder.path / n
-                for n in names
-                if (entry := folder.entry(n)) is not None and stat.S_ISREG(entry.st_mode)
-            ]
-    except (OSError, HarveyError):
-        return []
-
-
-def _may_record(sessions: Location, settings: Settings, refusals: Refusals) -> bool:
-    """False (after one warning) when the recordings' folder is a link or someone else's.
-
-    The default ``.harvey/sessions`` is the workspace's, which a repository may
-    have planted: recording is off for the session. A ``session.directory`` the
-    user configured that leads through a link is a configuration error.
-    """
-    try:
-        sessions.open(create=True).close()
-    except UnsafePath as exc:
-        if settings.session.directory != DEFAULT_SESSIONS:
-            raise ConfigError(f"session.directory {settings.session.directory!r}: {exc}") from exc
-        refusals.note(exc, "so session recording is off this session")
-        return False
-    except OSError:
-        pass  # the recorder itself warns once and records nothing
-    return True
 
 
 def _history_from_file(path: Path, ui: AgentUI) -> list[Message]:

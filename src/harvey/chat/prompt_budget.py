@@ -34,16 +34,14 @@ from harvey.chat.history_fit import FittedHistory, fit_history
 from harvey.chat.prompts import build_system_prompt
 from harvey.config import Settings
 from harvey.context.budget import (
-    BYTES_PER_TOKEN,
     BudgetReport,
     ReadBudget,
     budget_report,
     estimate_tokens,
-    serialize_history,
 )
-from harvey.context.estimate import text_units
+from harvey.context.calibration import CalibratedSizing
 from harvey.context.tokens import TokenCounter, message_text
-from harvey.errors import HarveyError, StoreError
+from harvey.errors import HarveyError
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
 from harvey.messages import Message
 from harvey.session.store import SessionStore
@@ -55,7 +53,6 @@ log = logging.getLogger(__name__)
 # what is committed stays under this share of the window the estimate decides (it would
 # have to be off by half to overflow); above it, every figure is counted.
 COUNT_ABOVE_SHARE = 0.5
-MAX_SAMPLE_CHARS = 1_000_000  # prompts longer than this are not calibration samples
 
 
 class PromptBudget:
@@ -83,7 +80,9 @@ class PromptBudget:
         self.system_extra = system_extra
         self._handover = handover  # injected once, into the next turn's prompt
         self._session_text: str | None = None  # recalled long-term memory, for the session
-        self._caps: dict[str, ModelCapabilities] = {}
+        self.sizing = CalibratedSizing(
+            store, context_window=settings.context_window, main_client=main_client
+        )
         self._counters: dict[str, TokenCounter | None] = {}
         self._system_prompts: dict[bool, str] = {}
 
@@ -103,17 +102,7 @@ class PromptBudget:
         self._system_prompts.clear()
 
     def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
-        main = self._main()
-        client = self._client(client)
-        key = f"{client.backend}:{client.endpoint}:{client.model}"
-        if key not in self._caps:
-            caps = client.capabilities()
-            if self.settings.context_window and client is main:
-                caps = ModelCapabilities(
-                    self.settings.context_window, caps.supports_tools, "config"
-                )
-            self._caps[key] = caps
-        return self._caps[key]
+        return self.sizing.capabilities(self._client(client))
 
     def counter(self, client: LLMClient | None = None) -> TokenCounter | None:
         """The exact counter for this client when its backend can count (probed once)."""
@@ -140,7 +129,7 @@ class PromptBudget:
         counter = self.counter(client)
         if counter is not None:
             return counter.method
-        samples = len(self.store.calibration_samples(client.model)) if self.store else 0
+        samples = self.sizing.samples(client)
         ratio = self.bytes_per_token(client)
         return f"estimated: {ratio:.2f} bytes/token from {samples} samples"
 
@@ -157,46 +146,15 @@ class PromptBudget:
         return self._system_prompts[tools]
 
     def bytes_per_token(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
-        """The calibrated units-per-token ratio for texts of this model and document type
-        (``"prose"`` or ``"source"``) when known, else the 4-bytes heuristic."""
-        client = self._client(client)
-        ratio = self.store.calibration_ratio(client.model, doc_type) if self.store else None
-        return ratio or BYTES_PER_TOKEN
+        return self.sizing.bytes_per_token(self._client(client), doc_type)
 
     def size_ratio(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
-        """The calibrated bytes-per-token ratio for sizes alone (a file not read, a chunk
-        size to choose), else the 4-bytes heuristic."""
-        client = self._client(client)
-        store = self.store
-        ratio = store.calibration_ratio(client.model, doc_type, "bytes") if store else None
-        return ratio or BYTES_PER_TOKEN
+        return self.sizing.size_ratio(self._client(client), doc_type)
 
     def calibrate(
         self, client: LLMClient, prompt: list[Message], usage: Usage, doc_type: str = "prose"
     ) -> None:
-        """Keep a real usage report as a calibration sample for ``client``'s model.
-
-        Chat turns are prose samples; the map calls of an analysis of a source
-        file are ``"source"`` samples (``ChunkedReads``), so code calibration
-        learns from real code chunks.
-        """
-        if self.store is None or not usage.prompt_tokens:
-            return
-        if sum(len(m.content) for m in prompt) > MAX_SAMPLE_CHARS:
-            return  # a few recent samples make the ratio; a huge one only costs its pass
-        # the same text the estimator counts (tool-call arguments included)
-        text = serialize_history(prompt)
-        prompt_bytes = len(text.encode("utf-8", "surrogatepass"))
-        try:
-            self.store.record_calibration(
-                client.model,
-                prompt_bytes,
-                usage.prompt_tokens,
-                doc_type,
-                text_units(text, doc_type),
-            )
-        except StoreError as exc:  # calibration is advisory; never fail a turn on it
-            log.warning("could not record calibration: %s", exc)
+        self.sizing.calibrate(client, prompt, usage, doc_type)
 
     def injected_texts(self) -> list[str]:
         """What every prompt carries as system messages: memories, handover, plan."""
