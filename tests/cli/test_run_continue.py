@@ -153,3 +153,28 @@ def test_the_table_covers_every_command_and_option() -> None:
     assert set(HONOURED) == paths
     group_params = {p.name for p in main.params if p.name not in ("version", "help")}
     assert group_params | {"trust"} == set(FLAGS) | {"trust"}
+
+
+def test_continue_fits_a_long_conversation_into_the_window(harvey: Run, workspace: Path) -> None:
+    """The REPL's resume rule: the newest whole turns that fit, a note for the rest."""
+    (workspace / "harvey.yaml").write_text("context_window: 2048\n")
+    long = "word " * 900  # ~4.5 KB: about 1,100 tokens a turn, two do not fit in 2,048
+    replies = [Reply("first done"), Reply("second done"), Reply("third done")]
+    with FakeOpenAI(replies) as srv:
+        url = ("--backend", "openai", "--base-url", srv.url)
+        assert harvey("run", f"one {long}", *url).returncode == 0
+        assert harvey("run", "-c", f"two {long}", *url).returncode == 0
+        proc = harvey("run", "-c", "three: what came before?", *url)
+        sent = srv.chat_requests[-1]["messages"]
+    assert proc.returncode == 0, proc.stderr
+    assert "earlier messages" in proc.stderr and "were left out of the prompt" in proc.stderr
+    users = [m["content"][:5] for m in sent if m["role"] == "user"]
+    assert users[-1] == "three" and "one w" not in users  # the oldest turn is left out
+    assert any(m["role"] == "system" and "left out to fit" in m["content"] for m in sent)
+
+
+def test_no_record_before_run_is_honoured(harvey: Run, workspace: Path) -> None:
+    with FakeOpenAI([Reply("x")]) as srv:
+        proc = harvey("--no-record", "run", "hi", "--backend", "openai", "--base-url", srv.url)
+    assert proc.returncode == 0, proc.stderr
+    assert not (workspace / ".harvey" / "sessions").exists()
