@@ -64,3 +64,34 @@ def test_a_bash_script_holds_a_conversation(tmp_path: Path) -> None:
         "Remember the word heron", "Noted.", "What is the word?", "The word is heron.",
         "Say it backwards",
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_streaming_ends_stream_json_with_its_result(tmp_path: Path) -> None:
+    """A real SIGINT mid-reply: the lines so far, then an error and a result, exit 130."""
+    import json
+    import os
+    import signal
+    import time
+
+    from tests.fakes.servers import KeepAlive
+    from tests.harvey_process import harvey_argv
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with FakeOpenAI([KeepAlive(0.1, text="partial line\n")]) as srv:
+        args = ["run", "hi", "--output-format", "stream-json", "--backend", "openai"]
+        proc = subprocess.Popen(
+            harvey_argv(*args, "--base-url", srv.url), cwd=workspace, env=harvey_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        seen = [proc.stdout.readline(), proc.stdout.readline()]  # start, then the text
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    events = [json.loads(line) for line in [*seen, *rest.splitlines()] if line.strip()]
+    assert [e["type"] for e in events][:2] == ["start", "text"]
+    assert events[1]["text"] == "partial line\n"
+    assert events[-2]["type"] == "error" and events[-1]["type"] == "result"
+    assert events[-1]["exit"] == 130 and proc.returncode == 130, err
