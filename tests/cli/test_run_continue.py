@@ -178,3 +178,18 @@ def test_no_record_before_run_is_honoured(harvey: Run, workspace: Path) -> None:
         proc = harvey("--no-record", "run", "hi", "--backend", "openai", "--base-url", srv.url)
     assert proc.returncode == 0, proc.stderr
     assert not (workspace / ".harvey" / "sessions").exists()
+
+
+def test_run_continue_after_analyze_goes_on_in_its_recording(harvey: Run, workspace: Path) -> None:
+    (workspace / "doc.md").write_text("One paragraph.\n\nAnother paragraph.\n")
+    with FakeOpenAI([], default_reply=Reply("It is about paragraphs.")) as srv:
+        url = ("--backend", "openai", "--base-url", srv.url)
+        assert harvey("analyze", "doc.md", "-i", "Summarise", *url).returncode == 0
+        proc = harvey("run", "-c", "And in one word?", *url)
+        sent = srv.chat_requests[-1]["messages"]
+    assert proc.returncode == 0, proc.stderr
+    assert any("It is about paragraphs." in (m["content"] or "") for m in sent[:-1])
+    (recording,) = (workspace / ".harvey" / "sessions").glob("*.spmd")
+    text = recording.read_text()
+    assert "INT. CHUNK ANALYSIS" in text and "And in one word?" in text
+    assert parse_session(recording).complete and text.count("THE END.") == 1
