@@ -12,6 +12,7 @@ memory and retrieval are never built.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -102,7 +103,7 @@ class AnalysisSession:
         """What this session lends ``analyze_file``/``analyze_paths``."""
         return Collaborators(
             recorder=self.recorder,
-            results=lambda fresh: StoredResults(self.store, self.session_id, fresh=fresh),
+            results=functools.partial(StoredResults, self.store, self.session_id),
             sizing=self.sizing,
             confirm=confirm,
             progress=progress,

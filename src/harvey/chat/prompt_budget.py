@@ -5,8 +5,9 @@ The agent asks this object every budget question; nothing else computes them:
 * the model's capabilities (context window, tool support), asked of the
   backend once per client and cached — ``context_window:`` in harvey.yaml
   overrides the window of the session's main client;
-* the system prompt (built once per turn: it reads HARVEY.md) and the
-  injected texts (the handover after a resume, the dynamic plan summary);
+* the system prompt (built once per session: it reads HARVEY.md) and the
+  injected text (the memories recalled on the first turn), both fixed for the
+  session so each request extends the one before it;
 * the bytes-per-token ratio: the one calibrated against the model's real
   usage reports (``sessions.db``), else the 4-bytes heuristic — and the
   calibration samples that keep it honest;
@@ -14,13 +15,14 @@ The agent asks this object every budget question; nothing else computes them:
   report, and the ``ReadBudget`` every file-fits check uses.
 
 It holds no conversation: the agent hands it the history to account for
-through a callable, so there is one history and one place that owns it.
+as the list it keeps (and changes in place), so there is one history and one
+place that owns it.
 
 A turn asks ``snapshot`` once per round: a ``BudgetSnapshot`` is a value with
 the window, ratio, system prompt, injected texts (the turn's retrieved text
 given to it, not kept here) and history of that round, and answers every
 question of the round (fitted history, remaining, read budget) from them
-without reading the store, the plan file or HARVEY.md again.
+without reading the store or HARVEY.md again.
 """
 
 from __future__ import annotations
@@ -64,21 +66,16 @@ class PromptBudget:
         settings: Settings,
         workspace: Path,
         main_client: Callable[[], LLMClient],
-        history: Callable[[], Sequence[Message]],
+        history: Sequence[Message],
         store: SessionStore | None = None,
-        plan_text: Callable[[], str | None] | None = None,
         system_extra: tuple[str, ...] = (),
-        handover: str | None = None,
     ) -> None:
-        """``handover`` (after a resume) is injected until ``handover_delivered``."""
         self.settings = settings
         self.workspace = workspace
         self._main = main_client
         self._history = history
         self.store = store
-        self.plan_text = plan_text
         self.system_extra = system_extra
-        self._handover = handover  # injected once, into the next turn's prompt
         self._session_text: str | None = None  # recalled long-term memory, for the session
         self.sizing = CalibratedSizing(
             store, context_window=settings.context_window, main_client=main_client
@@ -89,17 +86,9 @@ class PromptBudget:
     def _client(self, client: LLMClient | None) -> LLMClient:
         return client if client is not None else self._main()
 
-    def handover_delivered(self) -> None:
-        """A turn went out with the handover: later prompts do without it."""
-        self._handover = None
-
     def keep_for_session(self, text: str) -> None:
         """Inject ``text`` (recalled memories) into every prompt from now on."""
         self._session_text = text
-
-    def new_turn(self) -> None:
-        """Forget the cached system prompt, so an edited HARVEY.md is read once per turn."""
-        self._system_prompts.clear()
 
     def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
         return self.sizing.capabilities(self._client(client))
@@ -137,7 +126,8 @@ class PromptBudget:
         return self.settings.tools.enabled and self.capabilities(client).supports_tools
 
     def system_prompt(self, client: LLMClient | None = None) -> str:
-        """Built once per turn (it reads HARVEY.md), not once per round or budget check."""
+        """Built once per session (it reads HARVEY.md): every request of the session starts
+        with the same system message, so a server's prompt cache keeps serving it."""
         tools = self.tools_enabled(client)
         if tools not in self._system_prompts:
             self._system_prompts[tools] = build_system_prompt(
@@ -157,14 +147,10 @@ class PromptBudget:
         self.sizing.calibrate(client, prompt, usage, doc_type)
 
     def injected_texts(self) -> list[str]:
-        """What every prompt carries as system messages: memories, handover, plan."""
-        texts = [self._session_text] if self._session_text else []
-        if self._handover:
-            texts.append(self._handover)
-        plan = self.plan_text() if self.plan_text else None
-        if plan:
-            texts.append(plan)
-        return texts
+        """What every prompt carries as system messages after the system prompt: the
+        memories recalled on the first turn, fixed from then on (the plan, handover and
+        retrieved passages ride in their turn's user message: ``chat/plan_context.py``)."""
+        return [self._session_text] if self._session_text else []
 
     def snapshot(
         self, client: LLMClient | None = None, turn_texts: Sequence[str] = ()
@@ -182,7 +168,7 @@ class PromptBudget:
             system_prompt=self.system_prompt(client),
             injected=injected,
             turn_texts=tuple(turn_texts),
-            history=tuple(self._history()),
+            history=tuple(self._history),
             _ratios={("prose", "units"): ratio},
         )
 

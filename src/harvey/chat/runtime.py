@@ -8,7 +8,6 @@ of the others.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,11 +15,12 @@ from typing import TYPE_CHECKING
 from harvey import secret_files
 from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
-from harvey.chat.guides import GuideHook
+from harvey.chat.plan_context import PlanContext
 from harvey.chat.prompt_budget import PromptBudget
+from harvey.chat.prompts import GuideHook
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, Settings, configured_keys
-from harvey.context.plan_injection import dynamic_plan_text, handover_text
+from harvey.context.plan_injection import handover_text
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
@@ -34,10 +34,10 @@ from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
-from harvey.tools.memory_tools import memory_tools
+from harvey.tools.memory_tools import AddMemoryTool, RetrieveMemoryTool
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
-from harvey.tools.registry import ToolExecutor, ToolRegistry
+from harvey.tools.registry import Deferred, ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
 
 if TYPE_CHECKING:
@@ -198,7 +198,10 @@ def _assemble(
             store=store, session_id=session_id, resumed=start.resumed and start.stored,
         )  # fmt: skip
     plan_writer = _plan_writer(paths, session_id, refusals)
-    providers: list[TurnContextProvider] = []
+    handover = _restore_plan(store, start, plan_writer, ui)
+    providers: list[TurnContextProvider] = [
+        PlanContext(plan_writer, session_id=session_id, handover=handover)
+    ]
     if settings.rag.active:  # a missing or broken store is an error before the first turn
         from harvey.knowledge.retrieval import Retrieval
 
@@ -211,12 +214,10 @@ def _assemble(
     budget = PromptBudget(
         settings=settings,
         workspace=workspace,
-        main_client=lambda: clients.current,
-        history=lambda: history,
+        main_client=clients.active,
+        history=history,
         store=store,
-        plan_text=_plan_summary(plan_writer, session_id),
         system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
-        handover=_restore_plan(store, start, plan_writer, ui),
     )
     agent = Agent(
         clients=clients,
@@ -248,10 +249,13 @@ def _executor(
 ) -> ToolExecutor:
     """The session's tools, wrapped in their hooks (offload, audit)."""
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
-    registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    read_plan = plan_writer.read if plan_writer else str
+    registry.register(Deferred(GetPlanTool, lambda: GetPlanTool(read_plan)))
     _register_search_knowledge(registry, settings, paths.workspace, providers)
-    for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
-        registry.register(tool)  # retrieve_memory, add_memory
+    if settings.memory.enabled:
+        home = paths.harvey_home  # memory.db is opened when one of them is first called
+        registry.register(Deferred(RetrieveMemoryTool, lambda: RetrieveMemoryTool(home, settings)))
+        registry.register(Deferred(AddMemoryTool, lambda: AddMemoryTool(home)))
     executor = build_executor(
         registry,
         settings,
@@ -261,37 +265,6 @@ def _executor(
     )
     executor.add(GuideHook(paths.workspace), outermost=True)  # subfolders' AGENTS.md, HARVEY.md
     return executor
-
-
-def _plan_summary(
-    plan_writer: FilePlanWriter | None, session_id: str
-) -> Callable[[], str | None] | None:
-    """The dynamic plan summary, recomputed only when the plan file changes.
-
-    It is asked for once per round; reducing (and logging the reduction) once
-    per version of the plan is enough.
-    """
-    if plan_writer is None:
-        return None
-    cache: dict[str, object] = {}
-
-    def plan_text() -> str | None:
-        try:
-            stat = plan_writer.path.stat()
-        except OSError:
-            return None
-        key = (stat.st_mtime_ns, stat.st_size)
-        if cache.get("key") != key:
-            try:
-                content = plan_writer.read()
-            except HarveyError:
-                return None
-            cache["key"] = key
-            cache["text"] = dynamic_plan_text("", content, session_id=session_id)
-        text = cache["text"]
-        return text if isinstance(text, str) else None
-
-    return plan_text
 
 
 def _restore_plan(
@@ -332,7 +305,7 @@ def _register_search_knowledge(
 
         return active_retrieval(providers)
 
-    registry.register(SearchKnowledgeTool(active))
+    registry.register(Deferred(SearchKnowledgeTool, lambda: SearchKnowledgeTool(active)))
 
 
 def _plan_writer(paths: Paths, session_id: str, refusals: Refusals) -> FilePlanWriter | None:

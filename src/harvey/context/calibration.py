@@ -87,7 +87,11 @@ class CalibratedSizing:
         prompt_bytes = len(text.encode("utf-8", "surrogatepass"))
         try:
             self.store.record_calibration(
-                client.model, prompt_bytes, usage.prompt_tokens, doc_type, text_units(text, doc_type)
+                client.model,
+                prompt_bytes,
+                usage.prompt_tokens,
+                doc_type,
+                text_units(text, doc_type),
             )
         except StoreError as exc:  # calibration is advisory; never fail a turn on it
             log.warning("could not record calibration: %s", exc)

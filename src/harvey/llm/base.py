@@ -177,7 +177,8 @@ def chat(
         if close is not None:
             close()
     result.text = "".join(parts)
-    metering.observe(messages, result)  # harvey run --output-format json: what the run cost
+    if metering.meters:  # harvey run --output-format json: what the run cost
+        metering.observe(messages, result)
     return result
 
 

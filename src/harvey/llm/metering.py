@@ -8,8 +8,8 @@ sends no usage report (some llama.cpp builds, a truncated stream) gets an
 estimate from the text's size, and the total says whether it is exact,
 estimated or mixed. Calls a Ray cluster makes on its own nodes are not seen.
 
-Nothing is collected outside a ``metered`` block, so the chat loop pays one
-empty-list check per call.
+Nothing is collected outside a ``metered`` block: ``chat`` checks ``meters`` and
+calls nothing here when it is empty.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _calls_size(message: Message) -> int:
     return sum(_size(c.arguments_json()) for c in message.tool_calls or ())
 
 
-_meters: list[Meter] = []
+meters: list[Meter] = []  # the open blocks (read by ``chat`` before it calls ``observe``)
 _meters_lock = threading.Lock()
 
 
@@ -129,19 +129,17 @@ def metered() -> Iterator[Meter]:
     """Count every model call made while the block runs (in any thread of this process)."""
     meter = Meter()
     with _meters_lock:
-        _meters.append(meter)
+        meters.append(meter)
     try:
         yield meter
     finally:
         with _meters_lock:
-            _meters.remove(meter)
+            meters.remove(meter)
 
 
 def observe(messages: Sequence[Message], result: ChatResult) -> None:
     """One finished call (``llm.base.chat``): counted by every open ``metered`` block."""
-    if not _meters:
-        return
     with _meters_lock:
-        meters = list(_meters)
-    for meter in meters:
+        open_blocks = list(meters)
+    for meter in open_blocks:
         meter.add(messages, result)

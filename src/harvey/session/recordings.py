@@ -60,18 +60,15 @@ class RecordingsMixin:
 
     def note_recording(self: _Store, session_id: str, path: str) -> None:
         """Remember ``path`` as the session's recording: now if its row exists, else when the
-        row is written with the first turn (``write_recording``), so no empty session is kept."""
-        self._recordings[session_id] = path
+        row is written with the first turn (``SessionStore._materialize``), so no empty
+        session is kept."""
         if self._query("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
             with self._tx() as db:
-                write_recording(self, db, session_id)
-
-
-def write_recording(store: _Store, db: sqlite3.Connection, session_id: str) -> None:
-    """Inside a write transaction that has the session's row: its noted recording, if any."""
-    path = store._recordings.pop(session_id, None)
-    if path is not None:
-        db.execute("INSERT OR REPLACE INTO session_recordings VALUES (?, ?)", (session_id, path))
+                db.execute(
+                    "INSERT OR REPLACE INTO session_recordings VALUES (?, ?)", (session_id, path)
+                )
+        else:
+            self._recordings[session_id] = path
 
 
 def _reopen(where: Location, name: str) -> bool:

@@ -25,7 +25,7 @@ from harvey.messages import Message, ToolCall
 from harvey.redact import redact, redact_data
 from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
-from harvey.session.recordings import RecordingsMixin, write_recording
+from harvey.session.recordings import RecordingsMixin
 from harvey.store.connection import open_home, transaction
 from harvey.tools.todo import Todo
 
@@ -155,7 +155,11 @@ class SessionStore(MapResultsMixin, RecordingsMixin):
             "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
             (session_id, workspace, title, model, now, now),
         )
-        write_recording(self, db, session_id)
+        recording = self._recordings.pop(session_id, None)  # its .spmd (session/recordings.py)
+        if recording is not None:
+            db.execute(
+                "INSERT OR REPLACE INTO session_recordings VALUES (?, ?)", (session_id, recording)
+            )
 
     @contextmanager
     def _session_tx(self, session_id: str) -> Iterator[sqlite3.Connection]:
