@@ -178,3 +178,21 @@ def test_ctrl_c_ends_with_a_json_result(fmt: str, capsys: pytest.CaptureFixture[
     assert events[-1]["session_id"] == "abc"
     if fmt == "stream-json":
         assert [e["type"] for e in events] == ["start", "text", "error", "result"]
+
+
+def test_stream_json_folder_analysis_reports_files(harvey: Run, workspace: Path) -> None:
+    (workspace / "docs").mkdir()
+    for name in ("a.md", "b.md"):
+        (workspace / "docs" / name).write_text(f"# {name}\n\n" + "Some words here. " * 30)
+    with FakeOpenAI([], default_reply=Reply("about words")) as srv:
+        proc = harvey(
+            "analyze", "docs", "-i", "Summarise", "--output-format", "stream-json",
+            "--backend", "openai", "--base-url", srv.url,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    events = lines(proc.stdout)
+    files = [e for e in events if e["type"] == "file"]
+    assert sorted(e["name"] for e in files) == ["docs/a.md", "docs/b.md"]
+    assert [e["done"] for e in files] == [1, 2] and all(e["total"] == 2 for e in files)
+    result = events[-1]
+    assert result["reply"] == "about words" and result["analysis"]["chunks"] >= 2
