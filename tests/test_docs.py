@@ -112,7 +112,7 @@ def test_every_slash_command_is_documented(name: str) -> None:
 
 def example_command_lines() -> list[tuple[str, str]]:
     """(file, line) for every ``harvey ...`` line of the ```sh blocks, as a shell would
-    split it: the comment, a pipe into it and a redirection of its output left out."""
+    split it: the comment, a pipe into it and a redirection or pipe of its output left out."""
     examples = []
     for doc, text in GUIDES.items():
         for block in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M):
@@ -120,7 +120,8 @@ def example_command_lines() -> list[tuple[str, str]]:
                 words = shlex.split(line, comments=True)
                 if "harvey" in words:
                     words = words[words.index("harvey") :]
-                    words = words[: words.index(">")] if ">" in words else words
+                    for end in (">", "|"):  # its output redirected or piped on
+                        words = words[: words.index(end)] if end in words else words
                     examples.append((doc, shlex.join(words)))
     return examples
 

@@ -161,7 +161,7 @@ def _dump(path: Path) -> tuple[list[tuple[str, str]], list[str]]:
 
 
 #: sessions.db migrations written after ``LEGACY``: an old file gets these and keeps the rest.
-SESSIONS_ADDED_SINCE_LEGACY = ["m009_compactions"]
+SESSIONS_ADDED_SINCE_LEGACY = ["m008_session_recordings", "m009_compactions"]
 
 
 def test_old_sessions_db_opens_unchanged(legacy: Path, ran: list[str]) -> None:
@@ -180,7 +180,9 @@ def test_old_sessions_db_opens_unchanged(legacy: Path, ran: list[str]) -> None:
     assert set(before[0]) <= set(schema)  # every old table and index as it was
     added = [r for r in rows if r not in before[1]]
     assert before[1] == [r for r in rows if r not in added]  # every old row, in order
-    assert all("compactions" in r or "_migrations" in r for r in added), added
+    assert all(
+        "compactions" in r or "session_recordings" in r or "_migrations" in r for r in added
+    ), added
 
 
 def test_old_memory_db_opens_unchanged(legacy: Path, ran: list[str]) -> None:

@@ -186,6 +186,8 @@ class AnalysisRun:
             done(i, text, err)
 
         def reuse(i: int, text: str) -> None:
+            if hasattr(self.progress, "chunk_reused"):  # not in the protocol (JSON output's)
+                self.progress.chunk_reused(i + 1, n)
             self.progress.chunk_started(i + 1, n)
             done(i, text, None)
 

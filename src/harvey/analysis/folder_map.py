@@ -127,6 +127,9 @@ class FileProgress:
     def chunk_started(self, index: int, total: int) -> None:
         self.inner.chunk_started(index, total)
 
+    def chunk_reused(self, index: int, total: int) -> None:
+        self._call("chunk_reused", index, total)
+
     def chunk_finished(self, index: int, total: int, error: str | None) -> None:
         self.inner.chunk_finished(index, total, error)
         f = self.params.file_index(index)

@@ -67,6 +67,7 @@ class Recorder:
         shell_tail_lines: int = 20,
         reserved: bool = False,
         where: Location | None = None,
+        continuing: bool = False,
     ) -> None:
         # reserved: ``open_in`` already created the (empty) file exclusively.
         # ``path`` given alone: its folder is a trusted root (tests, a caller's own folder).
@@ -81,6 +82,8 @@ class Recorder:
         self._last_was_note = False
         self._head = shell_head_lines
         self._tail = shell_tail_lines
+        if continuing:  # the session's own file again: its title page is there
+            return  # (``session/recordings.py`` took its THE END. off)
         now = clock()
         title = [
             ("Title", "Harvey Session"),
