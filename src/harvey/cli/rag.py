@@ -165,13 +165,14 @@ def query(name: str, text: str, k: int, as_json: bool, workspace: Path | None) -
     from harvey.knowledge import commands
 
     paths, settings = load(workspace)
-    hits = commands.query(paths.workspace, name, settings, text, k)
+    ranked = commands.query_ranked(paths.workspace, name, settings, text, k)
+    hits = ranked.hits
+    if not hits:
+        click.echo(commands.empty_line(ranked), err=True)
     if as_json:
         rows = [commands.hit_row(h) for h in hits]
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    if not hits:
-        click.echo("no matching passages", err=True)
     for h in hits:
         click.echo(commands.hit_line(h))
         for line in h.chunk.text.strip().splitlines()[:6]:
