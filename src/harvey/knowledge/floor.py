@@ -18,9 +18,9 @@ is at least ``bm25`` or its cosine alone is at least ``cosine_alone``. As in
 fusion, a file's chunks share the file's best evidence (its best cosine and best
 BM25 share among the candidates), since one retriever often finds the right file
 by one passage and the other by another. A store without an embedder, or with one
-other than the calibrated ``local`` (wordllama), is floored on the BM25 share alone. The defaults were calibrated by
-``bench/bench_rag.py`` on its 61 answerable and 30 unanswerable questions
-(see ``BENCHMARKS.md``).
+other than the calibrated ``local`` (wordllama), is floored on the BM25 share alone.
+The defaults were calibrated by ``bench/bench_rag.py`` on its 61 answerable and 30
+unanswerable questions (see ``BENCHMARKS.md``).
 """
 
 from __future__ import annotations
