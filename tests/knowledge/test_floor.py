@@ -114,6 +114,7 @@ def searchers(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 WORDS = ["boiler", "pressure", "radiators", "bleed", "roses", "tyre", "car", "zzqx", "hello"]
 
 
+@pytest.mark.slow  # the module's store: loading wordllama takes ~1.7 s
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(1, 5))
 def test_a_real_search_is_the_unfloored_ranking_with_some_left_out(searchers, words, k) -> None:  # type: ignore[no-untyped-def]
@@ -127,6 +128,7 @@ def test_a_real_search_is_the_unfloored_ranking_with_some_left_out(searchers, wo
     assert len(got) + ranked.below_floor == len(everything) or len(got) == k
 
 
+@pytest.mark.slow
 def test_nonsense_is_below_the_floor_in_a_real_store(searchers) -> None:  # type: ignore[no-untyped-def]
     floored_searcher, plain = searchers
     for text in NOTHING_RELEVANT:
@@ -179,3 +181,34 @@ def test_a_turn_with_nothing_relevant_sends_nothing_and_records_no_note(
     assert prompt.startswith("### Context (from knowledge base)") and "brass key" in prompt
     assert "[[rag: 1 chunks from n, top score " in spmd
     assert "[[rag-source: notes/boiler.md:L1-L4 — score " in spmd
+
+
+def test_the_turn_provider_and_the_tool_say_nothing_was_above_the_floor(
+    harvey: Harvey, notes_ws: Path
+) -> None:
+    from harvey.config import Settings
+    from harvey.knowledge import commands
+    from harvey.knowledge.retrieval import Retrieval
+    from harvey.tools.knowledge import SearchKnowledgeTool
+    from harvey.tools.registry import ToolContext
+
+    assert harvey("rag", "new", "n", "--embedder", "local").returncode == 0
+    assert harvey("rag", "ingest", "n", "notes").returncode == 0
+    warnings: list[str] = []
+    retrieval = Retrieval.open(notes_ws, "n", Settings(), warnings.append)
+    try:
+        assert retrieval.for_turn("zzqx qqxz", 8192, 4.0) is None
+        assert "last turn: no passage above the floor, nothing sent" in commands.retrieval_line(
+            retrieval
+        )
+        tool = SearchKnowledgeTool(lambda: retrieval)
+        said = tool.run(ToolContext(workspace=notes_ws), {"query": "hello"})
+        assert said == "no passage in n above the floor for 'hello'"
+        context = retrieval.for_turn(ANSWERABLE, 8192, 4.0)
+        assert context is not None and "brass key" in context.text
+        assert "last turn: 1 passages sent" in commands.retrieval_line(retrieval)
+        found = tool.run(ToolContext(workspace=notes_ws), {"query": ANSWERABLE})
+        assert found.startswith("notes/boiler.md:L1-L4 — score ")
+    finally:
+        retrieval.close()
+    assert warnings == []
