@@ -15,7 +15,9 @@ Scores are on one 0–1 scale, so one ``rag.min_score`` serves every store:
   averaged, with a file's best chunk carrying the file's pooled evidence
   (see ``fuse``): first in both lists scores 1.0, found by one list only at
   most 0.5. The score is relative to the query's candidates (``min_score``
-  drops the weakest of them). Measured on the benchmark's questions, this
+  drops the weakest of them); whether any candidate is relevant at all is the
+  absolute floor's call (``harvey.knowledge.floor``), applied after fusion, so
+  fusion only orders what passed. Measured on the benchmark's questions, this
   beat reciprocal-rank fusion (k = 60) at chunk level, which lost to the
   embedding alone.
 * Embedding-only (the benchmark's row): the cosine itself, floored at 0.
