@@ -44,7 +44,7 @@ BIG = 100_000
 _WORD = re.compile(r"\w+")
 FTS = "Harvey FTS-only (FTS5 BM25)"
 HYBRID = "Harvey hybrid (BM25 + wordllama, score fusion per file)"
-FLOORED = "Harvey hybrid + relevance floor (default 0.26 / 0.14 / 0.38)"
+FLOORED = "Harvey hybrid + relevance floor (default 0.26 / 0.20 / 0.38)"
 STRICT = Floor(0.32, 0.14, 0.46)  # the grid's best hit@5 among floors silencing 90%
 OKAPI = "rank_bm25 BM25Okapi"
 
@@ -255,7 +255,7 @@ def run() -> str:
                 "Harvey hybrid + stricter floor (0.32 / 0.14 / 0.46)": lambda q: [
                     h.chunk.path for h in strict.search(q, 50)
                 ],
-                "Harvey FTS-only + relevance floor (BM25 share ≥ 0.14)": lambda q: [
+                "Harvey FTS-only + relevance floor (BM25 share ≥ 0.20)": lambda q: [
                     h.chunk.path for h in fts_floored.search(q, 50)
                 ],
                 OKAPI: okapi_paths,
@@ -336,8 +336,8 @@ def run() -> str:
             f"{len(UNANSWERABLE)} unanswerable ones (other subjects, greetings, gibberish) "
             "for which a row sends nothing. The relevance floor sends a passage only if its "
             "cosine ≥ `rag.floor_cosine` and (its BM25 share of the query's BM25 ceiling "
-            "≥ `rag.floor_bm25` or its cosine ≥ `rag.floor_cosine_alone`), each file's best "
-            "evidence shared by its chunks; the levels were calibrated on these two lists "
+            "≥ `rag.floor_bm25` or its cosine ≥ `rag.floor_cosine_alone`), the cosine the "
+            "chunk's own, the BM25 share its file's best; the levels were calibrated on these two lists "
             "(a grid search: the most unanswerable questions silenced with hit@5 within 2 "
             "points), so the figures are in-sample. Rows without it send something whenever "
             "a word or a vector matches.",

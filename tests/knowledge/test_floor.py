@@ -39,6 +39,8 @@ def test_idf_and_share_follow_fts5s_scale() -> None:
     assert idf(2, 1) == 1e-6  # FTS5's floor for a word in half the chunks or more
     ceiling = bm25_ceiling(100, [1, 1])
     assert ceiling == pytest.approx(2.2 * 2 * math.log(99.5 / 1.5))
+    # a word no chunk holds weighs as a word one chunk holds, not several times more
+    assert bm25_ceiling(3, [0, 1]) == bm25_ceiling(3, [1, 1]) == pytest.approx(4.4 * idf(3, 1))
     assert bm25_share(-ceiling / 2, ceiling) == pytest.approx(0.5)
     assert bm25_share(-10 * ceiling, ceiling) == 1.0 and bm25_share(-1.0, 0.0) == 0.0
 
@@ -73,12 +75,11 @@ def test_the_floor_admits_nothing_under_it_and_keeps_the_order(
     shares = {c: b for c, _cos, b, _f in cands}
     files = {c: f for c, _cos, _b, f in cands}
     evidence = pooled(cosines, shares, files)
-    # a chunk carries its file's best evidence, the same for every chunk of the file
-    for c, cos, b, f in cands:
+    # a chunk keeps its own cosine and carries its file's best BM25 share
+    for c, cos, _b, f in cands:
         ev = evidence[c]
-        assert ev.bm25 >= b and (ev.cosine is None) == (not embedded)
-        assert ev.cosine is None or ev.cosine >= cos
-        assert all(evidence[o] == ev for o, *_rest, g in cands if g == f)
+        assert ev.cosine == (cos if embedded else None)
+        assert ev.bm25 == max(b for _o, _cos, b, g in cands if g == f)
     ranked = sorted(((c, s) for c, s, _b, _f in cands), key=lambda cs: (-cs[1], cs[0]))
     kept = floored(ranked, evidence, floor)
     for c, _s in kept:  # nothing under the floor

@@ -14,10 +14,12 @@ other candidates:
   holds (gibberish, a place name) counts against every chunk with a high IDF.
 
 A chunk passes when its cosine is at least ``cosine`` and either its BM25 share
-is at least ``bm25`` or its cosine alone is at least ``cosine_alone``. As in
-fusion, a file's chunks share the file's best evidence (its best cosine and best
-BM25 share among the candidates), since one retriever often finds the right file
-by one passage and the other by another. A store without an embedder, or with one
+is at least ``bm25`` or its cosine alone is at least ``cosine_alone``. The cosine
+is the chunk's own (the passage sent must itself be about the prompt); the BM25
+share is its file's best among the candidates, as fusion pools a file's evidence,
+since the words of a question are often spread over a file's passages (pooling
+the cosine too lost 1.6 points of hit@5 on the benchmark, for no more silence).
+A store without an embedder, or with one
 other than the calibrated ``local`` (wordllama), is floored on the BM25 share alone.
 The defaults were calibrated by ``bench/bench_rag.py`` on its 61 answerable and 30
 unanswerable questions (see ``BENCHMARKS.md``).
@@ -43,7 +45,7 @@ class Floor:
     """The levels a passage must reach (``rag.floor_*``); all 0 turns the floor off."""
 
     cosine: float = 0.26
-    bm25: float = 0.14
+    bm25: float = 0.2
     cosine_alone: float = 0.38
 
     @property
@@ -66,8 +68,12 @@ def idf(chunks: int, matching: int) -> float:
 
 
 def bm25_ceiling(chunks: int, counts: Iterable[int]) -> float:
-    """The most BM25 a chunk could score for a query whose words match ``counts`` chunks."""
-    return (K1 + 1) * sum(idf(chunks, n) for n in counts)
+    """The most BM25 a chunk could score for a query whose words match ``counts`` chunks.
+
+    A word no chunk holds weighs as one a single chunk holds: in a store of a few notes
+    the IDF of an absent word is several times a present one's, and one everyday word
+    missing ("how *often* should I...") would outweigh every word that matched."""
+    return (K1 + 1) * sum(idf(chunks, max(1, n)) for n in counts)
 
 
 def bm25_share(bm25: float, ceiling: float) -> float:
@@ -91,21 +97,20 @@ def admits(evidence: Evidence, floor: Floor) -> bool:
 def pooled(
     cosines: Mapping[int, float] | None, shares: Mapping[int, float], files: Mapping[int, str]
 ) -> dict[int, Evidence]:
-    """Each candidate's evidence: the best cosine and BM25 share of its file's candidates
-    (``cosines`` is ``None`` for a store without an embedder)."""
+    """Each candidate's evidence: its own cosine (``None`` for a store floored on BM25
+    alone; a chunk without a vector counts as -1) and its file's best BM25 share."""
     ids = set(shares) | set(cosines or {})
-    best_cos: dict[str, float] = {}
     best_bm25: dict[str, float] = {}
     for c in ids:
         f = files.get(c, f"#{c}")
         best_bm25[f] = max(best_bm25.get(f, 0.0), shares.get(c, 0.0))
-        if cosines is not None:
-            best_cos[f] = max(best_cos.get(f, -1.0), cosines.get(c, -1.0))
-    out: dict[int, Evidence] = {}
-    for c in ids:
-        f = files.get(c, f"#{c}")
-        out[c] = Evidence(best_cos[f] if cosines is not None else None, best_bm25[f])
-    return out
+    return {
+        c: Evidence(
+            cosines.get(c, -1.0) if cosines is not None else None,
+            best_bm25[files.get(c, f"#{c}")],
+        )
+        for c in ids
+    }
 
 
 def floored(
