@@ -162,7 +162,7 @@ def _floor_verdicts(rows: list[tuple[str, float, float, float]]) -> list[str]:
         f"{round(silent * len(UNANSWERABLE))} of {len(UNANSWERABLE)}).",
         f"- Relevance floor, hit@5 within 2 points of the hybrid without it: "
         f"{'**met**' if drop <= 2 else '**missed**'} ({hit:.3f} vs {today:.3f}, "
-        f"{-drop:+.1f} points; MRR@10 {mrr:.3f} vs {today_mrr:.3f}).",
+        f"{0.0 - drop + 0.0:+.1f} points; MRR@10 {mrr:.3f} vs {today_mrr:.3f}).",
     ]
 
 

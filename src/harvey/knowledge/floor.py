@@ -11,7 +11,7 @@ other candidates:
   query's words could give (each word's IDF times ``k1 + 1``, FTS5's constants),
   so 1.0 would be every query word, each saturated; a chunk holding each word
   once, in a chunk of average length, scores about 0.45; a query word no chunk
-  holds (gibberish, a place name) counts against every chunk with a high IDF.
+  holds (gibberish, a place name) counts against every chunk as a rare word.
 
 A chunk passes when its cosine is at least ``cosine`` and either its BM25 share
 is at least ``bm25`` or its cosine alone is at least ``cosine_alone``. The cosine
