@@ -1,7 +1,9 @@
 """The per-turn retrieval step: the active store's best passages for the user's prompt.
 
-For each chat turn it retrieves ``rag.top_k`` chunks, drops those under
-``rag.min_score``, merges overlapping or adjacent chunks of one file into
+For each chat turn it retrieves the ``rag.top_k`` best chunks the relevance floor
+admits (``harvey.knowledge.floor``: a prompt nothing in the store is relevant to gets
+none, and its turn has no context and no note), drops those under ``rag.min_score``,
+merges overlapping or adjacent chunks of one file into
 one passage, and keeps the best passages that fit ``rag.budget_pct`` of the
 context window. They are sent ahead of the prompt as::
 
@@ -30,6 +32,7 @@ from harvey.knowledge.service import Knowledge, open_knowledge
 from harvey.session.records import RagInfo, RagSource
 
 HEADING = "### Context (from knowledge base)"
+BELOW_FLOOR = "no passage above the floor"
 _END = "### Question"
 
 
@@ -88,6 +91,7 @@ class Retrieval:
         self.settings = settings.rag
         self.warn = warn
         self.enabled = True
+        self.last_outcome = "none yet"  # for /rag status: what the last turn retrieved
 
     @classmethod
     def open(
@@ -101,8 +105,8 @@ class Retrieval:
 
     def passages(self, prompt: str, room_bytes: int) -> list[Passage]:
         """The passages for ``prompt`` that score enough and fit ``room_bytes``, best first."""
-        hits = self.knowledge.searcher.search(prompt, self.settings.top_k)
-        kept = [h for h in hits if h.score >= self.settings.min_score]
+        ranked = self.knowledge.searcher.ranked(prompt, self.settings.top_k)
+        kept = [h for h in ranked.hits if h.score >= self.settings.min_score]
         chosen: list[Passage] = []
         used = len(HEADING) + len(_END) + 4
         for passage in merge(kept):
@@ -110,6 +114,12 @@ class Retrieval:
             if used + size <= room_bytes:
                 chosen.append(passage)
                 used += size
+        if chosen:
+            self.last_outcome = f"{len(chosen)} passages sent"
+        elif not ranked.hits and ranked.below_floor:
+            self.last_outcome = f"{BELOW_FLOOR}, nothing sent"
+        else:
+            self.last_outcome = "no passage matched or fitted, nothing sent"
         return chosen
 
     def for_turn(

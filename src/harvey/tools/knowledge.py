@@ -58,9 +58,12 @@ class SearchKnowledgeTool:
         if retrieval is None or not retrieval.enabled:
             raise ToolError("no knowledge store is in use")
         try:
-            hits = retrieval.knowledge.searcher.search(query, k)
+            ranked = retrieval.knowledge.searcher.ranked(query, k)
         except KnowledgeError as exc:
             raise ToolError(str(exc)) from exc
+        hits = ranked.hits
+        if not hits and ranked.below_floor:
+            return f"no passage in {retrieval.name} above the floor for {query!r}"
         if not hits:
             return f"no passages in {retrieval.name} match {query!r}"
         parts: list[str] = []
