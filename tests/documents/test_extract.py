@@ -201,3 +201,12 @@ def test_every_offset_lies_in_the_page_that_span_of_pages_gives(lengths: list[in
         start, end = doc.span_of_pages(page, page)
         for offset in range(start, end):
             assert doc.page_at(offset) == page or (doc.page_at(offset) > page and offset >= end)
+
+
+def test_the_cache_lives_where_config_puts_harvey_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harvey.config import default_harvey_home
+    from harvey.documents.extract import harvey_home
+
+    assert harvey_home() == default_harvey_home()
+    monkeypatch.delenv("HARVEY_HOME")
+    assert harvey_home() == default_harvey_home()

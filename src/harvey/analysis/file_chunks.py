@@ -13,6 +13,7 @@ secret file or a hard link is refused (``FileRefused``) before its size is used.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
+from harvey.documents import estimated_text_bytes, extract
+from harvey.documents.extract import is_document_file
 from harvey.errors import BackendError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused
@@ -68,6 +71,8 @@ def regular_size(path: Path, name: str) -> int:
         raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
     if info.st_nlink > 1:
         raise hard_link_refused(name, info.st_nlink)
+    if is_document_file(path):  # its text's size, never its bytes (a PDF's estimated)
+        return estimated_text_bytes(path, name)
     return info.st_size
 
 
@@ -89,7 +94,10 @@ def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Ite
 def chunks_of(
     path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
 ) -> tuple[list[Chunk] | Iterator[Chunk], int]:
-    """The chunks (a list, or a lazy stream for a file over one window) and how many."""
+    """The chunks (a list, or a lazy stream for a file over one window) and how many.
+    A PDF, DOCX, HTML or EPUB is chunked as its extracted text (``documents``)."""
+    if is_document_file(path):
+        return _document_chunks(path, name, cfg, doc_type)
     if size <= WINDOW_BYTES:
         with _open(path, name) as handle:
             try:
@@ -105,6 +113,20 @@ def chunks_of(
         except OSError as exc:
             raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
     return _streamed(path, name, cfg, doc_type), total
+
+
+def _document_chunks(
+    path: Path, name: str, cfg: ChunkConfig, doc_type: DocType
+) -> tuple[list[Chunk] | Iterator[Chunk], int]:
+    """The extracted text (cached by content) chunked as prose: pages are separated by a
+    blank line and headings are ``#`` lines, so cuts fall on them where they can."""
+    text = extract(path, name).text
+    data = text.encode("utf-8")
+    if len(data) <= WINDOW_BYTES:
+        listed = chunk_document(text, cfg, doc_type)
+        return listed, len(listed)
+    total = count_chunks(utf8_windows(io.BytesIO(data)), cfg, doc_type)
+    return iter_chunks(utf8_windows(io.BytesIO(data)), cfg, doc_type), total
 
 
 __all__ = ["chunk_config", "chunks_of", "regular_size"]

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 from harvey.documents.model import DOCUMENT_SUFFIXES, UNSUPPORTED_SUFFIXES, Document
 from harvey.documents.pdf import PASSWORD_ENV, Limits, extract_pdf
-from harvey.errors import DocumentError, WorkspaceError
+from harvey.errors import DocumentError, HarveyError, WorkspaceError
+from harvey.workspace_files import open_regular as _open_regular
 
 if TYPE_CHECKING:
     from harvey.own_files import Folder
@@ -50,15 +51,24 @@ def is_document(path: Path, head: bytes = b"") -> bool:
     return document_kind(path, head) is not None
 
 
+def is_document_file(path: Path) -> bool:
+    """A document by its name, or a nameless file that starts like a PDF."""
+    if document_kind(path) is not None:
+        return True
+    try:
+        with _open_regular(path) as handle:
+            return handle.read(5) == b"%PDF-"
+    except (OSError, HarveyError):  # a refusal is reported by the plain-text reader
+        return False
+
+
 def _password(password: str | None) -> str | None:
     return password if password is not None else (os.environ.get(PASSWORD_ENV) or None)
 
 
 def _read_bytes(path: Path, name: str) -> bytes:
-    from harvey.tools.files import open_regular
-
     try:
-        with open_regular(path) as handle:
+        with _open_regular(path) as handle:
             data = handle.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
@@ -69,11 +79,20 @@ def _read_bytes(path: Path, name: str) -> bytes:
     return data
 
 
+def harvey_home() -> Path:
+    """``config.default_harvey_home``'s rule, restated: importing ``config`` from here
+    would close an import cycle (config → llm → context → documents)."""
+    if os.environ.get("HARVEY_HOME"):
+        return Path(os.environ["HARVEY_HOME"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("harvey", appauthor=False))
+
+
 def _cache_folder(create: bool) -> Folder:
-    from harvey.config import default_harvey_home
     from harvey.own_files import Location
 
-    where = Location.under(default_harvey_home(), "cache/documents", home=True)
+    where = Location.under(harvey_home(), "cache/documents", home=True)
     return where.open(create=create)
 
 
@@ -162,4 +181,11 @@ def estimated_text_bytes(path: Path, name: str | None = None) -> int:
     return len(extract(path, name).text.encode("utf-8"))
 
 
-__all__ = ["MAX_DOCUMENT_BYTES", "document_kind", "estimated_text_bytes", "extract", "is_document"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "document_kind",
+    "estimated_text_bytes",
+    "extract",
+    "is_document",
+    "is_document_file",
+]
