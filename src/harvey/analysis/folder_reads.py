@@ -40,6 +40,7 @@ from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
+from harvey.documents.extract import document_problem, is_document_file
 from harvey.errors import FileRefused, UsageError, WorkspaceError
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
 from harvey.workspace_files import (
@@ -101,6 +102,8 @@ def _unreadable(root: Path, path: Path) -> str | None:
         return exc.reason
     except (OSError, WorkspaceError) as exc:
         return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if is_document_file(path):  # extracted now (bounded, cached for the analysis)
+        return document_problem(path)
     return "binary" if looks_binary(head) else None
 
 

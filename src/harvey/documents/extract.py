@@ -161,6 +161,17 @@ def extract(
     return document
 
 
+def document_problem(path: Path) -> str | None:
+    """Why a document will be skipped by a folder reader (``"encrypted — needs a
+    password …"``, ``"no text layer …"``), or None when it extracts: the extraction is
+    cached, so the analysis or ingest that follows does not repeat it."""
+    try:
+        extract(path)
+    except DocumentError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
+
+
 def estimated_text_bytes(path: Path, name: str | None = None) -> int:
     """The UTF-8 size the extracted text will have, without extracting a long PDF whole:
     a cached document's exact size, else a PDF's first pages scaled to its page count.
@@ -184,6 +195,7 @@ def estimated_text_bytes(path: Path, name: str | None = None) -> int:
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "document_kind",
+    "document_problem",
     "estimated_text_bytes",
     "extract",
     "is_document",

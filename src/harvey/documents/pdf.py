@@ -98,7 +98,7 @@ def _document(result: dict[str, object], name: str, had_password: bool) -> Docum
         if had_password:
             raise DocumentError(f"{name}: encrypted — the password given is wrong", "encrypted")
         raise DocumentError(
-            f"{name}: encrypted — needs a password (set {PASSWORD_ENV} for this run)",
+            f"{name}: encrypted — needs a password: set {PASSWORD_ENV} for this run",
             "encrypted",
         )
     if error is not None:

@@ -1,0 +1,71 @@
+"""``harvey analyze`` on PDFs, Word files and HTML through the real CLI and a loopback
+server: the model gets their text (never their bytes), unreadable ones get one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harvey.llm.scripted import Reply
+from tests.cli.conftest import Run, assert_one_line_error
+from tests.documents.makers import HTML_PAGE, docx_bytes, encrypted_pdf, pdf_bytes
+from tests.fakes.servers import FakeOpenAI
+
+BACKEND = ("--backend", "openai", "--base-url")
+
+
+def test_analyze_a_pdf_sends_its_text_to_the_model(harvey: Run, workspace: Path) -> None:
+    pages = [[f"Finding {n}: margins rose in region {n}."] for n in range(1, 4)]
+    (workspace / "report.pdf").write_bytes(pdf_bytes(pages))
+    with FakeOpenAI([], default_reply=Reply("three findings")) as srv:
+        proc = harvey("analyze", "report.pdf", "-i", "List the findings", *BACKEND, srv.url)
+        prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "three findings\n"
+    sent = "\n".join(prompts)
+    assert "Finding 2: margins rose in region 2." in sent
+    assert "%PDF" not in sent and "endobj" not in sent
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    assert "INT. CHUNK ANALYSIS — report.pdf" in spmd
+
+
+def test_analyze_a_locked_pdf_is_one_line_exit_2(harvey: Run, workspace: Path) -> None:
+    (workspace / "locked.pdf").write_bytes(encrypted_pdf([["x"]], "pw"))
+    proc = harvey("analyze", "locked.pdf", "-i", "x", *BACKEND, "http://127.0.0.1:9/v1")
+    assert_one_line_error(
+        proc, 2, "locked.pdf: encrypted — needs a password", "HARVEY_PDF_PASSWORD"
+    )
+
+
+def test_analyze_a_scanned_pdf_is_one_line_exit_2(harvey: Run, workspace: Path) -> None:
+    (workspace / "scan.pdf").write_bytes(pdf_bytes([[], [], [], []]))
+    proc = harvey("analyze", "scan.pdf", "-i", "x", *BACKEND, "http://127.0.0.1:9/v1")
+    assert_one_line_error(proc, 2, "no text layer — scanned pages need OCR (4 pages)")
+
+
+def test_analyze_a_folder_of_documents_skips_the_unreadable_ones(
+    harvey: Run, workspace: Path
+) -> None:
+    docs = workspace / "reports"
+    docs.mkdir()
+    (docs / "q1.pdf").write_bytes(pdf_bytes([["Q1 revenue was 10."], ["Q1 costs were 4."]]))
+    (docs / "plan.docx").write_bytes(
+        docx_bytes([("Heading1", "Plan"), ("table", [["Item", "Cost"], ["Rent", "3"]])])
+    )
+    (docs / "site.html").write_bytes(HTML_PAGE)
+    (docs / "locked.pdf").write_bytes(encrypted_pdf([["x"]], "pw"))
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n\x00\x01 not a pdf")
+    (docs / "old.doc").write_bytes(b"\xd0\xcf\x11\xe0 ole")
+    with FakeOpenAI([], default_reply=Reply("ok")) as srv:
+        proc = harvey(
+            "analyze", "reports", "-i", "Summarise", *BACKEND, srv.url, "--per-file", "--yes"
+        )
+        prompts = "\n".join(r["messages"][-1]["content"] for r in srv.chat_requests)
+    assert proc.returncode == 0, proc.stderr
+    assert "## reports/q1.pdf" in proc.stdout and "## reports/plan.docx" in proc.stdout
+    assert "Q1 costs were 4." in prompts and "| Rent | 3 |" in prompts
+    assert "SCRIPT-TEXT" not in prompts and "%PDF" not in prompts
+    skipped = next(line for line in proc.stderr.splitlines() if "skipped" in line)
+    assert "reports/locked.pdf (encrypted — needs a password" in skipped
+    assert "reports/broken.pdf (damaged PDF" in skipped
+    assert "reports/old.doc (unsupported format .doc" in skipped
+    assert "Traceback" not in proc.stderr
