@@ -141,7 +141,23 @@ def extract(
     """The text of the document at ``path`` (already checked to be in the workspace and
     not secret by the caller); ``DocumentError`` with one line when it cannot be read."""
     name = name or path.name
-    data = _read_bytes(path, name)
+    return extract_data(_read_bytes(path, name), path, name, password=password, limits=limits)
+
+
+def extract_data(
+    data: bytes,
+    path: Path,
+    name: str,
+    *,
+    password: str | None = None,
+    limits: Limits | None = None,
+) -> Document:
+    """``extract`` of bytes a caller already read (through ``open_regular``): a reader
+    that hashes what it read (ingest) extracts exactly those bytes."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise DocumentError(
+            f"{name}: over {MAX_DOCUMENT_BYTES // 2**20} MB — too large to extract", "too-large"
+        )
     kind = document_kind(path, data[:8])
     if kind is None or kind == "unsupported":
         raise DocumentError(
@@ -198,6 +214,7 @@ __all__ = [
     "document_problem",
     "estimated_text_bytes",
     "extract",
+    "extract_data",
     "is_document",
     "is_document_file",
 ]

@@ -78,6 +78,9 @@ def rag_note(rag: RagInfo) -> str:
 def rag_source_note(source: RagSource) -> str:
     path = encode_field(source.path, "—")
     span = f"L{source.start_line}-L{source.end_line}"
+    if source.page_start:
+        first, last = source.page_start, max(source.page_end, source.page_start)
+        span = f"p{first}" if first == last else f"p{first}-p{last}"
     return format_note(f"rag-source: {path}:{span}{SEP}score {source.score:.2f}")
 
 
@@ -149,6 +152,7 @@ def omitted_note(count: int) -> str:
 _TOOL_HEAD = re.compile(r"^(?:([^a-z]*?)\.)?tool: ")
 _RAG = re.compile(rf"^rag: (\d+) chunks from (.*), top score {_SCORE}$", re.S)
 _RAG_SOURCE = re.compile(rf"^rag-source: (.*):L(\d+)-L(\d+){SEP}score {_SCORE}$", re.S)
+_RAG_PAGES = re.compile(rf"^rag-source: (.*):p(\d+)(?:-p(\d+))?{SEP}score {_SCORE}$", re.S)
 _CHUNK_SERVED = re.compile(r"^chunk-served: (\d+) of (\d+) endpoints$")
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 _CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
@@ -202,7 +206,13 @@ def read_rag(body: str) -> RagInfo | None:
 def read_rag_source(body: str) -> RagSource | None:
     m = _RAG_SOURCE.match(body)
     if not m:
-        return None
+        paged = _RAG_PAGES.match(body)
+        if not paged:
+            return None
+        first = int(paged.group(2))
+        last = int(paged.group(3) or first)
+        path, score = decode_inline(paged.group(1)), float(paged.group(4))
+        return RagSource(path, 0, 0, score, first, last)
     return RagSource(decode_inline(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4)))
 
 

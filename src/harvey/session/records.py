@@ -113,12 +113,15 @@ class RagInfo:
 
 @dataclass(frozen=True)
 class RagSource:
-    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent."""
+    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent;
+    a passage of a paged document (a PDF) is ``PATH:p3`` or ``PATH:p3-p4`` instead."""
 
     path: str
     start_line: int
     end_line: int
     score: float
+    page_start: int = 0
+    page_end: int = 0
 
 
 @dataclass(frozen=True)
