@@ -100,4 +100,22 @@ def _page(document: Document, shown: str, start: int, stop: int) -> str:
     return f"[{shown}: {'; '.join(where)}]\n{document.text[start:stop]}"
 
 
-__all__ = ["is_document_file", "parse_pages", "read_document"]  # is_document_file: re-export
+def attach_document(path: Path, name: str, limit: int) -> str:
+    """A named document's text between markers, for a model without tools (``/read``,
+    a file named in the prompt): at most ``limit`` characters, or why it is not there."""
+    try:
+        document = extract(path, name)
+    except DocumentError as exc:
+        return f"[{name}: not attached: {str(exc).split(': ', 1)[-1]}]"
+    body = document.text[:limit]
+    if len(document.text) > limit:
+        body += f"\n[only the first {limit:,} characters of {name}'s text are attached]"
+    return f"--- {name} ({document.describe()}) ---\n{body}\n--- end of {name} ---"
+
+
+__all__ = [  # is_document_file: re-exported
+    "attach_document",
+    "is_document_file",
+    "parse_pages",
+    "read_document",
+]
