@@ -24,8 +24,15 @@ def test_analyze_a_pdf_sends_its_text_to_the_model(harvey: Run, workspace: Path)
     sent = "\n".join(prompts)
     assert "Finding 2: margins rose in region 2." in sent
     assert "%PDF" not in sent and "endobj" not in sent
+    assert "[pages 1-3]\nFinding 1" in sent  # the chunk names its pages for the model
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert "INT. CHUNK ANALYSIS — report.pdf" in spmd
+    assert "chunk-size=" in spmd and ", pages=1-3]]" in spmd
+    from harvey.session.fountain import parse_session
+
+    path = next((workspace / ".harvey" / "sessions").glob("*.spmd"))
+    scene = next(s for s in parse_session(path).scenes if s.kind == "chunk_analysis")
+    assert scene.chunk is not None and scene.chunk.pages == "1-3"
 
 
 def test_analyze_a_locked_pdf_is_one_line_exit_2(harvey: Run, workspace: Path) -> None:
@@ -69,3 +76,7 @@ def test_analyze_a_folder_of_documents_skips_the_unreadable_ones(
     assert "reports/broken.pdf (damaged PDF" in skipped
     assert "reports/old.doc (unsupported format .doc" in skipped
     assert "Traceback" not in proc.stderr
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    assert "[[chunk-file: reports/q1.pdf — chunks=" in spmd and ", pages=1-2 — " in spmd
+    assert "[[chunk-file: reports/plan.docx — " in spmd
+    assert "pages=" not in spmd.split("[[chunk-file: reports/plan.docx")[1].split("]]")[0]

@@ -37,7 +37,7 @@ def folder_scene(path: Path) -> Path:
 def test_the_folder_scene_is_written_and_read_back(tmp_path: Path) -> None:
     path = folder_scene(tmp_path / "s.spmd")
     text = path.read_text()
-    assert "Format: Harvey Fountain 1.6" in text
+    assert "Format: Harvey Fountain 1.7" in text
     assert "INT. CHUNK ANALYSIS — docs/ 2026-12-01 10:00:00" in text
     notes = [line for line in text.splitlines() if line.startswith("[[")]
     assert notes[0] == (

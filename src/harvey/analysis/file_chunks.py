@@ -25,7 +25,7 @@ from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
-from harvey.documents import estimated_text_bytes, extract
+from harvey.documents import Document, estimated_text_bytes, extract
 from harvey.documents.extract import is_document_file
 from harvey.errors import BackendError, WorkspaceError
 from harvey.llm.base import LLMClient
@@ -93,7 +93,7 @@ def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Ite
 
 def chunks_of(
     path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk] | Iterator[Chunk], int]:
+) -> tuple[list[Chunk] | list[str] | Iterator[Chunk], int]:
     """The chunks (a list, or a lazy stream for a file over one window) and how many.
     A PDF, DOCX, HTML or EPUB is chunked as its extracted text (``documents``)."""
     if is_document_file(path):
@@ -117,16 +117,34 @@ def chunks_of(
 
 def _document_chunks(
     path: Path, name: str, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk] | Iterator[Chunk], int]:
+) -> tuple[list[Chunk] | list[str] | Iterator[Chunk], int]:
     """The extracted text (cached by content) chunked as prose: pages are separated by a
-    blank line and headings are ``#`` lines, so cuts fall on them where they can."""
-    text = extract(path, name).text
-    data = text.encode("utf-8")
+    blank line and headings are ``#`` lines, so cuts fall on them where they can. A chunk
+    of a PDF starts with the pages it holds (``[pages 3-4]``), so map answers can cite
+    them; a text past one window is streamed unlabelled."""
+    document = extract(path, name)
+    data = document.text.encode("utf-8")
     if len(data) <= WINDOW_BYTES:
-        listed = chunk_document(text, cfg, doc_type)
-        return listed, len(listed)
+        listed = chunk_document(document.text, cfg, doc_type)
+        if not document.paged:
+            return listed, len(listed)
+        return [f"[{_pages(document, c)}]\n{c.text}" for c in listed], len(listed)
     total = count_chunks(utf8_windows(io.BytesIO(data)), cfg, doc_type)
     return iter_chunks(utf8_windows(io.BytesIO(data)), cfg, doc_type), total
 
 
-__all__ = ["chunk_config", "chunks_of", "regular_size"]
+def _pages(document: Document, chunk: Chunk) -> str:
+    first, last = document.pages_of(chunk.start, chunk.end) or (0, 0)
+    return f"page {first}" if first == last else f"pages {first}-{last}"
+
+
+def document_pages(path: Path, name: str) -> str:
+    """``"1-12"``: the pages a PDF's analysis read, for its notes (``""`` for any other
+    file); the extraction is the cached one the chunks came from."""
+    if not is_document_file(path):
+        return ""
+    document = extract(path, name)
+    return f"1-{len(document.page_starts)}" if document.paged else ""
+
+
+__all__ = ["chunk_config", "chunks_of", "document_pages", "regular_size"]

@@ -98,9 +98,11 @@ def chunk_note(
     chunk_size: int,
     endpoints: int | None = None,
     files: int | None = None,
+    pages: str = "",
 ) -> str:
-    """``endpoints`` (a pool's size) is written only for a pool and ``files`` only for a
-    whole-folder analysis, so a one-file, one-server note stays as it was."""
+    """``endpoints`` (a pool's size) is written only for a pool, ``files`` only for a
+    whole-folder analysis and ``pages`` only for a PDF, so a one-file, one-server note of
+    a text file stays as it was."""
 
     def f(value: str) -> str:
         return encode_field(value, ",—")
@@ -110,6 +112,7 @@ def chunk_note(
     return format_note(
         f"chunk: file={f(filename)}{several}, chunks={chunks}, model={f(model)}, "
         f"boundary={f(boundary)}, chunk-size={chunk_size}{pool}"
+        + (f", pages={f(pages)}" if pages else "")
     )
 
 
@@ -121,6 +124,7 @@ def chunk_file_note(note: ChunkFileNote) -> str:
     """``[[chunk-file: PATH — chunks=A-B, boundary=B, chunk-size=S, failed=F[, levels=L] —
     STATUS]]``; the path is escaped like a write note's."""
     levels = f", levels={note.levels}" if note.levels > 1 else ""
+    levels += f", pages={encode_field(note.pages, ',—')}" if note.pages else ""
     fields = (
         f"chunks={note.first}-{note.last}, boundary={encode_field(note.boundary, ',—')}, "
         f"chunk-size={note.chunk_size}, failed={note.failed}{levels}"
@@ -252,6 +256,7 @@ def read_chunk(body: str) -> ParsedChunkInfo | None:
             int(f["chunk-size"]),
             int(f["endpoints"]) if "endpoints" in f else None,
             int(f["files"]) if "files" in f else None,
+            f.get("pages", ""),
         )
     except (KeyError, ValueError):
         return None
@@ -282,6 +287,7 @@ def read_chunk_file(body: str) -> ChunkFileNote | None:
             int(f["failed"]),
             decode_inline(parts[2]),
             int(f.get("levels", "1")),
+            f.get("pages", ""),
         )
     except (KeyError, ValueError):
         return None

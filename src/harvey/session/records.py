@@ -202,6 +202,7 @@ class ParsedChunkInfo:
     chunk_size: int
     endpoints: int | None = None
     files: int | None = None
+    pages: str = ""  # "1-12": the pages of a PDF the analysis read ("" for other files)
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ class ChunkFileNote:
     failed: int
     status: str
     levels: int = 1
+    pages: str = ""  # "1-12" for a PDF
 
 
 @dataclass(frozen=True)
