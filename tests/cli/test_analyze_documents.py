@@ -80,3 +80,37 @@ def test_analyze_a_folder_of_documents_skips_the_unreadable_ones(
     assert "[[chunk-file: reports/q1.pdf — chunks=" in spmd and ", pages=1-2 — " in spmd
     assert "[[chunk-file: reports/plan.docx — " in spmd
     assert "pages=" not in spmd.split("[[chunk-file: reports/plan.docx")[1].split("]]")[0]
+
+
+def test_harvey_run_reads_a_pdf_page_through_read_file(harvey: Run, workspace: Path) -> None:
+    (workspace / "report.pdf").write_bytes(pdf_bytes([["Cover"], ["Headcount: 42 people."]]))
+    script = [
+        Reply(tool_calls=[("read_file", {"path": "report.pdf", "pages": "2"})]),
+        Reply("42 people."),
+    ]
+    with FakeOpenAI(script) as srv:
+        proc = harvey("run", "How many people?", *BACKEND, srv.url)
+        second = srv.chat_requests[1]["messages"]
+    assert proc.returncode == 0, proc.stderr
+    tool = next(m["content"] for m in second if m["role"] == "tool")
+    assert tool.startswith("[report.pdf: PDF, 2 pages; pages 2;")
+    assert "Headcount: 42 people." in tool and "Cover" not in tool
+    spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    assert '[[tool: read_file({"path":"report.pdf","pages":"2"}) — ok]]' in spmd
+
+
+def test_the_password_for_one_run_opens_a_locked_pdf(harvey: Run, workspace: Path) -> None:
+    (workspace / "locked.pdf").write_bytes(encrypted_pdf([["The vault code is 1234."]], "s3cret"))
+    with FakeOpenAI([], default_reply=Reply("done")) as srv:
+        proc = harvey(
+            "analyze", "locked.pdf", "-i", "x", *BACKEND, srv.url,
+            env={"HARVEY_PDF_PASSWORD": "s3cret"},
+        )  # fmt: skip
+        sent = "\n".join(r["messages"][-1]["content"] for r in srv.chat_requests)
+    assert proc.returncode == 0, proc.stderr
+    assert "The vault code is 1234." in sent
+    wrong = harvey(
+        "analyze", "locked.pdf", "-i", "x", *BACKEND, "http://127.0.0.1:9/v1",
+        env={"HARVEY_PDF_PASSWORD": "nope"},
+    )  # fmt: skip
+    assert_one_line_error(wrong, 2, "encrypted — the password given is wrong")
