@@ -50,7 +50,7 @@ def test_a_second_read_comes_from_the_cache_keyed_by_content(tmp_path: Path) -> 
     first = extract(path)
     cache = Path(os.environ["HARVEY_HOME"]) / "cache" / "documents"
     (entry,) = cache.iterdir()
-    assert entry.stat().st_mode & 0o077 == 0 or cache.stat().st_mode & 0o077 == 0
+    assert entry.stat().st_mode & 0o077 == 0 and cache.stat().st_mode & 0o077 == 0
     # The cache answers for the same bytes: doctor it and read again.
     entry.write_text(entry.read_text().replace("Cached words", "From the cache"))
     assert "From the cache" in extract(path).text
@@ -165,6 +165,12 @@ def test_html_keeps_headings_and_drops_scripts_and_styles(tmp_path: Path) -> Non
     assert "Revenue grew by 12%." in doc.text and "- Supply" in doc.text
     for hidden in ("SCRIPT-TEXT", "MORE-SCRIPT", "NOSCRIPT", "color: red"):
         assert hidden not in doc.text
+
+
+def test_html_with_an_unclosed_head_and_a_latin1_charset(tmp_path: Path) -> None:
+    page = '<html><head><meta charset="iso-8859-1"><title>x<body><p>Caf\xe9 ouvert.</p>'
+    doc = extract(_write(tmp_path, "p.htm", page.encode("latin-1")))
+    assert doc.text == "Café ouvert."
 
 
 def test_epub_chapters_in_spine_order_each_named(tmp_path: Path) -> None:

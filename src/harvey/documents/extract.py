@@ -112,7 +112,7 @@ def _cached(name: str) -> Document | None:
 def _store(name: str, document: Document) -> None:
     try:
         with _cache_folder(create=True) as folder:
-            folder.replace(name, json.dumps(document.to_json()).encode("utf-8"))
+            folder.replace(name, json.dumps(document.to_json()).encode("utf-8"), 0o600)
     except (OSError, WorkspaceError):
         pass  # a read still works without its cache
 

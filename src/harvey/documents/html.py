@@ -47,6 +47,8 @@ class _Reader(HTMLParser):
         self.out.block("\n".join(line for line in lines if line))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":  # a <head> never closed ends here, as in a browser
+            self.skip_depth = 0
         if tag in _SKIP:
             if tag not in _VOID:
                 self.skip_depth += 1
