@@ -52,9 +52,12 @@ def is_document(path: Path, head: bytes = b"") -> bool:
 
 
 def is_document_file(path: Path) -> bool:
-    """A document by its name, or a nameless file that starts like a PDF."""
+    """A document by its name, or a file without a suffix that starts like a PDF (a file
+    with any other suffix is never opened here: a size-only check stays size-only)."""
     if document_kind(path) is not None:
         return True
+    if path.suffix:
+        return False
     try:
         with _open_regular(path) as handle:
             return handle.read(5) == b"%PDF-"
