@@ -3,9 +3,11 @@ model, and a PDF too big for the context going to chunked analysis by its text s
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig
+from harvey.analysis.document_chunks import chunk_sections
 from harvey.documents import extract
 from harvey.llm.scripted import Reply
 from harvey.ui import HeadlessUI
@@ -48,8 +50,7 @@ def test_a_pdf_over_the_budget_is_analysed_in_chunks_of_its_text(
     pages = [[f"Page {n}. " + line * 1] * 30 for n in range(1, 13)]
     (workspace / "history.pdf").write_bytes(pdf_bytes(pages))
     replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.pdf"})])]
-    text = extract(workspace / "history.pdf").text
-    n = len(chunk_document(text, ChunkConfig(), DocType.PROSE))
+    n = len(chunk_sections(extract(workspace / "history.pdf"), ChunkConfig()))
     replies += ["part"] * n + ["DONE"]
     agent = make_agent(replies, context_window=2048, ui=HeadlessUI(auto_yes=True))
     outcome = agent.turn("Summarise history.pdf")
@@ -57,3 +58,4 @@ def test_a_pdf_over_the_budget_is_analysed_in_chunks_of_its_text(
     maps = [s.messages[-1].content for s in agent.client.seen[1:-1]]
     assert len(maps) == n > 1 and all("---\nChunk " in m for m in maps)
     assert any("Page 12." in m for m in maps) and not any("%PDF" in m for m in maps)
+    assert all(re.search(r"Chunk \d+ of \d+:\n\[pages? \d+(-\d+)?\]\nPage \d+\.", m) for m in maps)

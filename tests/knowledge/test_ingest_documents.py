@@ -8,6 +8,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from harvey.knowledge.ingest import Ingester
+from harvey.knowledge.search import Searcher
+from harvey.knowledge.store import create_store
 from tests.documents.makers import HTML_PAGE, docx_bytes, encrypted_pdf, pdf_bytes
 from tests.knowledge.conftest import Harvey
 
@@ -30,6 +35,7 @@ def _reports(ws: Path) -> None:
     (reports / "scan.pdf").write_bytes(pdf_bytes([[], []]))
 
 
+@pytest.mark.slow
 def test_ingest_and_query_documents_with_their_pages(harvey: Harvey, notes_ws: Path) -> None:
     _reports(notes_ws)
     assert harvey("rag", "new", "lib", "--embedder", "none").returncode == 0
@@ -53,6 +59,7 @@ def test_ingest_and_query_documents_with_their_pages(harvey: Harvey, notes_ws: P
     assert all("SCRIPT-TEXT" not in r["text"] for r in json.loads(html.stdout))
 
 
+@pytest.mark.slow
 def test_reingest_does_not_extract_unchanged_documents_again(
     harvey: Harvey, notes_ws: Path
 ) -> None:
@@ -66,3 +73,20 @@ def test_reingest_does_not_extract_unchanged_documents_again(
     again = harvey("rag", "ingest", "lib", "reports")
     assert again.returncode == 0, again.stderr
     assert stamps and not any(cache.iterdir())  # unchanged by size and mtime: not read
+
+
+def test_a_pdf_passage_is_stored_with_its_pages(tmp_path: Path) -> None:
+    """The Ingester alone (fast): chunks of a PDF carry their page range, a scanned PDF is
+    skipped with its reason, a re-ingest does not read the unchanged PDF."""
+    ws = tmp_path / "ws"
+    (ws / "r").mkdir(parents=True)
+    (ws / "r" / "plant.pdf").write_bytes(pdf_bytes(PAGES))
+    (ws / "r" / "scan.pdf").write_bytes(pdf_bytes([[]]))
+    store = create_store(ws, "s", "none", 0)
+    report = Ingester(store, ws, None, chunk_size_bytes=60).ingest(["r"])
+    assert ("r/scan.pdf", "no text layer — scanned pages need OCR (1 page)") in report.skipped
+    (hit,) = Searcher(store, None).search("turbine bearing replaced", k=1)
+    assert hit.chunk.path == "r/plant.pdf" and (hit.chunk.page_start, hit.chunk.page_end) == (2, 2)
+    again = Ingester(store, ws, None, chunk_size_bytes=60).ingest(["r"])
+    scan = (ws / "r" / "scan.pdf").stat().st_size  # a skipped file is tried again
+    assert again.unchanged == 1 and again.bytes_read == scan and again.chunks == 0

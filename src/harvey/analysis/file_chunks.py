@@ -13,7 +13,6 @@ secret file or a hard link is refused (``FileRefused``) before its size is used.
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import IO
 
 from harvey import secret_files
 from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document, language_for_path
+from harvey.analysis.document_chunks import chunk_sections
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
@@ -117,20 +117,15 @@ def chunks_of(
 
 def _document_chunks(
     path: Path, name: str, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk] | list[str] | Iterator[Chunk], int]:
-    """The extracted text (cached by content) chunked as prose: pages are separated by a
-    blank line and headings are ``#`` lines, so cuts fall on them where they can. A chunk
-    of a PDF starts with the pages it holds (``[pages 3-4]``), so map answers can cite
-    them; a text past one window is streamed unlabelled."""
+) -> tuple[list[Chunk] | list[str], int]:
+    """The extracted text (cached by content) cut at its pages or headings where it can
+    (``document_chunks.chunk_sections``). A chunk of a PDF starts with the pages it
+    holds (``[pages 3-4]``), so map answers can cite them."""
     document = extract(path, name)
-    data = document.text.encode("utf-8")
-    if len(data) <= WINDOW_BYTES:
-        listed = chunk_document(document.text, cfg, doc_type)
-        if not document.paged:
-            return listed, len(listed)
-        return [f"[{_pages(document, c)}]\n{c.text}" for c in listed], len(listed)
-    total = count_chunks(utf8_windows(io.BytesIO(data)), cfg, doc_type)
-    return iter_chunks(utf8_windows(io.BytesIO(data)), cfg, doc_type), total
+    listed = chunk_sections(document, cfg, doc_type)
+    if not document.paged:
+        return listed, len(listed)
+    return [f"[{_pages(document, c)}]\n{c.text}" for c in listed], len(listed)
 
 
 def _pages(document: Document, chunk: Chunk) -> str:

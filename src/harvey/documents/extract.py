@@ -170,14 +170,41 @@ def extract_data(
         )
     password = _password(password)
     entry = _cache_name(hashlib.sha256(data).hexdigest(), kind)
-    if password is None:
-        cached = _cached(entry)
-        if cached is not None:
-            return cached
+    known = _known(entry, password)
+    if known is not None:
+        return known
     document = _extract_kind(data, kind, name, limits or Limits(), password)
-    if password is None and not any("time limit" in note for note in document.notes):
-        _store(entry, document)
+    _remember(entry, document, password)
     return document
+
+
+#: Documents opened with a password, kept in this process only (never on disk), so the
+#: steps of one run (size, chunks, pages) do not extract a locked PDF again each.
+_UNLOCKED: dict[tuple[str, str], Document] = {}
+_UNLOCKED_MAX = 4
+
+
+def _key(entry: str, password: str) -> tuple[str, str]:
+    return entry, hashlib.sha256(password.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _known(entry: str, password: str | None) -> Document | None:
+    """An earlier extraction of these bytes: the disk cache, or this process's memory
+    for one opened with a password."""
+    if password is None:
+        return _cached(entry)
+    return _UNLOCKED.get(_key(entry, password))
+
+
+def _remember(entry: str, document: Document, password: str | None) -> None:
+    if any("time limit" in note for note in document.notes):
+        return  # another try may get further
+    if password is None:
+        _store(entry, document)
+        return
+    while len(_UNLOCKED) >= _UNLOCKED_MAX:
+        _UNLOCKED.pop(next(iter(_UNLOCKED)))
+    _UNLOCKED[_key(entry, password)] = document
 
 
 def document_problem(path: Path) -> str | None:
@@ -200,11 +227,14 @@ def estimated_text_bytes(path: Path, name: str | None = None) -> int:
     kind = document_kind(path, data[:8])
     if kind == "pdf":
         password = _password(None)
-        if password is None:
-            cached = _cached(_cache_name(hashlib.sha256(data).hexdigest(), kind))
-            if cached is not None:
-                return len(cached.text.encode("utf-8"))
+        entry = _cache_name(hashlib.sha256(data).hexdigest(), kind)
+        known = _known(entry, password)
+        if known is not None:
+            return len(known.text.encode("utf-8"))
         sample = extract_pdf(data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password)
+        if len(sample.page_starts) >= sample.page_count:  # the sample is the whole file
+            _remember(entry, sample, password)
+            return len(sample.text.encode("utf-8"))
         sampled = max(1, len(sample.page_starts))
         per_page = len(sample.text.encode("utf-8")) / sampled
         return int(per_page * min(sample.page_count, Limits().max_pages))

@@ -57,9 +57,16 @@ class Document:
         return max(1, bisect.bisect_right(self.page_starts, offset))
 
     def pages_of(self, start: int, end: int) -> tuple[int, int] | None:
-        """The first and last page of ``text[start:end]``, or None when unpaged."""
+        """The first and last page of ``text[start:end]``, or None when unpaged; the blank
+        lines between pages count for neither (a chunk that starts with them is of the
+        page after)."""
         if not self.page_starts:
             return None
+        text = self.text
+        while start < end - 1 and text[start].isspace():
+            start += 1
+        while end - 1 > start and text[end - 1].isspace():
+            end -= 1
         last = self.page_at(max(start, end - 1))
         return self.page_at(start), last
 

@@ -35,11 +35,11 @@ from pathlib import Path
 
 from harvey.analysis.chunking import (
     ChunkConfig,
-    DocType,
     chunk_document,
     detect_doc_type,
     language_for_path,
 )
+from harvey.analysis.document_chunks import chunk_sections
 from harvey.documents import Document, document_kind
 from harvey.documents.extract import MAX_DOCUMENT_BYTES, extract_data
 from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
@@ -88,7 +88,7 @@ Progress = Callable[[int, int, int, int], None]  # files done/total, bytes done/
 def document_chunks(document: Document, cfg: ChunkConfig) -> list[NewChunk]:
     """A document's text chunked as prose, each chunk with the pages it spans."""
     out = []
-    for c in chunk_document(document.text, cfg, DocType.PROSE):
+    for c in chunk_sections(document, cfg):  # whole pages (or sections) where they fit
         if not c.text.strip():
             continue
         first, last = document.pages_of(c.start, c.end) or (0, 0)
