@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harvey.chat.prompt_budget import PromptBudget
 from harvey.config import Settings
-from harvey.context.prompt_budget import PromptBudget
 from harvey.llm.counting import LLAMA_CPP, LLAMA_CPP_PYTHON, counting_kinds
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
@@ -42,7 +42,7 @@ def test_a_prompt_near_the_window_is_counted_exactly(tmp_path: Path) -> None:
     with FakeOpenAI(tokenize_api="llama.cpp", context_window=2048) as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         budget = PromptBudget(
-            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=list
+            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=[]
         )
         budget.remaining(pending=[Message("user", "hi")])
         assert counting_requests(srv) == []  # far from the window: estimated

@@ -183,6 +183,12 @@ def read_chunks(repl: ReplSession, arg: str) -> None:
     agent.record_analysis(request.file, instruction, result.text)
 
 
+def compact_now(repl: ReplSession, arg: str) -> None:
+    from harvey.chat.compaction import compact
+
+    repl.console.print(compact(repl.agent, arg), highlight=False)
+
+
 SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/help", "/help", "this list", show_help),
     SlashCommand("/model", "/model [NAME]", "list models, or switch to NAME", switch_model),
@@ -210,6 +216,12 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/todos", "/todos", "show the todo list", show_todos),
     SlashCommand(
         "/clear", "/clear", "forget the conversation so far (the session keeps its record)", clear
+    ),
+    SlashCommand(
+        "/compact",
+        "/compact [INSTRUCTION]",
+        "summarise the older turns to free context (sessions.db keeps them)",
+        compact_now,
     ),
     SlashCommand("/new", "/new", "start a new session (nothing is deleted)", new_session),
     SlashCommand(
