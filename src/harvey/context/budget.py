@@ -298,7 +298,6 @@ class ReadBudget:
             tokens = estimate_tokens(text, self.texts.get(doc_type, BYTES_PER_TOKEN), doc_type)
         return FileCheck(tokens > self.tokens, size, tokens)
 
-
     def _check_document(self, path: Path) -> FileCheck:
         """A PDF/DOCX/HTML/EPUB counts by its text, never its bytes: a PDF's estimated
         from its page count and its first pages (``estimated_text_bytes``). One that
