@@ -33,6 +33,7 @@ class FileChunks:
     total: int
     boundary: str
     chunk_size: int
+    pages: str = ""  # "1-12" for a PDF, for its [[chunk-file:]] note
 
 
 def file_map_prompt(instruction: str, name: str, index: int, total: int, chunk: str) -> str:

@@ -24,6 +24,7 @@ from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.config import ChunkingSettings, Paths, Settings
+from harvey.documents.extract import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.terminal_text import for_terminal, unguarded
@@ -115,7 +116,9 @@ def check_readable_text(path: Path) -> None:
     except (OSError, WorkspaceError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise UsageError(f"cannot read {path}: {reason}") from exc
-    if looks_binary(head):
+    if is_document_file(path):  # extracted (and cached) now: a locked one is one line, exit 2
+        extract(path, path.name)
+    elif looks_binary(head):
         raise UsageError(f"{path} looks like a binary file; analyze reads text files")
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvey.documents.model import page_label
 from harvey.errors import UsageError
 
 if TYPE_CHECKING:
@@ -42,7 +43,9 @@ def empty_line(ranked: Ranked) -> str:
 
 def hit_line(hit: Hit) -> str:
     """Where a passage is and how well it scored, as both front ends show it."""
-    return f"{hit.chunk.path}:L{hit.chunk.start_line}-L{hit.chunk.end_line} — score {hit.score:.2f}"
+    c = hit.chunk
+    where = page_label((c.page_start, c.page_end)) or f"L{c.start_line}-L{c.end_line}"
+    return f"{c.path}:{where} — score {hit.score:.2f}"
 
 
 def hit_row(hit: Hit) -> dict[str, object]:
@@ -52,6 +55,8 @@ def hit_row(hit: Hit) -> dict[str, object]:
         "path": c.path,
         "start_line": c.start_line,
         "end_line": c.end_line,
+        "page_start": c.page_start or None,  # pages of a PDF passage; null for other files
+        "page_end": c.page_end or None,
         "score": hit.score,
         "text": c.text,
     }

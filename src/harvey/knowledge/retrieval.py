@@ -26,6 +26,7 @@ from pathlib import Path
 
 from harvey.chat.turn_context import TurnContext
 from harvey.config import Settings
+from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError
 from harvey.knowledge.search import Hit
 from harvey.knowledge.service import Knowledge, open_knowledge
@@ -46,9 +47,13 @@ class Passage:
     text: str
     score: float
     chunks: int = 1
+    page_start: int = 0  # pages of a PDF passage (0: not paged)
+    page_end: int = 0
 
     @property
     def label(self) -> str:
+        if self.page_start:
+            return f"{self.path}:{page_label((self.page_start, self.page_end))}"
         return f"{self.path}:L{self.start_line}-L{self.end_line}"
 
 
@@ -67,15 +72,22 @@ def merge(hits: list[Hit]) -> list[Passage]:
                 else:  # a whitespace-only chunk between them was never stored
                     last.text += "\n" + c.text
                 last.end, last.end_line = c.end, max(last.end_line, c.end_line)
+                last.page_end = max(last.page_end, c.page_end)
             last.score = max(last.score, hit.score)
             last.chunks += 1
             continue
         out.append(Passage(c.path, c.start, c.end, c.start_line, c.end_line, c.text, hit.score))
+        out[-1].page_start, out[-1].page_end = c.page_start, c.page_end
     return sorted(out, key=lambda p: -p.score)
 
 
 def render(passages: list[Passage]) -> str:
-    blocks = [HEADING, "", "Cite a passage by its path:Lstart-Lend when you use it.", ""]
+    blocks = [
+        HEADING,
+        "",
+        "Cite a passage by its path and span (path:Lstart-Lend, path:pN) when you use it.",
+        "",
+    ]
     for p in passages:
         blocks += [f"#### {p.label}", p.text.strip("\n"), ""]
     return "\n".join([*blocks, _END])
@@ -136,7 +148,10 @@ class Retrieval:
         if not chosen:
             return None
         info = RagInfo(sum(p.chunks for p in chosen), self.name, max(p.score for p in chosen))
-        sources = tuple(RagSource(p.path, p.start_line, p.end_line, p.score) for p in chosen)
+        sources = tuple(
+            RagSource(p.path, p.start_line, p.end_line, p.score, p.page_start, p.page_end)
+            for p in chosen
+        )
         return TurnContext(render(chosen), info, sources)
 
     def close(self) -> None:

@@ -87,6 +87,9 @@ def rag_note(rag: RagInfo) -> str:
 def rag_source_note(source: RagSource) -> str:
     path = encode_field(source.path, "—")
     span = f"L{source.start_line}-L{source.end_line}"
+    if source.page_start:
+        first, last = source.page_start, max(source.page_end, source.page_start)
+        span = f"p{first}" if first == last else f"p{first}-p{last}"
     return format_note(f"rag-source: {path}:{span}{SEP}score {source.score:.2f}")
 
 
@@ -104,9 +107,11 @@ def chunk_note(
     chunk_size: int,
     endpoints: int | None = None,
     files: int | None = None,
+    pages: str = "",
 ) -> str:
-    """``endpoints`` (a pool's size) is written only for a pool and ``files`` only for a
-    whole-folder analysis, so a one-file, one-server note stays as it was."""
+    """``endpoints`` (a pool's size) is written only for a pool, ``files`` only for a
+    whole-folder analysis and ``pages`` only for a PDF, so a one-file, one-server note of
+    a text file stays as it was."""
 
     def f(value: str) -> str:
         return encode_field(value, ",—")
@@ -116,6 +121,7 @@ def chunk_note(
     return format_note(
         f"chunk: file={f(filename)}{several}, chunks={chunks}, model={f(model)}, "
         f"boundary={f(boundary)}, chunk-size={chunk_size}{pool}"
+        + (f", pages={f(pages)}" if pages else "")
     )
 
 
@@ -127,6 +133,7 @@ def chunk_file_note(note: ChunkFileNote) -> str:
     """``[[chunk-file: PATH — chunks=A-B, boundary=B, chunk-size=S, failed=F[, levels=L] —
     STATUS]]``; the path is escaped like a write note's."""
     levels = f", levels={note.levels}" if note.levels > 1 else ""
+    levels += f", pages={encode_field(note.pages, ',—')}" if note.pages else ""
     fields = (
         f"chunks={note.first}-{note.last}, boundary={encode_field(note.boundary, ',—')}, "
         f"chunk-size={note.chunk_size}, failed={note.failed}{levels}"
@@ -166,6 +173,7 @@ def omitted_note(count: int) -> str:
 _TOOL_HEAD = re.compile(r"^(?:([^a-z]*?)\.)?tool: ")
 _RAG = re.compile(rf"^rag: (\d+) chunks from (.*), top score {_SCORE}$", re.S)
 _RAG_SOURCE = re.compile(rf"^rag-source: (.*):L(\d+)-L(\d+){SEP}score {_SCORE}$", re.S)
+_RAG_PAGES = re.compile(rf"^rag-source: (.*):p(\d+)(?:-p(\d+))?{SEP}score {_SCORE}$", re.S)
 _CHUNK_SERVED = re.compile(r"^chunk-served: (\d+) of (\d+) endpoints$")
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 _CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
@@ -234,7 +242,13 @@ def read_rag(body: str) -> RagInfo | None:
 def read_rag_source(body: str) -> RagSource | None:
     m = _RAG_SOURCE.match(body)
     if not m:
-        return None
+        paged = _RAG_PAGES.match(body)
+        if not paged:
+            return None
+        first = int(paged.group(2))
+        last = int(paged.group(3) or first)
+        path, score = decode_inline(paged.group(1)), float(paged.group(4))
+        return RagSource(path, 0, 0, score, first, last)
     return RagSource(decode_inline(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4)))
 
 
@@ -274,6 +288,7 @@ def read_chunk(body: str) -> ParsedChunkInfo | None:
             int(f["chunk-size"]),
             int(f["endpoints"]) if "endpoints" in f else None,
             int(f["files"]) if "files" in f else None,
+            f.get("pages", ""),
         )
     except (KeyError, ValueError):
         return None
@@ -304,6 +319,7 @@ def read_chunk_file(body: str) -> ChunkFileNote | None:
             int(f["failed"]),
             decode_inline(parts[2]),
             int(f.get("levels", "1")),
+            f.get("pages", ""),
         )
     except (KeyError, ValueError):
         return None

@@ -42,7 +42,7 @@ from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnR
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.7"
+FORMAT_VERSION = "1.8"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -253,6 +253,7 @@ class Recorder:
         user_instruction: str,
         endpoints: int | None = None,
         files: int | None = None,
+        pages: str = "",
     ) -> None:
         """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction;
         a whole-folder analysis passes ``files`` and its label (the folder) as ``filename``."""
@@ -260,7 +261,7 @@ class Recorder:
         shown = encode_inline(filename.replace("\n", " "))
         out = self._scene(f"INT. CHUNK ANALYSIS — {shown} {self._stamp()}")
         header = notes.chunk_note(
-            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints, files
+            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints, files, pages
         )
         self._element(out, [header], note=True)
         self._dialogue(out, self.user_cue, user_instruction)

@@ -113,12 +113,15 @@ class RagInfo:
 
 @dataclass(frozen=True)
 class RagSource:
-    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent."""
+    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent;
+    a passage of a paged document (a PDF) is ``PATH:p3`` or ``PATH:p3-p4`` instead."""
 
     path: str
     start_line: int
     end_line: int
     score: float
+    page_start: int = 0
+    page_end: int = 0
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ class ParsedChunkInfo:
     chunk_size: int
     endpoints: int | None = None
     files: int | None = None
+    pages: str = ""  # "1-12": the pages of a PDF the analysis read ("" for other files)
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,7 @@ class ChunkFileNote:
     failed: int
     status: str
     levels: int = 1
+    pages: str = ""  # "1-12" for a PDF
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError, ToolError
 from harvey.tools.registry import ToolContext
 
@@ -69,7 +70,9 @@ class SearchKnowledgeTool:
         parts: list[str] = []
         used = 0
         for h in hits:
-            head = f"{h.chunk.path}:L{h.chunk.start_line}-L{h.chunk.end_line} — score {h.score:.2f}"
+            c = h.chunk
+            where = page_label((c.page_start, c.page_end)) or f"L{c.start_line}-L{c.end_line}"
+            head = f"{c.path}:{where} — score {h.score:.2f}"  # report.pdf:p3-p4 for a PDF
             block = f"{head}\n{h.chunk.text.strip()}\n"
             if used + len(block) > MAX_OUTPUT_CHARS and parts:
                 break
