@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harvey.terminal_text import for_terminal
+
+if TYPE_CHECKING:
+    from harvey.analysis.progress import ProgressReporter
 
 
 class WriteChoice(enum.Enum):
@@ -71,7 +75,9 @@ class AgentUI(Protocol):
         """Ask whether the model may write ``request.path`` (called by the write gate)."""
         ...
 
-    def progress_stream(self) -> TextIO: ...
+    def progress_stream(self) -> ProgressReporter | TextIO:
+        """Where an analysis reports progress: a reporter, or a stream for plain lines."""
+        ...
 
     def warn(self, message: str) -> None: ...
 
@@ -82,11 +88,18 @@ class HeadlessUI:
     interactive = False
 
     def __init__(
-        self, auto_yes: bool = False, err: TextIO | None = None, allow_writes: bool = False
+        self,
+        auto_yes: bool = False,
+        err: TextIO | None = None,
+        allow_writes: bool = False,
+        progress: Callable[[TextIO], ProgressReporter] | None = None,
     ) -> None:
+        """``progress`` makes the reporter an analysis draws on ``err`` (the CLI's bar on a
+        terminal, ``cli/progress.py``); without it an analysis prints plain lines there."""
         self.auto_yes = auto_yes
         self.allow_writes = allow_writes  # --allow-writes; --yes deliberately does not imply it
         self._err = err
+        self._make_progress = progress
 
     @property
     def err(self) -> TextIO:
@@ -108,8 +121,8 @@ class HeadlessUI:
         print(f"harvey: refused to write {shown} (pass --allow-writes to allow)", file=self.err)
         return WriteChoice.NO
 
-    def progress_stream(self) -> TextIO:
-        return self.err
+    def progress_stream(self) -> ProgressReporter | TextIO:
+        return self._make_progress(self.err) if self._make_progress is not None else self.err
 
     def warn(self, message: str) -> None:
         print(f"warning: {for_terminal(message)}", file=self.err)

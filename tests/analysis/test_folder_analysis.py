@@ -255,13 +255,15 @@ def test_the_served_note_counts_endpoints_that_completed_calls() -> None:
 
 
 def test_the_rich_bar_shows_files_done_for_a_folder_only() -> None:
+    from harvey.cli.progress import progress_for
+
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
 
     folder, single = Tty(), Tty()
-    run(FnClient(reply)).run(files(), make_progress(folder))
-    bar = make_progress(single)
+    run(FnClient(reply)).run(files(), make_progress(progress_for(folder)))
+    bar = progress_for(single)
     bar.start(2)
     bar.chunk_finished(1, 2, None)
     bar.close()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 if TYPE_CHECKING:
     from harvey.analysis.map_support import MapExecutor, ResultCache
     from harvey.analysis.params import AnalysisRecorder
+    from harvey.analysis.progress import ProgressReporter
     from harvey.config import ChunkingSettings, Settings
     from harvey.llm.base import LLMClient, ModelCapabilities, Usage
     from harvey.messages import Message
@@ -87,7 +88,7 @@ class Collaborators:
     results: Callable[[bool], ResultCache] | None = None  # fresh → stored map results
     sizing: Sizing | None = None  # calibrated ratios; default ``Heuristic``
     confirm: Callable[[str], bool] | None = None  # asked before more than max_chunks
-    progress: TextIO | None = None  # where the bar or lines go (default stderr)
+    progress: ProgressReporter | TextIO | None = None  # a front end's reporter, or lines here
     warn: Callable[[str], None] | None = None  # one-line notices (results reused)
     cancel: threading.Event | None = None
     on_start: Callable[[], None] | None = None  # called once the chunks are agreed to

@@ -1,13 +1,13 @@
-"""Progress display for chunked analysis: a rich bar on a terminal, plain lines otherwise.
+"""Progress of a chunked analysis: the events, and plain lines when no front end draws them.
 
 The engine reports events (chunk started, chunk finished, synthesis level
-started); a reporter decides how they look. On a terminal a rich progress bar
-shows chunks done, failures, elapsed time and ETA. When output is a pipe or a
-file — ``harvey analyze ... 2>log``, tests — each call prints one plain line,
-``Processing chunk i/N…``, as the seed specifies, so logs stay greppable.
-All calls come from the engine's coordinating thread. File names come from the
-workspace and may hold escape sequences: a plain line passes ``for_terminal``,
-and the bar draws through ``safe_console``.
+started); a reporter decides how they look. The library's own reporter prints
+one plain line per event, ``Processing chunk i/N…``, as the seed specifies, so
+logs stay greppable (``harvey analyze ... 2>log``, tests). A front end passes
+its own: the rich bar on a terminal (``cli/progress.py``: the library knows no
+live display), JSON output's events. All calls come from the engine's
+coordinating thread. File names come from the workspace and may hold escape
+sequences: a plain line passes ``for_terminal``.
 
 A whole-folder analysis also reports files: ``expect_files`` before ``start``
 adds a files column to the bar, ``file_finished`` when the last chunk of a file
@@ -19,9 +19,9 @@ engine calls them when a reporter has them.
 from __future__ import annotations
 
 import sys
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
-from harvey.terminal_text import for_terminal, safe_console
+from harvey.terminal_text import for_terminal
 
 
 class ProgressReporter(Protocol):
@@ -103,79 +103,9 @@ class PlainProgress:
         pass
 
 
-class RichProgress:
-    """A rich progress bar: chunks done of N, (files done of F,) failures, elapsed, ETA."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._progress: Any = None
-        self._task: Any = None
-        self._failed = 0
-        self._files: int | None = None
-
-    def expect_files(self, files: int) -> None:
-        self._files = files
-
-    def start(self, total: int) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            ProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        files: list[ProgressColumn] = []
-        if self._files is not None:
-            files = [TextColumn("{task.fields[files_done]}/" + f"{self._files} files")]
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            *files,
-            TextColumn("[red]{task.fields[failed]} failed"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=safe_console(file=self._stream),
-            transient=False,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task(
-            "Analysing chunks", total=total, failed=0, files_done=0
-        )
-
-    def file_finished(self, done: int, total: int, name: str) -> None:
-        self._progress.update(self._task, files_done=done)
-
-    def files_synthesis_started(self, count: int) -> None:
-        self._progress.update(self._task, description=f"Synthesizing {count} files")
-
-    def chunk_started(self, index: int, total: int) -> None:
-        pass
-
-    def chunk_finished(self, index: int, total: int, error: str | None) -> None:
-        if error is not None:
-            self._failed += 1
-        self._progress.update(self._task, advance=1, failed=self._failed)
-
-    def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
-        label = "Synthesizing" if groups == 1 else f"Synthesizing level {level} ({groups} groups)"
-        self._progress.update(self._task, description=label)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-
-def make_progress(stream: TextIO | None = None) -> ProgressReporter:
-    """A rich bar when ``stream`` (default stderr) is a terminal, plain lines otherwise."""
-    stream = sys.stderr if stream is None else stream
-    if hasattr(stream, "chunk_started"):  # a reporter posing as the stream (JSON output's)
+def make_progress(stream: ProgressReporter | TextIO | None = None) -> ProgressReporter:
+    """``stream`` itself when a front end passed a reporter (the terminal's bar,
+    ``cli/progress.py``; JSON output's events), else plain lines on it (default stderr)."""
+    if stream is not None and hasattr(stream, "chunk_started"):
         return stream  # type: ignore[return-value]
-    isatty = getattr(stream, "isatty", None)
-    if isatty is not None and isatty():
-        return RichProgress(stream)
-    return PlainProgress(stream)
+    return PlainProgress(sys.stderr if stream is None else stream)

@@ -20,6 +20,7 @@ from typing import TextIO
 
 from harvey import secret_files
 from harvey.analysis.api import Collaborators
+from harvey.analysis.progress import ProgressReporter
 from harvey.config import Paths, Settings, configured_keys
 from harvey.context.calibration import CalibratedSizing
 from harvey.errors import StoreError
@@ -97,7 +98,7 @@ class AnalysisSession:
         *,
         confirm: Callable[[str], bool],
         warn: Callable[[str], None],
-        progress: TextIO | None = None,
+        progress: ProgressReporter | TextIO | None = None,
         cancel: threading.Event | None = None,
     ) -> Collaborators:
         """What this session lends ``analyze_file``/``analyze_paths``."""

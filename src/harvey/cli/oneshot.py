@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
+from harvey.cli.progress import progress_for
 from harvey.config import ChunkingSettings, Paths, Settings
 from harvey.documents.extract import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
@@ -62,7 +63,7 @@ def run_once(
     The reply is sanitised (``for_terminal``) unless ``raw`` and stdout is not a
     terminal: a pipe or a file then gets the model's bytes as they came.
     """
-    ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes)
+    ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes, progress=progress_for)
     runtime = open_runtime(
         paths, settings, ui=ui, record=record, resume_latest=resume_latest, resume_id=resume_id
     )
@@ -296,7 +297,7 @@ def _ui(request: AnalyzeRequest) -> HeadlessUI:
         from harvey.cli.scripting import EventUI
 
         return EventUI(request.output, auto_yes=request.auto_yes, allow_writes=False)
-    return HeadlessUI(auto_yes=request.auto_yes)
+    return HeadlessUI(auto_yes=request.auto_yes, progress=progress_for)
 
 
 def _answer(request: AnalyzeRequest, text: str) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Iterator
-from typing import TextIO, cast
+from typing import TextIO
 
+from harvey.analysis.progress import ProgressReporter
 from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
@@ -113,8 +114,8 @@ class EventUI(HeadlessUI):
         super().warn(message)
         self.output.warning(message)
 
-    def progress_stream(self) -> TextIO:
-        return cast(TextIO, self._progress)  # a text stream that is also a reporter
+    def progress_stream(self) -> ProgressReporter | TextIO:
+        return self._progress  # a reporter: each chunk an event
 
 
 class ChunkEvents(io.TextIOBase):

@@ -29,6 +29,8 @@ from harvey.ui import WriteChoice, WriteRequest
 if TYPE_CHECKING:
     from rich.markdown import Markdown
 
+    from harvey.analysis.progress import ProgressReporter
+
 WRITE_QUESTION = "write it? [y]es / [N]o / [a]ll this session / [q]uit the turn: "
 WRITE_ANSWERS = {
     "": WriteChoice.NO,
@@ -101,8 +103,10 @@ class TerminalUI:
                 return choice
             self.console.print("please answer y, n, a or q")
 
-    def progress_stream(self) -> TextIO:
-        return sys.stderr
+    def progress_stream(self) -> ProgressReporter | TextIO:
+        from harvey.cli.progress import progress_for
+
+        return progress_for(sys.stderr)
 
     def warn(self, message: str) -> None:
         if message not in self._warned:
