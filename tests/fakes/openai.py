@@ -159,6 +159,15 @@ class FakeOpenAI(_FakeServer):
     def _text_event(self, model: str, text: str) -> str:
         return self._chunk(model, {"content": text})
 
+    def _capped_end(self, h: _Handler, model: str, tokens: int) -> None:
+        self._emit(h, self._chunk(model, {}, "length"))
+        usage = {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": 10 + tokens}
+        self._emit(h, f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n")
+        self._emit(h, "data: [DONE]\n\n")
+
+    def _interrupted_end(self, h: _Handler, model: str) -> None:
+        self._emit(h, "data: [DONE]\n\n")  # llama-cpp-python: no finish_reason, no usage
+
     def _stream_reply(self, h: _Handler, body: dict[str, Any], reply: Reply) -> None:
         with self._lock:
             self._counter += 1
