@@ -44,6 +44,8 @@ def run_bounded(
     on_done: Callable[[int, str | None, BaseException | None], None],
     call: Callable[[str], str] | None = None,
     on_usage: UsageSink | None = None,
+    *,
+    notes: bool = False,
 ) -> None:
     """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
 
@@ -51,6 +53,8 @@ def run_bounded(
     call drops it when it ends: a lazy iterable keeps memory to the calls in
     flight. ``call`` replaces the plain chat call (``map_calls``); ``on_usage`` gets each
     answered prompt with the server's usage report, in this (the coordinating) thread.
+    A reply is the model's text as the loop guard left it (``ChatResult.answer``); with
+    ``notes`` (a synthesis, which a person reads) its loop or cap notice too.
     """
     results: queue.Queue[_Done] = queue.Queue()
 
@@ -60,7 +64,8 @@ def run_bounded(
                 results.put((i, call(prompt), None, "", None))
                 return
             reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-            results.put((i, reply.text, None, prompt if on_usage else "", reply.usage))
+            text = reply.text if notes else reply.answer
+            results.put((i, text, None, prompt if on_usage else "", reply.usage))
         except BaseException as exc:  # reported to the coordinator, never lost
             results.put((i, None, exc, "", None))
 

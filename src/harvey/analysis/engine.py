@@ -12,7 +12,9 @@ finish in.
 
 Reduce: the partial results synthesised, hierarchically when they do not fit
 the synthesis model's context (``reduce.py``). A synthesis failure raises
-``SynthesisError``; the note records it first.
+``SynthesisError``; the note records it first. When every map call failed
+there is nothing to synthesise: no synthesis call is made, and the
+``SynthesisError`` says so in one line (``every_call_failed``).
 
 Cancel: setting ``cancel`` (the REPL does on Ctrl-C; a ``KeyboardInterrupt``
 here does the same) stops within a poll interval: queued calls never start,
@@ -101,6 +103,7 @@ class AnalysisRun:
         )
         self.served: int | None = None  # endpoints of a pool that completed map calls
         self._texts: dict[int, str] = {}  # the chunks in flight, for a split on "too long"
+        self.first_failure = ""  # the first failed map call's reason, for "all failed"
         self._split_status: dict[int, str] = {}
 
     def _recover(self, i: int, err: ContextTooLong) -> tuple[str | None, BaseException | None]:
@@ -166,6 +169,7 @@ class AnalysisRun:
                 statuses[i] = self._split_status.pop(i, "ok")
             else:
                 reason = first_line(err)
+                self.first_failure = self.first_failure or reason
                 partials[i] = f"[chunk {i + 1} failed: {reason}]"
                 statuses[i] = f"error: {reason}"
                 failures.append(i + 1)
@@ -244,6 +248,8 @@ class AnalysisRun:
             partials, failures = self.map_phase()
             if self.recorder is not None and self.served is not None:
                 self.recorder.record_chunk_served(self.served, pool_size(self.client) or 0)
+            if len(failures) == n:  # a synthesis of failure notes is an invented answer
+                raise SynthesisError(every_call_failed(n, self.first_failure))
             text = self.reduce_phase(partials)
         except (Cancelled, KeyboardInterrupt) as exc:
             self.cancel.set()
@@ -265,6 +271,11 @@ class AnalysisRun:
             partials=partials,
             reused=self.reused,
         )
+
+
+def every_call_failed(n: int, first: str) -> str:
+    """The one line an analysis whose every map call failed ends with (no synthesis)."""
+    return f"no synthesis: all {n} map calls failed (the first: {first})"
 
 
 def run_chunked_analysis(

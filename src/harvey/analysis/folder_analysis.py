@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from harvey.analysis.bounded_calls import POLL_SECONDS, first_line
 from harvey.analysis.chunking import ChunkConfig
+from harvey.analysis.engine import every_call_failed
 from harvey.analysis.folder_map import (
     FileChunks,
     FileProgress,
@@ -127,6 +128,8 @@ class FolderRun:
             )
             if self.recorder is not None and outcome.served is not None:
                 self.recorder.record_chunk_served(outcome.served, pool_size(self.client) or 0)
+            if len(outcome.failures) == n:  # nothing to synthesise: no invented answer
+                raise SynthesisError(every_call_failed(n, outcome.first_failure))
             answers, reused_files = self._per_file(
                 params, outcome.partials, outcome.failures, tracker
             )

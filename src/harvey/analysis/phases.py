@@ -36,6 +36,7 @@ class MapOutcome:
     failures: list[int]
     reused: int
     served: int | None
+    first_failure: str = ""  # the first failed call's reason ("" when none failed)
 
 
 def run_map_phase(
@@ -59,7 +60,7 @@ def run_map_phase(
     except KeyboardInterrupt as exc:
         cancel.set()
         raise Cancelled("chunk analysis cancelled") from exc
-    return MapOutcome(partials, failures, analysis.reused, analysis.served)
+    return MapOutcome(partials, failures, analysis.reused, analysis.served, analysis.first_failure)
 
 
 def synthesize(
