@@ -39,8 +39,10 @@ from harvey.analysis.map_support import (
     MapExecutor,
     MapTask,
     ResultCache,
+    calls_at_once,
     endpoints_served,
     map_concurrency,
+    map_limit,
     pool_size,
     served_counts,
 )
@@ -95,7 +97,7 @@ class AnalysisRun:
         self._reduce = HierarchicalReduce(
             synthesis_client,
             params.instruction,
-            concurrency=params.config.concurrency,
+            concurrency=calls_at_once(synthesis_client, params.config),
             cancel=cancel,
             progress=progress,
             context_window=context_window,
@@ -194,17 +196,18 @@ class AnalysisRun:
             done(i, text, None)
 
         tasks = self._tasks(n, reuse)
-        concurrency = map_concurrency(self.client, self.params.config.concurrency)
 
         def started(j: int) -> None:
             self.progress.chunk_started(self._called[j][0] + 1, n)
 
         if self.executor is not None:
+            concurrency = map_concurrency(self.client, self.params.config.concurrency)
             self.executor.run_map(self.client, tasks, concurrency, self.cancel, started, called)
         else:
             prompts = (t.prompt for t in tasks)
+            limit = map_limit(self.client, self.params.config)
             run_bounded(
-                self.client, prompts, concurrency, self.cancel, started, called, None, self.on_usage
+                self.client, prompts, limit, self.cancel, started, called, None, self.on_usage
             )
         # Calls a Ray executor makes run on the nodes' own clients: not counted here.
         self.served = endpoints_served(self.client, before) if self.executor is None else None

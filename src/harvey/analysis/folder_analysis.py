@@ -43,7 +43,7 @@ from harvey.analysis.folder_map import (
     every_chunk,
     text_hash,
 )
-from harvey.analysis.map_support import MapExecutor, ResultCache, map_concurrency, pool_size
+from harvey.analysis.map_support import MapExecutor, ResultCache, calls_at_once, pool_size
 from harvey.analysis.params import AnalysisRecorder
 from harvey.analysis.phases import run_map_phase, synthesize
 from harvey.analysis.progress import ProgressReporter
@@ -233,7 +233,7 @@ class FolderRun:
                 todo[index] = key
         if not todo:
             return reused
-        workers = map_concurrency(self.synth, self.config.concurrency)
+        workers = calls_at_once(self.synth, self.config)
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
         try:
             futures = {pool.submit(self._one_file, answers[i].name, jobs[i]): i for i in todo}
