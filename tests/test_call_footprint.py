@@ -27,8 +27,10 @@ from tests.fakes.servers import FakeOpenAI, Reply
 from tests.harvey_process import invoke_harvey
 
 PACKAGE = str(Path(harvey.__file__).parent) + "/"
-TURN_FILES = 25
-ANALYSIS_FILES = 30
+# issue 21 added the loop guard (llm/repetition.py) to both and the capacity finder
+# (llm/capacity.py) to an analysis
+TURN_FILES = 27  # 26 on main before this merge (chat/plan_context.py)
+ANALYSIS_FILES = 32
 
 
 @contextmanager
