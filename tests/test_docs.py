@@ -189,6 +189,7 @@ def test_fountain_doc_has_version_and_all_notes() -> None:
         "[[chunk-file:",
         "[[synthesis:",
         "[[write:",
+        "[[compaction:",
     ):
         assert note in FOUNTAIN, note
     for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "EXT."):
@@ -273,6 +274,7 @@ def test_defaults_are_checked_for_most_keys() -> None:
 NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
     "tool": "tool_notes",
     "write": "write_notes",
+    "undo": "undo_notes",
     "rag": "rag",
     "rag-source": "rag_sources",
     "recall": "recall",
@@ -282,6 +284,7 @@ NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
     "chunk-file": "chunk_files",
     "chunk-result": "chunk_results",
     "synthesis": "synthesis",
+    "compaction": "compaction",
 }
 NOTE_EXAMPLES = re.findall(r"^\| `\[\[.*\| `(\[\[.*\]\])` \|$", FOUNTAIN, re.M)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from harvey import secret_files
 from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
+from harvey.chat.compaction import resumed_history
 from harvey.chat.plan_context import PlanContext
 from harvey.chat.prompt_budget import PromptBudget
 from harvey.chat.turn_context import TurnContextProvider
@@ -35,6 +36,7 @@ from harvey.tools.get_plan import GetPlanTool
 from harvey.tools.memory_tools import AddMemoryTool, RetrieveMemoryTool
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
+from harvey.tools.recall_turns import RecallTurnsTool
 from harvey.tools.registry import Deferred, ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
 
@@ -96,12 +98,16 @@ def open_store(paths: Paths) -> SessionStore:
 
 
 def delete_session(store: SessionStore, session_id: str, workspace: Path | None = None) -> bool:
-    """Remove a session's rows and its offloaded tool output; files never block rows."""
+    """Remove a session's rows, its offloaded tool output and its checkpoints (undo);
+    files never block rows."""
     info = store.get_session(session_id)
     if info is None:
         return False
     deleted = store.delete_session(info.id)
     try:
+        from harvey.session.checkpoints import remove_checkpoints
+
+        remove_checkpoints(Path(store.path).parent, info.id)  # beside sessions.db
         remove_offload_dir(Path(workspace or info.workspace), info.id)
     except Exception as exc:  # the rows are gone; a stale folder is only a warning
         log.warning("could not remove offloaded output of %s: %s", info.id, exc)
@@ -158,7 +164,7 @@ def _start(
     if resume_latest:
         info = store.latest_session(workspace)
         if info is not None:
-            return _Start(info.id, store.messages(info.id), True, True)
+            return _Start(info.id, resumed_history(store, info.id), True, True)
         ui.warn("no earlier session in this workspace; starting a new one")
     elif imported is not None:
         return _Start(store.reserve_session(workspace, client.model), imported, True, False)
@@ -243,6 +249,8 @@ def _executor(
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     read_plan = plan_writer.read if plan_writer else str
     registry.register(Deferred(GetPlanTool, lambda: GetPlanTool(read_plan)))
+    # what a compaction summarised, read back from sessions.db
+    registry.register(Deferred(RecallTurnsTool, lambda: RecallTurnsTool(store.messages)))
     _register_search_knowledge(registry, settings, paths.workspace, providers)
     if settings.memory.enabled:
         home = paths.harvey_home  # memory.db is opened when one of them is first called

@@ -42,8 +42,8 @@ from harvey.inputs import clean_text, read_stdin
 @click.option(
     "--allow-writes",
     is_flag=True,
-    help="Let the model create and overwrite workspace files (refused otherwise; --yes does not "
-    "imply it).",
+    help="Let the model create, overwrite and edit workspace files (refused otherwise; --yes "
+    "does not imply it; 'harvey undo' takes writes back).",
 )
 @click.option(
     "--raw",

@@ -24,11 +24,13 @@ from harvey.session.escape import (
 from harvey.session.records import (
     ChunkFileNote,
     ChunkServed,
+    CompactionNote,
     ParsedChunkInfo,
     ParsedChunkResult,
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedUndoNote,
     ParsedWriteNote,
     RagInfo,
     RagSource,
@@ -68,6 +70,13 @@ def write_note(note: WriteNote) -> str:
     not reach write notes. (An escaped token would no longer look like one.)"""
     status = encode_field(redact(write_status(note.status)))
     return format_note(f"write: {encode_field(redact(note.path))}{SEP}{status}")
+
+
+def undo_note(path: str, status: str) -> str:
+    """``[[undo: PATH — ok|skipped: …|error: …]]``: one write undone (``/undo``), redacted
+    and escaped like a write note."""
+    shown = encode_field(redact((status.strip() or "ok").splitlines()[0]))
+    return format_note(f"undo: {encode_field(redact(path))}{SEP}{shown}")
 
 
 def rag_note(rag: RagInfo) -> str:
@@ -140,6 +149,14 @@ def shell_note(command: str, exit_code: int) -> str:
     return format_note(f"shell: {encode_field(command)}{SEP}exit {exit_code}")
 
 
+def compaction_note(note: CompactionNote) -> str:
+    """``[[compaction: turns A–B, N tokens → M tokens, model=MODEL — STATUS]]``."""
+    span = f"turns {note.first_turn}–{note.last_turn}"
+    sizes = f"{note.tokens_before} tokens → {note.tokens_after} tokens"
+    model = encode_field(note.model, ",—")
+    return format_note(f"compaction: {span}, {sizes}, model={model}{SEP}{_status(note.status)}")
+
+
 def omitted_note(count: int) -> str:
     return format_note(f"output: {count} lines omitted")
 
@@ -154,6 +171,9 @@ _RANGE = re.compile(r"^(\d+)-(\d+)$")
 _CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
 _SHELL = re.compile(rf"^shell: (.*){SEP}exit {_INT}$", re.S)
 _OMITTED = re.compile(r"^output: (\d+) lines omitted$")
+_COMPACTION = re.compile(
+    r"^compaction: turns (\d+)–(\d+), (\d+) tokens → (\d+) tokens, model=(.*)$", re.S
+)
 
 
 def read_tool(body: str) -> ParsedToolNote | None:
@@ -190,6 +210,18 @@ def read_write(body: str) -> ParsedWriteNote | None:
     if status not in ("ok", "skipped") and not status.startswith("error:"):
         return None
     return ParsedWriteNote(decode_inline(parts[0]), status)
+
+
+def read_undo(body: str) -> ParsedUndoNote | None:
+    if not body.startswith("undo: "):
+        return None
+    parts = split_unescaped(body[len("undo: ") :], SEP)
+    if len(parts) != 2:
+        return None
+    status = decode_inline(parts[1])
+    if status != "ok" and not status.startswith(("skipped:", "error:")):
+        return None
+    return ParsedUndoNote(decode_inline(parts[0]), status)
 
 
 def read_rag(body: str) -> RagInfo | None:
@@ -307,3 +339,17 @@ def read_shell(body: str) -> ParsedShell | None:
 def read_omitted(body: str) -> int | None:
     m = _OMITTED.match(body)
     return int(m.group(1)) if m else None
+
+
+def read_compaction(body: str) -> CompactionNote | None:
+    parts = split_unescaped(body, SEP)
+    if len(parts) != 2:
+        return None
+    m = _COMPACTION.match(parts[0])
+    if not m:
+        return None
+    status = decode_inline(parts[1])
+    if status != "ok" and not status.startswith("error:"):
+        return None
+    first, last, before, after = (int(m.group(i)) for i in range(1, 5))
+    return CompactionNote(first, last, before, after, decode_inline(m.group(5)), status)

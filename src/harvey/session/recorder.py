@@ -42,7 +42,7 @@ from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnR
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.6"
+FORMAT_VERSION = "1.7"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -195,6 +195,10 @@ class Recorder:
         if turn.user_text is not None:
             self._dialogue(out, user, turn.user_text)
             self._dialogue(out, HARVEY, f"Forwarding to {name}.")
+        if turn.compaction is not None:  # made before the request: the summary is sent now
+            self._element(out, [notes.compaction_note(turn.compaction)], note=True)
+            if turn.compaction.summary is not None:
+                self._dialogue(out, HARVEY, turn.compaction.summary)
         route_who = name if turn.route else None
         writes = sorted(turn.write_notes, key=lambda w: w.call)  # stable: keeps their order
         for index, tool in enumerate(turn.tool_notes):
@@ -266,6 +270,13 @@ class Recorder:
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
         self._write("".join(out))
 
+    def record_undo(self, undone: list[tuple[str, str]]) -> None:
+        """``/undo``: an INT. UNDO scene, one [[undo: PATH — ok|skipped: …|error: …]] note
+        per write taken back (``session/undo_notes.py`` writes the same for ``harvey undo``)."""
+        out = self._scene(f"INT. UNDO {self._stamp()}")
+        self._element(out, [notes.undo_note(path, status) for path, status in undone], note=True)
+        self._write("".join(out))
+
     def record_chunk_served(self, served: int, endpoints: int) -> None:
         """After the map phase over a pool: [[chunk-served: E of P endpoints]]."""
         out: list[str] = []
@@ -306,8 +317,14 @@ def _redacted(turn: TurnRecord) -> TurnRecord:
         replace(note, arguments=redact_data(note.arguments), status=redact(note.status))
         for note in turn.tool_notes
     ]
+    compaction = turn.compaction
+    if compaction is not None:
+        compaction = replace(
+            compaction, status=redact(compaction.status), summary=text(compaction.summary)
+        )
     return replace(
         turn,
+        compaction=compaction,
         user_text=text(turn.user_text),
         reply=text(turn.reply),
         harvey_notice=text(turn.harvey_notice),

@@ -130,6 +130,28 @@ class RecallItem:
     score: float
 
 
+@dataclass(frozen=True)
+class CompactionNote:
+    """A ``[[compaction: turns A–B, N tokens → M tokens, model=MODEL — STATUS]]`` note.
+
+    ``summary`` is HARVEY's line written right after the note (what the turns are
+    sent as from then on); an ``error:`` status has none, the turns were left out.
+    The same type is written and read back (``Scene.compaction`` adds the summary).
+    """
+
+    first_turn: int
+    last_turn: int
+    tokens_before: int
+    tokens_after: int
+    model: str
+    status: str
+    summary: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
 @dataclass
 class TurnRecord:
     """One chat turn: who spoke, which model answered, what tools ran."""
@@ -148,6 +170,7 @@ class TurnRecord:
     harvey_notice: str | None = None
     timestamp: datetime | None = None
     write_notes: list[WriteNote] = field(default_factory=list)
+    compaction: CompactionNote | None = None  # made before this turn's request
 
 
 # ---------------------------------------------------------------- parsed notes
@@ -179,6 +202,14 @@ class ParsedToolNote:
 @dataclass(frozen=True)
 class ParsedWriteNote:
     """A ``[[write: PATH — STATUS]]`` note read back."""
+
+    path: str
+    status: str
+
+
+@dataclass(frozen=True)
+class ParsedUndoNote:
+    """An ``[[undo: PATH — ok|skipped: …|error: …]]`` note read back."""
 
     path: str
     status: str

@@ -23,6 +23,7 @@ from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
 from harvey.errors import StoreError, WorkspaceError
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact, redact_data
+from harvey.session.compactions import CompactionsMixin
 from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
 from harvey.store.connection import open_home, transaction
@@ -58,7 +59,7 @@ class SessionInfo:
     message_count: int = 0
 
 
-class SessionStore(MapResultsMixin):
+class SessionStore(MapResultsMixin, CompactionsMixin):
     """All access to sessions.db. Thread-safe through one lock per store."""
 
     def __init__(self, path: Path) -> None:

@@ -26,7 +26,7 @@ from typing import IO, Any
 from harvey import secret_files
 from harvey.analysis.chunking import detect_doc_type
 from harvey.errors import ToolError, WorkspaceError
-from harvey.fsutil import atomic_write
+from harvey.session.checkpoints import write_checkpointed
 from harvey.tools.approval import describe_write
 from harvey.tools.registry import ToolContext
 from harvey.workspace_files import (
@@ -329,19 +329,19 @@ class WriteFileTool:
         if ctx.approve_write is None:  # nobody can approve: fail closed
             return f"error: write refused: no one can approve writes here; {shown} was not written"
         request = describe_write(path, shown, content)
-        return ctx.approve_write(request, lambda: _write_atomically(ctx.workspace, path, content))
+        return ctx.approve_write(request, lambda: _write_atomically(ctx, path, content))
 
 
-def _write_atomically(workspace: Path, path: Path, content: str) -> str:
-    shown = display_path(workspace, path)
+def _write_atomically(ctx: ToolContext, path: Path, content: str) -> str:
+    # Folders made and the file renamed in without following a link (harvey.own_files);
+    # keeps e.g. a script's x bit; readers never see half a file; the previous content
+    # is kept for undo (session/checkpoints.py).
     data = content.encode("utf-8")
-    try:
-        # Folders made and the file renamed in without following a link (harvey.own_files);
-        # keeps e.g. a script's x bit; readers never see half a file.
-        atomic_write(path, data, root=Path(workspace).resolve())
-    except OSError as exc:
-        raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
-    return f"wrote {len(data)} bytes to {shown}"
+    recording = ctx.extras.get("recording")  # where `harvey undo` records taking it back
+    done = write_checkpointed(
+        ctx.harvey_home, ctx.session_id, ctx.workspace, path, [data], recording
+    )
+    return f"wrote {len(data)} bytes to {display_path(ctx.workspace, path)}{done.note}"
 
 
 class ListFilesTool:
