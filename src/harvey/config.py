@@ -259,6 +259,8 @@ class Settings(_Strict):
     model: str | None = None
     base_url: str | None = None
     endpoints: list[EndpointSetting] = Field(default_factory=list)  # a pool, in place of base_url
+    # calls the server takes at once when its /slots does not say (harvey.llm.capacity)
+    max_in_flight: int | None = Field(None, ge=1, le=256)
     api_key: SecretStr | None = None  # a secret type: never in a repr, an error or a dump
     api_key_command: str | None = Field(None, min_length=1)  # prints the key on stdout
     num_ctx: int | None = Field(None, ge=256, le=16_777_216)

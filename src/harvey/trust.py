@@ -84,6 +84,7 @@ NARROWING: Mapping[str, Rule] = {
     "chunking.max_chunks": _always,
     "chunking.overlap": _always,
     "chunking.concurrency": _always,
+    "max_in_flight": _always,  # like chunking.concurrency: how hard the server is worked
     "analysis.executor": _one_of("local"),  # ray starts a cluster; ray_address joins one
     "offload.enabled": _always,
     "offload.threshold": _always,

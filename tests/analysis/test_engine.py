@@ -371,3 +371,20 @@ def test_the_embedded_models_map_replies_are_capped_and_its_chat_replies_are_not
     assert map_client_of(mapper) is mapper  # already capped: itself
     plain = FnClient(lambda prompt: "x")
     assert map_client_of(plain) is plain
+
+
+def test_when_every_map_call_fails_no_synthesis_is_asked_for() -> None:
+    def reply(prompt: str) -> str:
+        if chunk_index(prompt) is not None:
+            raise BackendError("the server fell over")
+        return "an invented answer"
+
+    client = FnClient(reply)
+    rec = RecordingDouble()
+    with pytest.raises(SynthesisError) as info:
+        run_chunked_analysis(client, params(["a", "b", "c"]), recorder=rec, progress=NullProgress())
+    assert str(info.value) == (
+        "no synthesis: all 3 map calls failed (the first: the server fell over)"
+    )
+    assert all(chunk_index(p) is not None for p in client.prompts)  # no reduce prompt
+    assert rec.events[-1][:3] == ("synthesis", "LLAMA3", f"error: {info.value}")

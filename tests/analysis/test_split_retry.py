@@ -119,13 +119,13 @@ def test_a_window_nothing_fits_fails_the_chunk_after_the_depth_limit() -> None:
         with pytest.raises(SynthesisError, match="too long"):
             run_chunked_analysis(client, _params(text), recorder=notes, progress=NullProgress())
         rejected = srv.rejected
-        synthesised = srv.chat_requests[-1]["messages"][-1]["content"]
+        last = srv.chat_requests[-1]["messages"][-1]["content"]
     assert notes.results[0][2].startswith("error: ")
     assert "too long" in notes.results[0][2]
-    # the whole chunk, its first piece at each depth (the first piece that cannot be cut
-    # further fails the chunk), then the synthesis over the failure note (refused too)
-    assert rejected == 1 + MAX_SPLIT_DEPTH + 1
-    assert "[chunk 1 failed: " in synthesised
+    # the whole chunk and its first piece at each depth (the first piece that cannot be cut
+    # further fails the chunk); its only chunk failed, so no synthesis is asked for
+    assert rejected == 1 + MAX_SPLIT_DEPTH
+    assert "Combine the following" not in last
 
 
 def test_cancel_during_a_split_stops_it() -> None:

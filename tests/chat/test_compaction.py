@@ -57,7 +57,10 @@ def question(n: int) -> str:
 
 
 def answer(n: int) -> str:
-    return f"Answer {n}: river {n} flows north. " + f"It has tributaries like stream-{n}. " * 18
+    # no sentence twice: the loop guard (llm/repetition.py) would cut a reply that repeats
+    return f"Answer {n}: river {n} flows north. " + "".join(
+        f"It has tributary t{k:02d} of stream-{n}. " for k in range(18)
+    )
 
 
 def open_session(

@@ -53,7 +53,37 @@ class KeepAlive:
     give_up_after: float = 60.0
 
 
-Step = Reply | str | HTTPFailure | Malformed | Truncated | Slow | KeepAlive
+@dataclass(frozen=True)
+class Capped:
+    """Stream ``text``, then end as a server does at its token cap: finish reason
+    ``length`` (Ollama ``done_reason``), ``tokens`` completion tokens reported."""
+
+    text: str
+    tokens: int = 64
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """Stream ``text``, then close the stream properly but with no finish reason, as
+    llama-cpp-python's server does to a stream the next request interrupts (SSE only)."""
+
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Looping:
+    """Stream ``text`` over and over, ``interval`` seconds apart, until the client closes
+    the connection (counted in ``disconnects``) or ``give_up_after`` seconds pass, then
+    end normally — a model stuck in a loop that only a client hanging up stops."""
+
+    text: str
+    interval: float = 0.005
+    give_up_after: float = 20.0
+
+
+Step = (
+    Reply | str | HTTPFailure | Malformed | Truncated | Slow | KeepAlive | Capped | Interrupted
+) | Looping
 
 
 @dataclass
@@ -93,7 +123,8 @@ class _Handler(BaseHTTPRequestHandler):
         except _Abort:
             pass
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away (cancelled stream, timeout): fine
+            with fake._lock:  # the client went away (cancelled stream, timeout): fine
+                fake.disconnects += 1
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -184,6 +215,8 @@ class _FakeServer(ABC):
         self.max_prompt_tokens = max_prompt_tokens
         self.count_tokens = count_tokens or _estimated_prompt
         self.rejected = 0  # chat requests refused as too long
+        self.disconnects = 0  # answers the client hung up on before their end
+        self.loops_given_up = 0  # Looping steps that ran to give_up_after (nobody hung up)
         self.requests: list[Received] = []
         self._steps: list[Step] = list(replies)
         self._lock = threading.Lock()
@@ -302,8 +335,19 @@ class _FakeServer(ABC):
                 h.send_json(200, self._whole_reply(body, reply))
             return
         h.start_stream(self._content_type)
+        if isinstance(step, Looping):
+            self._loop(h, model, step)
+            return
         for chunk in Reply(step.text).chunks():
             self._emit(h, self._text_event(model, chunk))
+        if isinstance(step, Capped):
+            self._capped_end(h, model, step.tokens)
+            h.end_stream()
+            return
+        if isinstance(step, Interrupted):
+            self._interrupted_end(h, model)
+            h.end_stream()
+            return
         if isinstance(step, KeepAlive):
             waited = 0.0
             while waited < step.give_up_after and not self._stop.wait(step.interval):
@@ -320,6 +364,25 @@ class _FakeServer(ABC):
             raise _Abort
         else:
             h.end_stream()
+
+    def _loop(self, h: _Handler, model: str, step: Looping) -> None:
+        waited = 0.0
+        while waited < step.give_up_after:
+            for chunk in Reply(step.text).chunks():  # BrokenPipe once the client has gone
+                h.write_chunk(self._text_event(model, chunk))
+            if self._stop.wait(step.interval):
+                break
+            waited += step.interval
+        with self._lock:
+            self.loops_given_up += 1
+        self._capped_end(h, model, 10_000)
+        h.end_stream()
+
+    def _capped_end(self, h: _Handler, model: str, tokens: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no token-cap ending")
+
+    def _interrupted_end(self, h: _Handler, model: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no interrupted ending")
 
     def _emit(self, h: _Handler, text: str) -> None:
         if self.chunk_delay:

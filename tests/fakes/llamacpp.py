@@ -1,7 +1,7 @@
 """A fake llama.cpp server: the OpenAI-compatible fake plus ``/health`` and ``/slots``.
 
 ``slots`` parallel slots, each with ``slot_context`` tokens (llama.cpp splits
-``--ctx-size`` across ``--parallel``); ``loading=True`` makes ``/health``
+``--ctx-size`` across ``--parallel``; ``slots=0``: no ``/slots``, like other servers); ``loading=True`` makes ``/health``
 answer 503 as the real server does while it loads a model; ``kill()`` stops
 the server so later connections are refused. ``calls`` counts the chat
 requests it received, which is what the pool and resume tests count.
@@ -20,13 +20,14 @@ class FakeLlamaCpp(FakeOpenAI):
         self, *, slots: int = 1, slot_context: int = 4096, loading: bool = False, **kwargs: Any
     ) -> None:
         kwargs.setdefault("default_reply", "partial")
-        kwargs.setdefault("context_window", slot_context * slots)
+        kwargs.setdefault("context_window", slot_context * max(1, slots))
         super().__init__(**kwargs)
         self.slots = slots
         self.slot_context = slot_context
         self.loading = loading
         self.in_flight = 0
         self.max_seen_in_flight = 0
+        self.arrivals: list[int] = []  # calls in flight as each chat request arrived, itself too
         self.dead = False
 
     def __enter__(self) -> FakeLlamaCpp:
@@ -43,6 +44,7 @@ class FakeLlamaCpp(FakeOpenAI):
         # client cannot have seen the end of this call, so overlaps here are real
         with self._lock:
             self.in_flight += 1
+            self.arrivals.append(self.in_flight)
             self.max_seen_in_flight = max(self.max_seen_in_flight, self.in_flight)
         try:
             super()._pause(seconds)
@@ -63,7 +65,7 @@ class FakeLlamaCpp(FakeOpenAI):
             else:
                 h.send_json(200, {"status": "ok"})
             return
-        if method == "GET" and path == "/slots":
+        if method == "GET" and path == "/slots" and self.slots:
             busy = self.in_flight
             slots = [
                 {"id": i, "n_ctx": self.slot_context, "is_processing": i < busy}

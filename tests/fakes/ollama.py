@@ -95,6 +95,11 @@ class FakeOllama(_FakeServer):
     def _line(self, data: dict[str, Any]) -> str:
         return json.dumps(data) + "\n"
 
+    def _capped_end(self, h: _Handler, model: str, tokens: int) -> None:
+        final = {"model": model, "created_at": _now(), "message": {"role": "assistant"}}
+        final.update(done=True, done_reason="length", prompt_eval_count=10, eval_count=tokens)
+        self._emit(h, self._line(final))
+
     def _text_event(self, model: str, text: str) -> str:
         return self._line(
             {

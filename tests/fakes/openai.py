@@ -33,9 +33,11 @@ class FakeOpenAI(_FakeServer):
         api_key: str | None = None,
         too_long_style: str = "llama.cpp",
         tokenize_api: str | None = None,
+        owned_by: str = "fake",
         **kwargs: Any,
     ) -> None:
         super().__init__(replies, **kwargs)
+        self.owned_by = owned_by  # "me" is how llama-cpp-python's server lists its models
         # counting endpoints: "llama.cpp" (/tokenize, /apply-template), "llama-cpp-python"
         # (/extras/tokenize/count) or None; they count with the bytes/4 estimate
         self.tokenize_api = tokenize_api
@@ -62,7 +64,8 @@ class FakeOpenAI(_FakeServer):
             return
         if method == "GET" and path == "/models":
             data = [
-                {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models
+                {"id": m, "object": "model", "created": 0, "owned_by": self.owned_by}
+                for m in self.models
             ]
             h.send_json(200, {"object": "list", "data": data})
         elif method == "GET" and path == "/props" and self.props and self.context_window:
@@ -158,6 +161,15 @@ class FakeOpenAI(_FakeServer):
 
     def _text_event(self, model: str, text: str) -> str:
         return self._chunk(model, {"content": text})
+
+    def _capped_end(self, h: _Handler, model: str, tokens: int) -> None:
+        self._emit(h, self._chunk(model, {}, "length"))
+        usage = {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": 10 + tokens}
+        self._emit(h, f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n")
+        self._emit(h, "data: [DONE]\n\n")
+
+    def _interrupted_end(self, h: _Handler, model: str) -> None:
+        self._emit(h, "data: [DONE]\n\n")  # llama-cpp-python: no finish_reason, no usage
 
     def _stream_reply(self, h: _Handler, body: dict[str, Any], reply: Reply) -> None:
         with self._lock:

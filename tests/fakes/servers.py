@@ -21,7 +21,14 @@ A script is a list of steps consumed one per chat request, in order:
   marker (``abrupt=True`` also breaks the HTTP framing);
 * ``Slow(seconds, then)`` — wait before answering with ``then`` (timeout tests);
 * ``KeepAlive(interval, text)`` — stream ``text``, then only keep-alives (``: ping``
-  SSE comments, blank NDJSON lines) every ``interval`` seconds, never the end.
+  SSE comments, blank NDJSON lines) every ``interval`` seconds, never the end;
+* ``Capped(text, tokens)`` — stream ``text`` and end at the token cap (finish reason
+  ``length``);
+* ``Interrupted(text)`` — stream ``text`` and close with ``[DONE]`` but no finish
+  reason, as llama-cpp-python's server ends a stream the next request interrupts;
+* ``Looping(text)`` — stream ``text`` again and again until the client hangs up
+  (``disconnects`` counts answers the client closed; ``loops_given_up`` the loops
+  that ran out of time instead).
 
 When the script runs out, ``default_reply`` answers if given, else HTTP 400
 saying so. ``delay_per_call`` waits before every chat answer; ``chunk_delay``
@@ -39,15 +46,29 @@ and LM Studio answer with whatever model is loaded).
 from __future__ import annotations
 
 from harvey.llm.scripted import Reply
-from tests.fakes.base import HTTPFailure, KeepAlive, Malformed, Received, Slow, Step, Truncated
+from tests.fakes.base import (
+    Capped,
+    HTTPFailure,
+    Interrupted,
+    KeepAlive,
+    Looping,
+    Malformed,
+    Received,
+    Slow,
+    Step,
+    Truncated,
+)
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.openai import FakeOpenAI
 
 __all__ = [
+    "Capped",
     "FakeOllama",
     "FakeOpenAI",
     "HTTPFailure",
+    "Interrupted",
     "KeepAlive",
+    "Looping",
     "Malformed",
     "Received",
     "Reply",

@@ -135,14 +135,19 @@ def test_client_errors_are_not_retried(sleeps: SleepRecorder) -> None:
 
 
 @pytest.mark.parametrize(
-    "step", [Malformed("partial "), Truncated("partial "), Truncated("partial ", abrupt=True)]
+    "step",
+    [
+        Malformed("A partial line.\n"),
+        Truncated("A partial line.\n"),
+        Truncated("A partial line.\n", abrupt=True),
+    ],
 )
 def test_broken_streams_raise_stream_error(step: object) -> None:
     with FakeOllama([step]) as srv:  # type: ignore[list-item]
         seen: list[str] = []
         with pytest.raises(StreamError) as info:
             chat(client(srv.url), HI, on_text=seen.append)
-    assert seen == ["partial "]
+    assert seen == ["A partial line.\n"]  # whole lines are shown as they come
     assert srv.url in str(info.value)
 
 

@@ -184,6 +184,7 @@ def test_cancel_during_streaming_stops_reading() -> None:
         seen.append(text)
         cancel.set()
 
-    with FakeOpenAI([Reply("w " * 50)], chunk_delay=0.01) as srv, pytest.raises(Cancelled):
+    lines = "".join(f"Line {i}.\n" for i in range(50))
+    with FakeOpenAI([Reply(lines)], chunk_delay=0.01) as srv, pytest.raises(Cancelled):
         chat(client(srv.url), HI, on_text=on_text, cancel=cancel)
-    assert seen == ["w "]
+    assert seen == ["Line 0.\n"]

@@ -98,6 +98,14 @@ def test_without_slots_max_in_flight_or_the_default() -> None:
         pool.close()
 
 
+def test_llama_cpp_python_endpoints_take_one_call_at_a_time() -> None:
+    with FakeOpenAI(owned_by="me") as lcp, FakeOpenAI() as other:
+        specs = [EndpointSpec(lcp.url), EndpointSpec(other.url)]
+        pool = build_pool(specs, "openai", "fake-model", _make)
+        assert [e.capacity for e in pool.endpoints] == [1, 4]  # it interrupts a second call
+        pool.close()
+
+
 def test_ties_are_rotated_not_sent_to_the_first(servers: list[FakeLlamaCpp]) -> None:
     pool = _pool(list(servers))
     assert _in_threads(pool, 6) == ["partial"] * 6

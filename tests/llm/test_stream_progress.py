@@ -23,7 +23,7 @@ HI = [Message("user", "hi")]
 
 def test_sse_pings_without_tokens_time_out_naming_the_endpoint() -> None:
     # Pings every 0.2 s keep httpx's per-byte read timeout (1 s) from ever firing.
-    with FakeOpenAI([KeepAlive(0.2, text="partial ")]) as srv:
+    with FakeOpenAI([KeepAlive(0.2, text="A whole line.\npartial ")]) as srv:
         client = OpenAIClient(srv.url, "fake-model", timeout=1.0, retries=0)
         seen: list[str] = []
         with pytest.raises(BackendUnavailable) as info:
@@ -31,7 +31,7 @@ def test_sse_pings_without_tokens_time_out_naming_the_endpoint() -> None:
     message = str(info.value)
     assert message.startswith(f"the OpenAI-compatible server at {srv.url} did not answer within 1s")
     assert "\n" not in message
-    assert seen == ["partial "]  # what came before the pings was delivered
+    assert seen == ["A whole line.\n"]  # what came before the pings was shown, line by line
 
 
 def test_ollama_blank_keepalive_lines_time_out() -> None:

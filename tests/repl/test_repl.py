@@ -54,12 +54,12 @@ def test_chat_status_help_shell_and_exit(spawn: Spawn, workspace: Path) -> None:
 def test_ctrl_c_cancels_a_streaming_reply(
     spawn: Spawn, workspace: Path, isolated_env: Path
 ) -> None:
-    long_reply = " ".join(f"word{i}" for i in range(200))
+    long_reply = " ".join(f"Sentence {i}." for i in range(200))  # shown a sentence at a time
     with FakeOpenAI([Reply(long_reply), Reply("after cancel")], chunk_delay=0.05) as srv:
         child = spawn("--backend", "openai", "--base-url", srv.url)
         child.expect(PROMPT)
         send_line(child, "tell me a long story")
-        child.expect("word3")
+        child.expect("Sentence 3")
         child.sendintr()
         child.expect("cancelled")
         child.expect(PROMPT)

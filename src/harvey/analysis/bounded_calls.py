@@ -15,18 +15,23 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from harvey.analysis.map_support import map_concurrency
 from harvey.errors import Cancelled
 from harvey.llm.base import LLMClient, Usage, chat
 from harvey.messages import Message
 
+if TYPE_CHECKING:
+    from harvey.llm.capacity import Ramp
+
 POLL_SECONDS = 0.1
 
 # A map prompt as sent and the server's usage for it: a calibration sample (PromptBudget).
 UsageSink = Callable[[str, Usage], None]
-_Done = tuple[int, str | None, BaseException | None, str, Usage | None]
+_Done = tuple[int, str | None, BaseException | None, str, Usage | None, float]
 
 
 def first_line(exc: BaseException) -> str:
@@ -38,12 +43,14 @@ def first_line(exc: BaseException) -> str:
 def run_bounded(
     client: LLMClient,
     prompts: Iterable[str],
-    concurrency: int,
+    concurrency: int | Ramp,
     cancel: threading.Event,
     on_start: Callable[[int], None],
     on_done: Callable[[int, str | None, BaseException | None], None],
     call: Callable[[str], str] | None = None,
     on_usage: UsageSink | None = None,
+    *,
+    notes: bool = False,
 ) -> None:
     """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
 
@@ -51,23 +58,34 @@ def run_bounded(
     call drops it when it ends: a lazy iterable keeps memory to the calls in
     flight. ``call`` replaces the plain chat call (``map_calls``); ``on_usage`` gets each
     answered prompt with the server's usage report, in this (the coordinating) thread.
+    A reply is the model's text as the loop guard left it (``ChatResult.answer``); with
+    ``notes`` (a synthesis, which a person reads) its loop or cap notice too.
+    ``concurrency`` may be a ``Ramp`` (a server of unknown capacity): it is told how
+    long each call took, whether it answered, and how many were in flight when it began.
     """
     results: queue.Queue[_Done] = queue.Queue()
 
     def work(i: int, prompt: str) -> None:
+        began = time.monotonic()
         try:
             if call is not None:
-                results.put((i, call(prompt), None, "", None))
+                results.put((i, call(prompt), None, "", None, time.monotonic() - began))
                 return
             reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-            results.put((i, reply.text, None, prompt if on_usage else "", reply.usage))
+            text = reply.text if notes else reply.answer
+            sent = prompt if on_usage else ""
+            results.put((i, text, None, sent, reply.usage, time.monotonic() - began))
         except BaseException as exc:  # reported to the coordinator, never lost
-            results.put((i, None, exc, "", None))
+            results.put((i, None, exc, "", None, time.monotonic() - began))
 
+    def limit() -> int:
+        return concurrency if isinstance(concurrency, int) else concurrency.limit
+
+    levels: dict[int, int] = {}  # call → calls in flight when it began, itself included
     pending: Iterator[str] | None = iter(prompts)
     next_i = in_flight = 0
     while pending is not None or in_flight:
-        while in_flight < concurrency and pending is not None:
+        while in_flight < limit() and pending is not None:
             if cancel.is_set():
                 raise Cancelled("chunk analysis cancelled")
             prompt = next(pending, None)
@@ -75,11 +93,12 @@ def run_bounded(
                 pending = None
                 break
             on_start(next_i)
+            levels[next_i] = in_flight + 1
             threading.Thread(target=work, args=(next_i, prompt), daemon=True).start()
             next_i += 1
             in_flight += 1
         try:
-            i, text, err, sent, usage = results.get(timeout=POLL_SECONDS)
+            i, text, err, sent, usage, seconds = results.get(timeout=POLL_SECONDS)
         except queue.Empty:
             if cancel.is_set():
                 raise Cancelled("chunk analysis cancelled") from None
@@ -87,6 +106,8 @@ def run_bounded(
         in_flight -= 1
         if cancel.is_set() or isinstance(err, Cancelled):
             raise Cancelled("chunk analysis cancelled")
+        if not isinstance(concurrency, int):
+            concurrency.record(seconds, err is None, levels.pop(i))
         if on_usage is not None and usage is not None and usage.prompt_tokens:
             on_usage(sent, usage)
         on_done(i, text, err)

@@ -67,6 +67,8 @@ class ChunkConfig:
     max_chunks: int = 20
     overlap: Overlap = "paragraph"
     concurrency: int = 4
+    # False: nobody set it, so the server's capacity is found out (``map_support.map_limit``)
+    concurrency_given: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold <= 1:
@@ -94,6 +96,7 @@ class ChunkConfig:
             max_chunks=settings.max_chunks,
             overlap=settings.overlap,
             concurrency=concurrency,
+            concurrency_given=settings.concurrency is not None,
         )
 
 

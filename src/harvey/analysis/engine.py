@@ -12,7 +12,9 @@ finish in.
 
 Reduce: the partial results synthesised, hierarchically when they do not fit
 the synthesis model's context (``reduce.py``). A synthesis failure raises
-``SynthesisError``; the note records it first.
+``SynthesisError``; the note records it first. When every map call failed
+there is nothing to synthesise: no synthesis call is made, and the
+``SynthesisError`` says so in one line (``every_call_failed``).
 
 Cancel: setting ``cancel`` (the REPL does on Ctrl-C; a ``KeyboardInterrupt``
 here does the same) stops within a poll interval: queued calls never start,
@@ -37,8 +39,10 @@ from harvey.analysis.map_support import (
     MapExecutor,
     MapTask,
     ResultCache,
+    calls_at_once,
     endpoints_served,
     map_concurrency,
+    map_limit,
     pool_size,
     served_counts,
 )
@@ -93,7 +97,7 @@ class AnalysisRun:
         self._reduce = HierarchicalReduce(
             synthesis_client,
             params.instruction,
-            concurrency=params.config.concurrency,
+            concurrency=calls_at_once(synthesis_client, params.config),
             cancel=cancel,
             progress=progress,
             context_window=context_window,
@@ -101,6 +105,7 @@ class AnalysisRun:
         )
         self.served: int | None = None  # endpoints of a pool that completed map calls
         self._texts: dict[int, str] = {}  # the chunks in flight, for a split on "too long"
+        self.first_failure = ""  # the first failed map call's reason, for "all failed"
         self._split_status: dict[int, str] = {}
 
     def _recover(self, i: int, err: ContextTooLong) -> tuple[str | None, BaseException | None]:
@@ -166,6 +171,7 @@ class AnalysisRun:
                 statuses[i] = self._split_status.pop(i, "ok")
             else:
                 reason = first_line(err)
+                self.first_failure = self.first_failure or reason
                 partials[i] = f"[chunk {i + 1} failed: {reason}]"
                 statuses[i] = f"error: {reason}"
                 failures.append(i + 1)
@@ -192,17 +198,18 @@ class AnalysisRun:
             done(i, text, None)
 
         tasks = self._tasks(n, reuse)
-        concurrency = map_concurrency(self.client, self.params.config.concurrency)
 
         def started(j: int) -> None:
             self.progress.chunk_started(self._called[j][0] + 1, n)
 
         if self.executor is not None:
+            concurrency = map_concurrency(self.client, self.params.config.concurrency)
             self.executor.run_map(self.client, tasks, concurrency, self.cancel, started, called)
         else:
             prompts = (t.prompt for t in tasks)
+            limit = map_limit(self.client, self.params.config)
             run_bounded(
-                self.client, prompts, concurrency, self.cancel, started, called, None, self.on_usage
+                self.client, prompts, limit, self.cancel, started, called, None, self.on_usage
             )
         # Calls a Ray executor makes run on the nodes' own clients: not counted here.
         self.served = endpoints_served(self.client, before) if self.executor is None else None
@@ -249,6 +256,8 @@ class AnalysisRun:
             partials, failures = self.map_phase()
             if self.recorder is not None and self.served is not None:
                 self.recorder.record_chunk_served(self.served, pool_size(self.client) or 0)
+            if len(failures) == n:  # a synthesis of failure notes is an invented answer
+                raise SynthesisError(every_call_failed(n, self.first_failure))
             text = self.reduce_phase(partials)
         except (Cancelled, KeyboardInterrupt) as exc:
             self.cancel.set()
@@ -270,6 +279,11 @@ class AnalysisRun:
             partials=partials,
             reused=self.reused,
         )
+
+
+def every_call_failed(n: int, first: str) -> str:
+    """The one line an analysis whose every map call failed ends with (no synthesis)."""
+    return f"no synthesis: all {n} map calls failed (the first: {first})"
 
 
 def run_chunked_analysis(

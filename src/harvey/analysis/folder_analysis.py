@@ -34,6 +34,7 @@ from typing import Any
 
 from harvey.analysis.bounded_calls import POLL_SECONDS, first_line
 from harvey.analysis.chunking import ChunkConfig
+from harvey.analysis.engine import every_call_failed
 from harvey.analysis.folder_map import (
     FileChunks,
     FileProgress,
@@ -43,7 +44,7 @@ from harvey.analysis.folder_map import (
     every_chunk,
     text_hash,
 )
-from harvey.analysis.map_support import MapExecutor, ResultCache, map_concurrency, pool_size
+from harvey.analysis.map_support import MapExecutor, ResultCache, calls_at_once, pool_size
 from harvey.analysis.params import AnalysisRecorder
 from harvey.analysis.phases import run_map_phase, synthesize
 from harvey.analysis.progress import ProgressReporter
@@ -128,6 +129,8 @@ class FolderRun:
             )
             if self.recorder is not None and outcome.served is not None:
                 self.recorder.record_chunk_served(outcome.served, pool_size(self.client) or 0)
+            if len(outcome.failures) == n:  # nothing to synthesise: no invented answer
+                raise SynthesisError(every_call_failed(n, outcome.first_failure))
             answers, reused_files = self._per_file(
                 params, outcome.partials, outcome.failures, tracker
             )
@@ -232,7 +235,7 @@ class FolderRun:
                 todo[index] = key
         if not todo:
             return reused
-        workers = map_concurrency(self.synth, self.config.concurrency)
+        workers = calls_at_once(self.synth, self.config)
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
         try:
             futures = {pool.submit(self._one_file, answers[i].name, jobs[i]): i for i in todo}

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from harvey.analysis.chunking import ChunkConfig
     from harvey.llm.base import LLMClient
+    from harvey.llm.capacity import Ramp
 
 OnStart = Callable[[int], None]  # call j (0-based, in the order the tasks were yielded) began
 OnDone = Callable[[int, "str | None", "BaseException | None"], None]  # call j: its text or error
@@ -65,6 +67,27 @@ def map_concurrency(client: LLMClient, configured: int) -> int:
     so every slot of every endpoint has work (the pool queues what exceeds a slot)."""
     capacity = getattr(client, "total_capacity", None)
     return max(configured, capacity) if isinstance(capacity, int) else configured
+
+
+def map_limit(client: LLMClient, config: ChunkConfig) -> int | Ramp:
+    """Calls to keep in flight for a map phase: ``chunking.concurrency`` when it was set
+    (raised to a pool's capacity), a pool's capacity, a server's known capacity
+    (``harvey.llm.capacity``), else a ``Ramp`` that starts at one and learns."""
+    from harvey.llm.capacity import Ramp, discover
+
+    if config.concurrency_given:
+        return map_concurrency(client, config.concurrency)
+    capacity = getattr(client, "total_capacity", None)
+    if isinstance(capacity, int):
+        return capacity
+    found = discover(client)
+    return found.limit if found.fixed else Ramp()
+
+
+def calls_at_once(client: LLMClient, config: ChunkConfig) -> int:
+    """Synthesis calls side by side: like ``map_limit``, but one where it would ramp."""
+    limit = map_limit(client, config)
+    return limit if isinstance(limit, int) else 1
 
 
 @dataclass(frozen=True)

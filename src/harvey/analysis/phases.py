@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import AnalysisRun
-from harvey.analysis.map_support import MapExecutor, ResultCache
+from harvey.analysis.map_support import MapExecutor, ResultCache, calls_at_once
 from harvey.analysis.params import AnalysisRecorder, ChunkAnalysisParams
 from harvey.analysis.progress import NullProgress, ProgressReporter
 from harvey.analysis.reduce import HierarchicalReduce
@@ -36,6 +36,7 @@ class MapOutcome:
     failures: list[int]
     reused: int
     served: int | None
+    first_failure: str = ""  # the first failed call's reason ("" when none failed)
 
 
 def run_map_phase(
@@ -59,7 +60,7 @@ def run_map_phase(
     except KeyboardInterrupt as exc:
         cancel.set()
         raise Cancelled("chunk analysis cancelled") from exc
-    return MapOutcome(partials, failures, analysis.reused, analysis.served)
+    return MapOutcome(partials, failures, analysis.reused, analysis.served, analysis.first_failure)
 
 
 def synthesize(
@@ -78,7 +79,7 @@ def synthesize(
     reduce = HierarchicalReduce(
         client,
         instruction,
-        concurrency=config.concurrency,
+        concurrency=calls_at_once(client, config),
         cancel=cancel,
         progress=progress if progress is not None else NullProgress(),
         context_window=context_window,

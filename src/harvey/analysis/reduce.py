@@ -110,5 +110,7 @@ class HierarchicalReduce:
                 raise SynthesisError(f"synthesis failed: {first_line(err)}") from err
             outputs[i] = text or ""
 
-        run_bounded(self.client, prompts, self.concurrency, self.cancel, lambda i: None, done)
+        run_bounded(
+            self.client, prompts, self.concurrency, self.cancel, lambda i: None, done, notes=True
+        )
         return outputs

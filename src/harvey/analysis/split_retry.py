@@ -84,7 +84,7 @@ def analyse_split(
             try:
                 prompt = part_prompt(instruction, index, total, label, piece)
                 reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-                outputs.append(reply.text)
+                outputs.append(reply.answer)
                 return
             except ContextTooLong as exc:
                 refused = exc

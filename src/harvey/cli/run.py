@@ -187,7 +187,7 @@ def _run(
     "--concurrency",
     type=click.IntRange(1, 64),
     default=None,
-    help="Map calls in flight (default: chunking.concurrency, 4; 1 for the embedded model).",
+    help="Map calls in flight (default: chunking.concurrency, else found out from the server).",
 )
 @click.option(
     "--max-chunks",

@@ -42,7 +42,17 @@ class Usage:
     completion_tokens: int | None = None
 
 
-StreamEvent = TextDelta | ToolCallEvent | Usage
+@dataclass(frozen=True)
+class Finish:
+    """Why the model stopped, as the server said: ``stop``, ``length`` (the token cap),
+    ``tool_calls``; ``None`` when the stream closed properly without saying (a
+    llama-cpp-python server interrupted by the next request does that). A backend
+    that cannot tell does not send one."""
+
+    reason: str | None
+
+
+StreamEvent = TextDelta | ToolCallEvent | Usage | Finish
 
 
 @dataclass(frozen=True)
@@ -54,9 +64,14 @@ class ModelCapabilities:
 
 @dataclass
 class ChatResult:
+    """A drained reply. ``text`` is what was shown, a loop or cap notice included;
+    ``answer`` is the model's text without it and ``note`` the notice alone."""
+
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    answer: str = ""
+    note: str = ""
 
 
 @runtime_checkable
@@ -142,20 +157,63 @@ def chat(
     *,
     response_schema: dict[str, Any] | None = None,
 ) -> ChatResult:
-    """Drain a stream into a ChatResult, calling ``on_text`` for each delta.
+    """Drain a stream into a ChatResult, calling ``on_text`` with what may be shown.
 
     ``response_schema`` (a JSON schema) asks for structured output, which each
     backend maps to its own wire format; it is passed only when given, so a
     client written before it existed still works for ordinary chat.
 
+    A free-text reply goes through the loop guard (``harvey.llm.repetition``):
+    shown a sentence or line at a time, cut — the stream closed, so the server
+    stops — when it starts repeating itself, and ended at its last whole
+    sentence when the token cap cut it. An empty reply, or one whose stream
+    closed without a finish reason, is asked for once more when nothing of it
+    was shown, and is otherwise a ``StreamError`` (``empty reply``, ``stream
+    ended early``): never a result.
+
     Setting ``cancel`` stops reading at the next event; the caller decides what
     a cancelled turn means (usually: raise ``Cancelled``).
     """
+    from harvey.errors import StreamError
+
+    problem = ""
+    for attempt in range(2):
+        result, problem, shown = _drain(client, messages, tools, on_text, cancel, response_schema)
+        if not problem:
+            return result
+        if shown or attempt:
+            break
+        log.info("%s from %s (%s); asking once more", problem, client.model, client.endpoint)
+    where = f"{client.model} at {client.endpoint}"
+    raise StreamError(f"{problem} from {where}" + ("" if shown else " (asked twice)"))
+
+
+def _drain(
+    client: LLMClient,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]] | None,
+    on_text: Callable[[str], None] | None,
+    cancel: threading.Event | None,
+    response_schema: dict[str, Any] | None,
+) -> tuple[ChatResult, str, bool]:
+    """One request: its result, what was wrong with it ("" if nothing) and whether
+    any of it was shown."""
     from harvey.errors import Cancelled
     from harvey.llm import metering
+    from harvey.llm.repetition import ReplyGuard, note_separator
 
     result = ChatResult()
+    guard = ReplyGuard() if response_schema is None else None
     parts: list[str] = []
+    finish: Finish | None = None
+    deltas = 0
+
+    def show(text: str) -> None:
+        if text:
+            parts.append(text)
+            if on_text is not None:
+                on_text(text)
+
     if response_schema is None:
         stream = client.stream_chat(messages, tools)
     else:
@@ -165,21 +223,43 @@ def chat(
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
             if isinstance(event, TextDelta):
-                parts.append(event.text)
-                if on_text is not None:
-                    on_text(event.text)
+                deltas += 1
+                show(guard.feed(event.text) if guard is not None else event.text)
+                if guard is not None and guard.looping:
+                    break  # closing the stream below stops the server generating
             elif isinstance(event, ToolCallEvent):
                 result.tool_calls.append(event.call)
             elif isinstance(event, Usage):
                 result.usage = event
+            elif isinstance(event, Finish):
+                finish = event
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+    answer = "".join(parts)
+    ended_early = finish is not None and finish.reason is None
+    if guard is not None and not ended_early:  # a cut-off reply is an error: no more of it
+        capped = finish is not None and finish.reason == "length"
+        rest, note = guard.close(capped=capped, tokens=result.usage.completion_tokens or deltas)
+        show(rest)
+        answer = "".join(parts)
+        if note:
+            show(note_separator(answer) + note)
+            answer = answer.rstrip()
+        result.note = note
     result.text = "".join(parts)
-    if metering.meters:  # harvey run --output-format json: what the run cost
+    result.answer = answer
+    if metering.meters:  # harvey run --output-format json: what the run cost, every request
         metering.observe(messages, result)
-    return result
+    shown = bool(result.text) and on_text is not None
+    if finish is None:  # a backend that cannot tell (the scripted one): taken as it came
+        return result, "", shown
+    if finish.reason is None:
+        return result, "stream ended early", shown
+    if not result.answer.strip() and not result.tool_calls:
+        return result, "empty reply", shown
+    return result, "", shown
 
 
 def is_remote_endpoint(endpoint: str) -> bool:

@@ -177,4 +177,7 @@ def _build(
         env=env,
         known_models=known_models,
     )
-    return lookup(backend).build(request)
+    client = lookup(backend).build(request)
+    if settings.max_in_flight is not None and hasattr(client, "max_in_flight"):
+        client.max_in_flight = settings.max_in_flight  # read by harvey.llm.capacity
+    return client

@@ -43,6 +43,7 @@ class HttpClient(ABC):
     """One model on one HTTP server; subclasses speak the server's dialect."""
 
     backend: str  # set by each subclass: "ollama", "openai"
+    max_in_flight: int | None = None  # harvey.yaml's, when set: calls the server takes at once
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ from typing import Any
 
 from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError
-from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.llm.base import Finish, LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
 from harvey.llm.local_weights import fast_weights
 from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
@@ -270,18 +270,24 @@ class LocalClient:
                     **extra,
                 )
                 completion = 0
-                for chunk in stream:
-                    for choice in chunk.get("choices") or []:
-                        text = (choice.get("delta") or {}).get("content")
-                        if text:
-                            completion += 1
-                            yield TextDelta(text)
+                reason = "stop"
+                try:
+                    for chunk in stream:
+                        for choice in chunk.get("choices") or []:
+                            text = (choice.get("delta") or {}).get("content")
+                            if text:
+                                completion += 1
+                                yield TextDelta(text)
+                            reason = choice.get("finish_reason") or reason
+                finally:  # closed early (the loop guard, a cancel): stop generating now
+                    stream.close()
             except ValueError as exc:  # e.g. "Requested tokens exceed context window"
                 too_long = too_long_error("the embedded model", str(exc))
                 if too_long is not None:
                     raise too_long from exc
                 raise BackendError(f"the embedded model failed: {exc}") from exc
             evaluated = int(getattr(llama, "n_tokens", 0) or 0)
+            yield Finish(str(reason))
             yield Usage(max(0, evaluated - completion) or None, completion)
 
     def capabilities(self) -> ModelCapabilities:

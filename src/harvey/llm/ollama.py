@@ -29,6 +29,7 @@ from typing import Any, Unpack
 from harvey.context.budget import estimate_tokens
 from harvey.errors import StreamError
 from harvey.llm.base import (
+    Finish,
     ModelCapabilities,
     StreamEvent,
     TextDelta,
@@ -173,6 +174,7 @@ class OllamaClient(HttpClient):
                     )
                 if data.get("done"):
                     self._check_truncation(payload, data.get("prompt_eval_count"))
+                    yield Finish(str(data.get("done_reason") or "stop"))
                     yield Usage(data.get("prompt_eval_count"), data.get("eval_count"))
                     return
                 moved = content or message.get("tool_calls") or message.get("thinking")

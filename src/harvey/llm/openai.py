@@ -32,6 +32,7 @@ from typing import Any, Unpack
 from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError, StreamError
 from harvey.llm.base import (
+    Finish,
     ModelCapabilities,
     StreamEvent,
     TextDelta,
@@ -198,6 +199,7 @@ class OpenAIClient(HttpClient):
         where = self.http.endpoint
         assembler = _Assembler()
         usage = Usage()
+        finish: str | None = None  # llama-cpp-python ends an interrupted stream without one
         watch = self.http.progress_watch()  # keep-alives are not progress
         for line in self.http.stream_lines("chat/completions", payload, model=self.model):
             if not line.strip() or line.startswith(":"):
@@ -211,6 +213,7 @@ class OpenAIClient(HttpClient):
             data_text = line[len("data:") :].strip()
             if data_text == "[DONE]":
                 yield from (ToolCallEvent(c) for c in assembler.drain())
+                yield Finish(finish)
                 yield usage
                 return
             try:
@@ -238,6 +241,7 @@ class OpenAIClient(HttpClient):
                             assembler.add(fragment)
                             moved = True
                     if choice.get("finish_reason"):
+                        finish = str(choice["finish_reason"])
                         yield from (ToolCallEvent(c) for c in assembler.drain())
                     moved = moved or any(delta.get(k) for k in _PROGRESS_FIELDS)
                     moved = moved or bool(choice.get("finish_reason"))

@@ -26,6 +26,7 @@ class ProbeResult:
     slot_context: int | None = None
     models: tuple[str, ...] | None = None
     error: str = ""
+    one_at_a_time: bool = False  # llama-cpp-python's server (``capacity.is_llama_cpp_python``)
 
 
 def _slots(data: object) -> tuple[int | None, int | None]:
@@ -37,20 +38,24 @@ def _slots(data: object) -> tuple[int | None, int | None]:
     return len(data), (min(sizes) if sizes else None)
 
 
-def _models(backend: str, url: str, http: httpx.Client) -> tuple[str, ...] | None:
+def _models(backend: str, url: str, http: httpx.Client) -> tuple[tuple[str, ...] | None, bool]:
+    """The models an endpoint lists, and whether it is llama-cpp-python's server."""
+    from harvey.llm.capacity import is_llama_cpp_python
+
     try:
         if backend == "ollama":
             data = http.get(url.rstrip("/") + "/api/tags").json()
             items = data.get("models") if isinstance(data, dict) else None
-            return tuple(str(m.get("name") or m.get("model")) for m in items or [])
+            return tuple(str(m.get("name") or m.get("model")) for m in items or []), False
         response = http.get(url.rstrip("/") + "/models")
         if response.status_code != 200:
-            return None
+            return None, False
         data = response.json()
         items = data.get("data") if isinstance(data, dict) else None
-        return tuple(str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m)
+        ids = tuple(str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m)
+        return ids, is_llama_cpp_python(data)
     except (httpx.HTTPError, ValueError, AttributeError):
-        return None
+        return None, False
 
 
 def probe_endpoint(url: str, backend: str, timeout: float = PROBE_TIMEOUT) -> ProbeResult:
@@ -69,7 +74,8 @@ def probe_endpoint(url: str, backend: str, timeout: float = PROBE_TIMEOUT) -> Pr
                         slots, slot_context = _slots(answer.json())
                     except ValueError:
                         pass
-            return ProbeResult("ok", slots, slot_context, _models(backend, url, http))
+            models, one_at_a_time = _models(backend, url, http)
+            return ProbeResult("ok", slots, slot_context, models, one_at_a_time=one_at_a_time)
     except httpx.HTTPError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ProbeResult("down", error=reason)

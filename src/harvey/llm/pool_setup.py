@@ -3,7 +3,8 @@
 ``build_pool`` probes every endpoint once (``pool_probe``), refuses an endpoint
 that serves another model than the rest — its answers would not be the pool
 model's — and gives each endpoint its capacity: the llama.cpp slots when
-``/slots`` answers, else ``max_in_flight``, else 1 for Ollama (no in-flight
+``/slots`` answers, else ``max_in_flight``, else 1 for llama-cpp-python's server
+(it interrupts a running stream for the next request), 1 for Ollama (no in-flight
 metric, it queues and then answers 503) and 4 for other OpenAI-compatible
 servers. ``endpoint_lines`` is what ``/status`` and ``harvey models`` print.
 """
@@ -71,7 +72,8 @@ def build_pool(
     endpoints: list[Endpoint] = []
     for spec, result in results:
         default = DEFAULT_IN_FLIGHT.get(backend, OTHER_IN_FLIGHT)
-        capacity = result.slots or spec.max_in_flight or default
+        one = 1 if result.one_at_a_time else None  # llama-cpp-python interrupts a second call
+        capacity = result.slots or spec.max_in_flight or one or default
         ep = Endpoint(spec.url, make(spec.url, chosen), capacity, result.slot_context)
         ep.health = "loading" if result.health == "loading" else "ok"
         ep.verified = result.health == "ok"  # the others' model is checked before use

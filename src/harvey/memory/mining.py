@@ -206,9 +206,15 @@ def mine_part(client: LLMClient, part: str, *, structured: bool = True) -> list[
 
 
 def concurrency_for(chunking: Any, client: LLMClient) -> int:
-    """Mining calls in flight: ``chunking.concurrency``, else 1 embedded and 4 on a server
-    (an endpoint pool's capacity when larger, in ``map_calls``)."""
-    return int(chunking.concurrency or (1 if client.backend == "local" else 4))
+    """Mining calls in flight: ``chunking.concurrency``, else what the server is known to
+    take (``harvey.llm.capacity``: its slots, one for llama-cpp-python's server and the
+    embedded model), else one (an endpoint pool's capacity when larger, in ``map_calls``)."""
+    if chunking.concurrency:
+        return int(chunking.concurrency)
+    from harvey.llm.capacity import discover
+
+    found = discover(client)
+    return found.limit if found.fixed else 1
 
 
 def merge(answers: Sequence[list[Proposal]]) -> list[Proposal]:

@@ -111,7 +111,7 @@ def map_call(recipe: Recipe, task: MapTask) -> Outcome:
     except Exception as exc:  # a bug on the node: still one line at the coordinator
         line = f"the Ray worker failed: {type(exc).__name__}: {_first_line(exc)}"
         return Outcome(task.key, None, node, pid, line, "BackendError")
-    return Outcome(task.key, reply.text, node, pid)
+    return Outcome(task.key, reply.answer, node, pid)
 
 
 class ModelActor:

@@ -1,0 +1,92 @@
+"""Harvey end to end against a real llama-cpp-python server (``python -m llama_cpp.server``)
+serving the embedded model's GGUF: a REPL turn and ``harvey analyze`` (``harvey run`` is
+``test_llm_local``'s). That server runs one request at a time and interrupts a running
+stream when the next arrives; Harvey must recognise it, and store no empty map result at
+any concurrency — even one forced with ``--concurrency``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.harvey_process import harvey_argv, run_harvey
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("embedded_model")]
+
+DOC = "\n\n".join(  # two chunks of 600 bytes: two map calls and a synthesis
+    [
+        "In 1871 Samuel Harrow founded the Harrow Bay Water Company. " * 5,
+        "In 1893 the company built the reservoir on Gull Hill for four thousand people. " * 5,
+    ]
+)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"HARVEY_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+
+
+@pytest.mark.parametrize("concurrency", [None, "2"], ids=["found-out", "forced-2"])
+def test_analyze_stores_no_empty_map_result(
+    llama_server: str, tmp_path: Path, concurrency: str | None
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "doc.md").write_text(DOC)
+    forced = ["--concurrency", concurrency] if concurrency else []
+    proc = run_harvey(
+        "analyze", "doc.md", "-i", "Name the year and the event in one short sentence.",
+        "--backend", "openai", "--base-url", llama_server, "--chunk-size", "600", *forced,
+        cwd=ws, env=_env(tmp_path), timeout=600,
+    )  # fmt: skip
+    spmd = next((ws / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    statuses = re.findall(r"\[\[chunk-result: \d+/(\d+) — ([^\]]*)\]\]", spmd)
+    assert statuses, spmd
+    db = sqlite3.connect(tmp_path / "home" / "sessions.db")
+    stored = [row[0] for row in db.execute("SELECT text FROM map_results")]
+    db.close()
+    assert all(text.strip() for text in stored), stored  # never an empty result kept
+    ok = [s for _n, s in statuses if s == "ok"]
+    assert len(stored) == len(ok)  # what is stored is what was recorded ok
+    for _n, status in statuses:
+        assert status == "ok" or status.startswith(("error: stream ended early", "error: empty"))
+    if concurrency is None:  # recognised: one call at a time, every answer whole
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert len(ok) == len(statuses) and proc.stdout.strip()
+    elif not ok:
+        assert proc.returncode == 1 and "no synthesis" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_repl_turn(llama_server: str, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = dict(os.environ)
+    env.update(_env(tmp_path))
+    env.update({"TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": "120", "LINES": "40"})
+    env.update({"USER": "tester", "LOGNAME": "tester"})
+    argv = harvey_argv("--backend", "openai", "--base-url", llama_server)
+    child = pexpect.spawn(
+        argv[0], argv[1:], cwd=str(ws), env=env, encoding="utf-8", timeout=240,
+        dimensions=(40, 120),
+    )  # fmt: skip
+    try:
+        child.expect("tester>")
+        child.send("What is the capital of France? One word.\r")
+        child.expect(r"[A-Za-z]{3,}")  # an answer, streamed back
+        child.expect("tester>")
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    db = sqlite3.connect(tmp_path / "home" / "sessions.db")
+    replies = [r[0] for r in db.execute("SELECT content FROM messages WHERE role = 'assistant'")]
+    db.close()
+    assert replies and all(reply.strip() for reply in replies)

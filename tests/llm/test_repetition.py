@@ -1,0 +1,155 @@
+"""The loop guard and the cap note: on their own, and on streams from the loopback servers.
+
+A looping server (``Looping``) streams the same paragraph until the client hangs
+up: the test sees the reply shown once with the notice, and the server sees the
+connection close — the stream was cancelled, not just hidden.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harvey.errors import StreamError
+from harvey.llm.base import chat
+from harvey.llm.ollama import OllamaClient
+from harvey.llm.openai import OpenAIClient
+from harvey.llm.repetition import LOOP_NOTICE, ReplyGuard, last_whole
+from harvey.messages import Message
+from tests.fakes.servers import Capped, FakeOllama, FakeOpenAI, Interrupted, Looping, Reply
+
+HI = [Message("user", "hi")]
+PARAGRAPH = (
+    "The water company was founded in 1871 by Samuel Harrow. It built the first "
+    "reservoir on the hill above the town. The reservoir served four thousand people.\n\n"
+)
+
+
+def guarded(text: str, *, capped: bool = False) -> tuple[str, str, bool]:
+    """``text`` fed word by word: (what was shown before the end, the note, looping)."""
+    guard = ReplyGuard()
+    shown = []
+    for piece in re.findall(r"\S+\s*|\s+", text):
+        shown.append(guard.feed(piece))
+        if guard.looping:
+            break
+    rest, note = guard.close(capped=capped, tokens=64)
+    return "".join(shown) + rest, note, guard.looping
+
+
+def test_a_paragraph_written_three_times_is_shown_once() -> None:
+    shown, note, looping = guarded("Here is the history.\n\n" + PARAGRAPH * 3)
+    assert looping and note == LOOP_NOTICE
+    assert shown == "Here is the history.\n\n" + PARAGRAPH
+    assert shown.count("founded in 1871") == 1
+
+
+def test_a_block_written_twice_is_cut_and_new_text_after_a_short_repeat_is_kept() -> None:
+    shown, _note, looping = guarded(PARAGRAPH * 2 + "Something else entirely follows here.")
+    assert looping and shown == PARAGRAPH
+    text = "Yes. Yes. The boiler was serviced in May. Yes. Done."
+    assert guarded(text) == (text, "", False)  # short repeats are not a loop
+
+
+def test_numbered_items_that_repeat_under_new_numbers_are_a_loop() -> None:
+    item = "The company built the first reservoir on the hill above Harrow Bay."
+    text = "Events:\n" + "".join(f"{n}. {item}\n" for n in range(1, 6))
+    shown, _note, looping = guarded(text)
+    assert looping and shown == f"Events:\n1. {item}\n"
+
+
+def test_a_loop_without_sentence_breaks_is_cut_after_its_first_copy() -> None:
+    shown, _note, looping = guarded("the pump and the valve and the boiler " * 20)
+    assert looping and shown == "the pump and the valve and the boiler "
+
+
+def test_repeated_lines_inside_code_are_code_until_five_in_a_row() -> None:
+    line = "    self.assertEqual(response.status_code, 200)\n"
+    text = "Tests:\n```python\n" + line * 4 + "```\nAll four check the status."
+    assert guarded(text) == (text, "", False)
+    shown, _note, looping = guarded("```python\n" + line * 9)
+    assert looping and shown == "```python\n" + line * 4  # code is shown as it comes
+
+
+def test_a_capped_reply_ends_at_its_last_whole_sentence() -> None:
+    shown, note, _ = guarded("The boiler was serviced. It was in May. And then the", capped=True)
+    assert (shown, note) == ("The boiler was serviced. It was in May.", "(cut at 64 tokens)")
+    assert last_whole("- one\n- two\n- thr") == "- one\n- two"
+    assert last_whole("```\ncode line\nmore co") == "```\ncode line\n```"  # fence closed
+
+
+@given(st.lists(st.sampled_from(["alpha", "beta.", "gamma\n", "delta!", " ", "\n\n"]), max_size=60))
+def test_what_is_shown_is_always_how_the_reply_began(words: list[str]) -> None:
+    text = "".join(words)
+    shown, note, looping = guarded(text)
+    assert text.startswith(shown)
+    if not looping:
+        assert shown == text and note == ""
+
+
+@pytest.mark.parametrize("fake", [FakeOpenAI, FakeOllama])
+def test_a_looping_stream_is_cancelled_and_shown_once(fake: type) -> None:
+    with fake([Looping(PARAGRAPH)]) as srv:
+        client = (
+            OpenAIClient(srv.url, "fake-model")
+            if fake is FakeOpenAI
+            else OllamaClient(srv.url, "fake-llama:1b")
+        )
+        seen: list[str] = []
+        result = chat(client, HI, on_text=seen.append)
+        client.close()
+        for _ in range(200):  # the server notices the hang-up on its next write
+            if srv.disconnects:
+                break
+            srv._stop.wait(0.01)
+    assert srv.disconnects == 1 and srv.loops_given_up == 0
+    assert result.answer == PARAGRAPH.rstrip()
+    assert result.text == "".join(seen) == PARAGRAPH + LOOP_NOTICE
+    assert result.note == LOOP_NOTICE
+
+
+@pytest.mark.parametrize("fake", [FakeOpenAI, FakeOllama])
+def test_a_reply_cut_by_the_token_cap_says_so(fake: type) -> None:
+    with fake(
+        [Capped("The boiler was serviced in May. The plumber said the valve was", 42)]
+    ) as srv:
+        client = (
+            OpenAIClient(srv.url, "fake-model")
+            if fake is FakeOpenAI
+            else OllamaClient(srv.url, "fake-llama:1b")
+        )
+        seen: list[str] = []
+        result = chat(client, HI, on_text=seen.append)
+    assert result.text == "".join(seen)
+    assert result.text == "The boiler was serviced in May.\n\n(cut at 42 tokens)"
+    assert result.answer == "The boiler was serviced in May."
+
+
+def test_an_empty_reply_is_asked_for_again_then_is_an_error() -> None:
+    with FakeOpenAI([Reply(""), Reply("Second time lucky.")]) as srv:
+        assert chat(OpenAIClient(srv.url, "m"), HI).text == "Second time lucky."
+        assert len(srv.chat_requests) == 2
+    with FakeOpenAI([Reply(""), Reply("  ")]) as srv, pytest.raises(StreamError) as info:
+        chat(OpenAIClient(srv.url, "m"), HI)
+    assert str(info.value).startswith("empty reply from m at ")
+    assert len(srv.chat_requests) == 2
+
+
+def test_a_stream_that_ends_without_a_finish_reason_is_asked_for_again_then_fails() -> None:
+    with FakeOpenAI([Interrupted("The main"), Reply("The main events were three.")]) as srv:
+        assert chat(OpenAIClient(srv.url, "m"), HI).text == "The main events were three."
+    srv = FakeOpenAI([Interrupted(""), Interrupted("The main")])
+    with srv, pytest.raises(StreamError) as info:
+        chat(OpenAIClient(srv.url, "m"), HI)
+    assert str(info.value).startswith("stream ended early from m at ")
+
+
+def test_a_stream_that_ended_early_after_text_was_shown_is_not_asked_again() -> None:
+    with FakeOpenAI([Interrupted("A whole line.\nand half"), Reply("unused")]) as srv:
+        seen: list[str] = []
+        with pytest.raises(StreamError, match=r"^stream ended early"):
+            chat(OpenAIClient(srv.url, "m"), HI, on_text=seen.append)
+        assert seen == ["A whole line.\n"] and len(srv.chat_requests) == 1
