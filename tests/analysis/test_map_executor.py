@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable
 
 from harvey.analysis.engine import ChunkAnalysisParams, MapTask, run_chunked_analysis
-from harvey.analysis.map_support import OnDone, OnStart
+from harvey.analysis.map_calls import OnDone, OnStart
 from harvey.analysis.params import result_key
 from harvey.analysis.progress import NullProgress
 from harvey.errors import BackendError, ContextTooLong

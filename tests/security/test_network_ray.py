@@ -27,7 +27,7 @@ import pytest
 
 from harvey.analysis.cluster.executor import RayExecutor
 from harvey.analysis.cluster.local import is_loopback
-from harvey.analysis.map_support import MapTask
+from harvey.analysis.map_calls import MapTask
 from harvey.llm.openai import OpenAIClient
 from harvey.redact import Redactor, install, reset
 from tests.analysis.cluster.conftest import (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 if TYPE_CHECKING:
-    from harvey.analysis.map_support import MapExecutor, ResultCache
+    from harvey.analysis.map_calls import MapExecutor, ResultCache
     from harvey.analysis.params import AnalysisRecorder
     from harvey.analysis.progress import ProgressReporter
     from harvey.config import ChunkingSettings, Settings

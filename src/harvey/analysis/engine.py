@@ -33,17 +33,20 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from harvey.analysis.bounded_calls import UsageSink, first_line, map_calls, run_bounded
 from harvey.analysis.chunking import Chunk, DocType
-from harvey.analysis.map_support import (
+from harvey.analysis.map_calls import (
     MapExecutor,
     MapTask,
     ResultCache,
+    UsageSink,
     calls_at_once,
     endpoints_served,
+    first_line,
+    map_calls,
     map_concurrency,
     map_limit,
     pool_size,
+    run_bounded,
     served_counts,
 )
 from harvey.analysis.params import (

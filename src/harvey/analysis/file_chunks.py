@@ -42,7 +42,9 @@ def chunk_config(
 ) -> ChunkConfig:
     """The run config: the ``chunking:`` stanza with this run's overrides, for ``client``;
     ``chunk_size_bytes: auto`` sized to ``client``'s window (``auto_chunk_bytes``)."""
-    stanza = settings.overridden_by(overrides) if overrides is not None else settings
+    stanza = settings
+    if overrides is not None and overrides.model_fields_set:  # no flag: nothing to merge
+        stanza = settings.overridden_by(overrides)
     if stanza.chunk_size_bytes == "auto":
         try:
             window = client.capabilities().context_window

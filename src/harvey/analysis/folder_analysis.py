@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harvey.analysis.bounded_calls import POLL_SECONDS, first_line
 from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import every_call_failed
 from harvey.analysis.folder_map import (
@@ -44,7 +43,14 @@ from harvey.analysis.folder_map import (
     every_chunk,
     text_hash,
 )
-from harvey.analysis.map_support import MapExecutor, ResultCache, calls_at_once, pool_size
+from harvey.analysis.map_calls import (
+    POLL_SECONDS,
+    MapExecutor,
+    ResultCache,
+    calls_at_once,
+    first_line,
+    pool_size,
+)
 from harvey.analysis.params import AnalysisRecorder
 from harvey.analysis.phases import run_map_phase, synthesize
 from harvey.analysis.progress import ProgressReporter

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import AnalysisRun
-from harvey.analysis.map_support import MapExecutor, ResultCache, calls_at_once
+from harvey.analysis.map_calls import MapExecutor, ResultCache, calls_at_once
 from harvey.analysis.params import AnalysisRecorder, ChunkAnalysisParams
 from harvey.analysis.progress import NullProgress, ProgressReporter
 from harvey.analysis.reduce import HierarchicalReduce

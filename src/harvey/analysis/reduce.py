@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harvey.analysis.bounded_calls import first_line, run_bounded
+from harvey.analysis.map_calls import first_line, run_bounded
 from harvey.analysis.progress import ProgressReporter
 from harvey.context.budget import remaining_context, tokens_for_bytes
 from harvey.errors import SynthesisError

@@ -42,7 +42,7 @@ from harvey.tools.registry import ToolContext, ToolExecutor, TurnAnswered
 from harvey.ui import AgentUI, HeadlessUI
 
 if TYPE_CHECKING:
-    from harvey.analysis.map_support import ResultCache
+    from harvey.analysis.map_calls import ResultCache
     from harvey.chat.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)

@@ -186,3 +186,26 @@ def character_cue(name: str, fallback: str, reserved: frozenset[str] = frozenset
 def cue_name(raw_cue: str) -> str:
     """The character's name from a cue line (drops the ``@`` that forces it)."""
     return raw_cue[1:] if raw_cue.startswith("@") else raw_cue
+
+
+# -- a status as one short line of a note ------------------------------------------
+
+#: A status line longer than this is shortened; statuses are for scanning, not reading.
+STATUS_LIMIT = 200
+ELLIPSIS = "…"
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def first_line_status(status: str) -> str:
+    """Normalise a caller's status to one line: ``ok`` or ``error: ...``."""
+    lines = status.strip().splitlines()
+    line = lines[0].strip() if lines else ""
+    if line == "ok":
+        return "ok"
+    if not line.startswith("error:"):
+        line = f"error: {line}" if line else "error:"
+    return shorten(line, STATUS_LIMIT)

@@ -23,17 +23,10 @@ from datetime import datetime
 from typing import Any
 
 from harvey.messages import ToolCall
+from harvey.session.escape import STATUS_LIMIT, first_line_status, shorten
 
 #: Tool arguments longer than this (as compact JSON) are shortened in the note.
 ARGS_LIMIT = 200
-#: A status line longer than this is shortened; statuses are for scanning, not reading.
-STATUS_LIMIT = 200
-ELLIPSIS = "…"
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
 
 
 def status_from_result(content: str) -> str:
@@ -43,17 +36,6 @@ def status_from_result(content: str) -> str:
     first = content.splitlines()[0] if content else "error:"
     detail = first[len("error:") :].strip()
     return shorten(f"error: {detail}" if detail else "error:", STATUS_LIMIT)
-
-
-def first_line_status(status: str) -> str:
-    """Normalise a caller's status to one line: ``ok`` or ``error: ...``."""
-    lines = status.strip().splitlines()
-    line = lines[0].strip() if lines else ""
-    if line == "ok":
-        return "ok"
-    if not line.startswith("error:"):
-        line = f"error: {line}" if line else "error:"
-    return shorten(line, STATUS_LIMIT)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import pytest
 
 from harvey.analysis.cluster.executor import RayExecutor
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
-from harvey.analysis.map_support import MapTask
+from harvey.analysis.map_calls import MapTask
 from harvey.analysis.params import result_key
 from harvey.analysis.progress import NullProgress
 from harvey.errors import Cancelled

@@ -12,7 +12,7 @@ from harvey.analysis.cluster import workers
 from harvey.analysis.cluster.connect import check_reachable, host_port
 from harvey.analysis.cluster.recipe import EmbeddedRecipe, HttpRecipe, PoolRecipe, recipe_for
 from harvey.analysis.cluster.workers import Outcome, map_call
-from harvey.analysis.map_support import MapTask
+from harvey.analysis.map_calls import MapTask
 from harvey.errors import (
     BackendError,
     BackendUnavailable,

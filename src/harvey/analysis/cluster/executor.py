@@ -1,6 +1,6 @@
 """``--executor ray``: the map phase of ``harvey analyze`` run on a Ray cluster.
 
-``RayExecutor`` is a ``harvey.analysis.map_support.MapExecutor``: the engine
+``RayExecutor`` is a ``harvey.analysis.map_calls.MapExecutor``: the engine
 hands it the map calls as ``MapTask``s (prompt and stored-result key) and it
 runs them on the cluster, while everything with state stays in this, the
 coordinator, process — stored results go to ``sessions.db`` through the
@@ -48,7 +48,7 @@ from harvey.analysis.cluster.workers import ModelActor, Outcome, map_call
 from harvey.errors import Cancelled, ClusterError
 
 if TYPE_CHECKING:
-    from harvey.analysis.map_support import MapTask, OnDone, OnStart
+    from harvey.analysis.map_calls import MapTask, OnDone, OnStart
     from harvey.llm.base import LLMClient
 
 RESOURCE = "harvey_model"  # the custom resource that marks a node for one model actor
