@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harvey.session.fountain import parse_session, parse_session_text
 from harvey.session.notes import chunk_file_note, read_chunk, read_chunk_file, read_chunk_served
-from harvey.session.recorder import Recorder
+from harvey.session.recorder import FORMAT_VERSION, Recorder
 from harvey.session.records import ChunkFileNote, ChunkServed, ParsedChunkInfo
 from harvey.session.render import render_html
 
@@ -37,7 +37,7 @@ def folder_scene(path: Path) -> Path:
 def test_the_folder_scene_is_written_and_read_back(tmp_path: Path) -> None:
     path = folder_scene(tmp_path / "s.spmd")
     text = path.read_text()
-    assert "Format: Harvey Fountain 1.6" in text
+    assert f"Format: Harvey Fountain {FORMAT_VERSION}" in text
     assert "INT. CHUNK ANALYSIS — docs/ 2026-12-01 10:00:00" in text
     notes = [line for line in text.splitlines() if line.startswith("[[")]
     assert notes[0] == (

@@ -61,7 +61,7 @@ class HoldBack:
         if _REPLY_CALL.match(text, pos=start, partial=True):
             return min(start, len(text))
         at = max(self.shown, start)
-        if at > 0 and text[at - 1] != "\n":  # only line starts can open a call
+        if at > start and text[at - 1] != "\n":  # only line starts can open a call
             at = text.find("\n", at)
             at = len(text) if at < 0 else at + 1
         while at < len(text):
