@@ -42,6 +42,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("ray", "bench.bench_ray", "Ray"),
     ("rag", "bench.bench_rag", "Knowledge stores"),
     ("memory", "bench.bench_memory", "Long-term memory"),
+    ("tool_tasks", "bench.bench_tool_tasks", "Tool tasks on the embedded model"),
 ]
 
 

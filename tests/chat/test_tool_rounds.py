@@ -192,3 +192,33 @@ def test_mode_off_offers_no_tools_and_rescues_nothing(workspace: Path, isolated_
         .fetchall()
     )
     assert rows == [("user",), ("assistant",)]
+
+
+def test_constrained_mode_sends_the_choice_schema_and_runs_the_choice(workspace: Path) -> None:
+    """A llama.cpp-style server gets ``response_format`` with the "answer or call" schema,
+    the named file narrows ``path``, and the choice runs like a call (noted ``constrained``)."""
+    (workspace / "harvey.yaml").write_text("tools:\n  mode: constrained\n")
+    script = [
+        Reply('{"tool": "read_file", "arguments": {"path": "notes.md"}}'),
+        Reply('{"tool": "read_file", "arguments": {"path": "notes.md"}}'),  # repeated
+        Reply('{"tool": "answer", "text": "On 3 March."}'),
+    ]
+    with FakeOpenAI(script) as srv:
+        proc = invoke_harvey(
+            "run", "When was the boiler serviced? See notes.md.", "--backend", "openai",
+            "--base-url", srv.url, cwd=workspace,
+        )  # fmt: skip
+        requests = srv.chat_requests
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "On 3 March.\n"
+    first = requests[0]
+    assert "tools" not in first
+    choices = first["response_format"]["json_schema"]["schema"]["oneOf"]
+    read = next(c for c in choices if c["properties"]["tool"]["const"] == "read_file")
+    assert read["properties"]["arguments"]["properties"]["path"]["enum"] == ["notes.md"]
+    assert any("3 March 2026" in t for t in tool_results(requests[1]))
+    # the repeat was not run again: the last request allowed only an answer
+    assert len(requests[2]["response_format"]["json_schema"]["schema"]["oneOf"]) == 1
+    assert tool_results(requests[2]) == tool_results(requests[1])
+    note = '[[tool: read_file({"path":"notes.md"}) — ok — constrained]]'
+    assert recording(workspace).count(note) == 1

@@ -14,6 +14,7 @@ from harvey.llm.tool_choice import (
     check_call,
     choice_schema,
     describe_tools,
+    named_paths,
     read_choice,
     tool_mode,
 )
@@ -89,9 +90,22 @@ def test_descriptions_name_each_tool_and_the_form() -> None:
     text = describe_tools(SCHEMAS, constrained=False)
     assert "- read_file(path: string, offset?: integer, mode?: string)" in text
     assert "<tool_call>" in text
-    assert json.dumps({"tool": "answer", "text": "your answer"}) in describe_tools(
-        SCHEMAS, constrained=True
-    )
+    constrained = describe_tools(SCHEMAS, constrained=True)
+    assert "- read_file(path: string): Read a file" in constrained
+    assert json.dumps({"tool": "read_file", "arguments": {"path": "plan.txt"}}) in constrained
+
+
+def test_named_paths_narrow_a_required_path_and_optional_arguments_go() -> None:
+    assert named_paths("Read notes.md, e.g. src/app.py (v1.2) or README.md.") == [
+        "notes.md",
+        "src/app.py",
+        "README.md",
+    ]
+    schema = choice_schema(SCHEMAS, ["notes.md"])
+    arguments = schema["oneOf"][1]["properties"]["arguments"]
+    assert arguments["properties"] == {"path": {"type": "string", "enum": ["notes.md"]}}
+    assert arguments["additionalProperties"] is False
+    assert schema["oneOf"][0]["properties"]["text"]["minLength"] == 1
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ its text taken as the answer). Its ``[[tool:]]`` note says how it was made.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,7 +28,13 @@ from typing import Any
 from harvey.chat.stream_holdback import HoldBack
 from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id
 from harvey.llm.text_tool_calls import find_calls
-from harvey.llm.tool_choice import check_call, choice_schema, describe_tools, read_choice
+from harvey.llm.tool_choice import (
+    check_call,
+    choice_schema,
+    describe_tools,
+    named_paths,
+    read_choice,
+)
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.records import ToolNote
 from harvey.tools.registry import ToolContext, ToolExecutor
@@ -49,6 +56,7 @@ class ToolRounds:
         self.rejected: dict[str, str] = {}  # call id → why it may not run
         self.via: dict[str, str] = {}  # call id → how it was made
         self.told = False  # the model has had its one error for a call it got wrong
+        self.made: set[tuple[str, str]] = set()  # constrained calls made this turn
 
     def ask(
         self,
@@ -134,7 +142,8 @@ class ToolRounds:
     ) -> ChatResult:
         """A round whose reply must be a choice object; its answer is shown once whole."""
         prompt = self._described(prompt, constrained=True)
-        schema = choice_schema(self.schemas)
+        asked = next((m.content for m in reversed(prompt) if m.role == "user"), "")
+        schema = choice_schema(self.schemas, named_paths(asked))
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
         if choice is None:  # the server ignored the schema, or the reply was cut short
@@ -147,10 +156,30 @@ class ToolRounds:
                 on_text(choice.text)
             return result
         arguments, why = check_call(self.schemas, choice.name, choice.arguments)
+        key = (choice.name, json.dumps(arguments, sort_keys=True))
+        if key in self.made:  # a small model repeats its call: it has the result, answer
+            return self._answer_only(client, prompt, on_text, cancel)
+        self.made.add(key)
         call = ToolCall(new_call_id(), choice.name, arguments)
         if why is not None:  # a server whose grammar let it through
             self.rejected[call.id] = why
         self.via[call.id] = CONSTRAINED
         result.text = ""
         result.tool_calls = [call]
+        return result
+
+    def _answer_only(
+        self,
+        client: LLMClient,
+        prompt: list[Message],
+        on_text: Callable[[str], None] | None,
+        cancel: threading.Event,
+    ) -> ChatResult:
+        """The round again, with "answer" the only choice the grammar allows."""
+        result = chat(client, prompt, None, None, cancel, response_schema=choice_schema([]))
+        choice = read_choice(result.text)
+        if choice is not None and choice.name is None:
+            result.text = choice.text
+        if on_text is not None:
+            on_text(result.text)
         return result

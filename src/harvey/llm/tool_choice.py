@@ -17,6 +17,7 @@ output (llama.cpp grammars for the embedded model, a llama.cpp server's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -117,20 +118,27 @@ def _join(where: str, key: str) -> str:
 # -- the constrained turn -----------------------------------------------------------
 
 
-def choice_schema(schemas: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One JSON object: the answer, or a call of one offered tool with valid arguments."""
+def choice_schema(
+    schemas: Sequence[dict[str, Any]], named_paths: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One JSON object: the answer, or a call of one offered tool with valid arguments.
+
+    A tool's optional arguments are left out when it has required ones (a small model
+    fills every field it is offered: ``read_file`` with ``limit: 2`` reads two bytes),
+    and when the turn names files (``named_paths``) a required ``path`` is one of them:
+    a 135M model copies names well and invents them badly.
+    """
     choices: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": ANSWER}, "text": {"type": "string"}},
+            "properties": {"tool": {"const": ANSWER}, "text": {"type": "string", "minLength": 1}},
             "required": ["tool", "text"],
             "additionalProperties": False,
         }
     ]
     for schema in schemas:
         function = function_of(schema)
-        parameters = dict(function.get("parameters") or {"type": "object"})
-        parameters.setdefault("additionalProperties", False)
+        parameters = _narrowed(dict(function.get("parameters") or {"type": "object"}), named_paths)
         choices.append(
             {
                 "type": "object",
@@ -140,6 +148,24 @@ def choice_schema(schemas: Sequence[dict[str, Any]]) -> dict[str, Any]:
             }
         )
     return {"oneOf": choices}
+
+
+def _narrowed(parameters: dict[str, Any], named_paths: Sequence[str]) -> dict[str, Any]:
+    properties = dict(parameters.get("properties") or {})
+    required = list(parameters.get("required") or [])
+    if required:
+        properties = {k: v for k, v in properties.items() if k in required}
+    if named_paths and "path" in required and properties.get("path", {}).get("type") == "string":
+        properties["path"] = {**properties["path"], "enum": list(dict.fromkeys(named_paths))}
+    return {**parameters, "properties": properties, "additionalProperties": False}
+
+
+def named_paths(text: str) -> list[str]:
+    """The file names a prompt mentions (``notes.md``, ``src/app.py``), in order."""
+    found = re.findall(
+        r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])", text
+    )
+    return list(dict.fromkeys(p.rstrip(".") for p in found))
 
 
 @dataclass(frozen=True)
@@ -166,6 +192,17 @@ def read_choice(reply: str) -> Choice | None:
     return Choice(name=value["tool"], arguments=value.get("arguments", {}))
 
 
+#: A small model learns the reply's shape from examples far better than from a rule.
+CONSTRAINED_EXAMPLES = """\
+Reply with one JSON object. Examples:
+User: What does plan.txt say about the budget?
+{"tool": "read_file", "arguments": {"path": "plan.txt"}}
+User: Where is parse_date defined?
+{"tool": "search_files", "arguments": {"pattern": "parse_date"}}
+When a tool result has what you need, answer from it:
+{"tool": "answer", "text": "The budget is 40 euros (plan.txt)."}"""
+
+
 def describe_tools(schemas: Sequence[dict[str, Any]], *, constrained: bool) -> str:
     """The tools as the system prompt tells a model that gets no native tool schemas."""
     lines = ["Tools you can use:"]
@@ -173,16 +210,14 @@ def describe_tools(schemas: Sequence[dict[str, Any]], *, constrained: bool) -> s
         function = function_of(schema)
         params = (function.get("parameters") or {}).get("properties") or {}
         required = set((function.get("parameters") or {}).get("required") or [])
+        if constrained and required:  # as choice_schema offers them
+            params = {k: v for k, v in params.items() if k in required}
         args = ", ".join(
             f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in params.items()
         )
         lines.append(f"- {function['name']}({args}): {function.get('description', '')}")
     if constrained:
-        lines.append(
-            'Reply with one JSON object: {"tool": "answer", "text": "your answer"} to '
-            'answer, or {"tool": "TOOL", "arguments": {...}} to use a tool; a tool\'s '
-            "result comes back in the next message."
-        )
+        lines.append(CONSTRAINED_EXAMPLES)
     else:
         lines.append(
             "To use a tool, reply with only this, and nothing after it:\n"
