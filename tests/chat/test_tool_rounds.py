@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harvey.llm.scripted import Reply
+from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.fakes.servers import FakeOllama, FakeOpenAI
 from tests.harvey_process import invoke_harvey
 
@@ -222,3 +223,29 @@ def test_constrained_mode_sends_the_choice_schema_and_runs_the_choice(workspace:
     assert tool_results(requests[2]) == tool_results(requests[1])
     note = '[[tool: read_file({"path":"notes.md"}) — ok — constrained]]'
     assert recording(workspace).count(note) == 1
+
+
+@pytest.mark.parametrize(
+    ("template", "mode"),
+    [("{{ messages }}", "off"), ("{% if tools %}{{ tools }}{% endif %}{{ messages }}", "native")],
+)
+def test_tool_support_is_read_from_the_servers_chat_template(
+    workspace: Path, template: str, mode: str
+) -> None:
+    """llama.cpp's ``/props`` shows the chat template: one that renders no tools means the
+    model gets none, and the file its prompt names is attached instead."""
+    with FakeLlamaCpp(replies=[Reply(ANSWER)]) as srv:
+        srv.chat_template = template
+        models = invoke_harvey(
+            "models", "--backend", "openai", "--base-url", srv.url, cwd=workspace
+        )
+        proc = invoke_harvey(
+            "run", "When was the boiler serviced? See notes.md.", "--backend", "openai",
+            "--base-url", srv.url, cwd=workspace,
+        )  # fmt: skip
+        sent = srv.chat_requests[-1]
+    assert f"tools: {mode}" in models.stderr, models.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert ("tools" in sent) == (mode == "native")
+    attached = "Boiler serviced on 3 March 2026" in sent["messages"][-1]["content"]
+    assert attached == (mode == "off")
