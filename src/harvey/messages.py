@@ -44,11 +44,3 @@ class ToolResult:
 
     def to_message(self) -> Message:
         return Message(role="tool", content=self.content, tool_call_id=self.call_id, name=self.name)
-
-
-def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI-style function schema; Ollama accepts the same shape."""
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": parameters},
-    }

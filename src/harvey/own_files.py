@@ -413,14 +413,14 @@ class Refusals:
     """Report each refused folder once a session, whichever feature meets it first."""
 
     def __init__(self, warn: Callable[[str], None]) -> None:
-        self._warn = warn
+        self.warn = warn
         self._seen: set[Path] = set()
 
     def note(self, exc: UnsafePath, consequence: str) -> None:
         if any(exc.path == seen or exc.path.is_relative_to(seen) for seen in self._seen):
             return
         self._seen.add(exc.path)
-        self._warn(f"{exc}: Harvey writes nothing there, {consequence}")
+        self.warn(f"{exc}: Harvey writes nothing there, {consequence}")
 
 
 def home_database(path: Path) -> Path:

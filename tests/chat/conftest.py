@@ -9,9 +9,11 @@ import pytest
 
 from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
+from harvey.chat.plan_context import PlanContext
+from harvey.chat.prompt_budget import PromptBudget
 from harvey.config import ChunkingSettings, Settings
-from harvey.context.prompt_budget import PromptBudget
 from harvey.llm.scripted import Reply, ScriptedClient
+from harvey.messages import Message
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
@@ -67,23 +69,14 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
             if record
             else None
         )
-        plan_text = None
-        if writer is not None:
-            from harvey.context.plan_injection import dynamic_plan_text
-
-            def plan_text() -> str | None:
-                if not writer.path.exists():
-                    return None
-                return dynamic_plan_text("", writer.read(), session_id=session_id)
-
         clients = Clients(client)
+        history: list[Message] = []
         budget = PromptBudget(
             settings=settings,
             workspace=workspace,
             main_client=lambda: clients.current,
-            history=lambda: agent.history,
+            history=history,
             store=store,
-            plan_text=plan_text,
         )
         agent = Agent(
             clients=clients,
@@ -96,6 +89,8 @@ def make_agent(workspace: Path, store: SessionStore, tmp_path: Path) -> AgentFac
             ui=ui or HeadlessUI(),
             harvey_home=tmp_path / "home",
             budget=budget,
+            history=history,
+            turn_context=[PlanContext(writer, session_id=session_id)] if writer else None,
         )
         agent.plan_writer = writer  # type: ignore[attr-defined]
         return agent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from harvey.context.plan_budget import DYNAMIC_BUDGET
@@ -20,10 +21,43 @@ def todos(n: int, width: int = 120) -> list[dict[str, str]]:
 
 
 def plan_messages(agent, request: int) -> list[str]:  # type: ignore[no-untyped-def]
+    """The plan summaries request ``request`` carries: each rides ahead of the words of
+    the user message of the turn after the plan changed (``chat/plan_context.py``)."""
     seen = agent.client.seen[request].messages
+    assert not any(m.content.startswith(PLAN_SUMMARY_PREFIX) for m in seen if m.role == "system")
     return [
-        m.content for m in seen if m.role == "system" and m.content.startswith(PLAN_SUMMARY_PREFIX)
+        m.content.rsplit("\n\n", 1)[0]
+        for m in seen
+        if m.role == "user" and m.content.startswith(PLAN_SUMMARY_PREFIX)
     ]
+
+
+def test_each_request_extends_the_one_before_across_plan_changes(
+    make_agent: AgentFactory,
+) -> None:
+    """The prompt cache of llama.cpp, Ollama and the embedded model reuses the longest
+    common prefix: a plan change must not rewrite what was already sent."""
+    agent = make_agent(
+        [
+            "hello",
+            Reply(tool_calls=[("todo_write", {"todos": todos(3, 10)})]),
+            "planned",
+            "working",
+            Reply(tool_calls=[("todo_write", {"todos": todos(4, 10)})]),
+            "replanned",
+            "done",
+        ],
+        plan=True,
+    )
+    for words in ("hi", "plan it", "go on", "change the plan", "finish"):
+        agent.turn(words)
+    requests = [list(r.messages) for r in agent.client.seen]
+    for before, after in itertools.pairwise(requests):
+        assert after[: len(before)] == before
+    # the plan went out once per version: after the first and after the second todo_write
+    assert len(plan_messages(agent, 3)) == 1  # "go on": the first plan, new
+    assert len(plan_messages(agent, 4)) == 1  # "change the plan": the same plan, not again
+    assert len(plan_messages(agent, 6)) == 2  # "finish": the second plan, once more
 
 
 def test_small_plan_is_injected_byte_identical(make_agent: AgentFactory) -> None:
@@ -55,8 +89,8 @@ def test_over_budget_plan_is_reduced_with_notice_and_tail(make_agent: AgentFacto
     assert "Call get_plan for the full plan.]" in body
     assert "The newest note is at the end." in body  # the tail survives
     assert "# Execution Plan" in body  # the head survives
-    # the injected plan counts against the remaining context
-    assert agent.status().plan_tokens > 0
+    # the plan is part of the history as sent, so it counts against the remaining context
+    assert any(m.content.startswith(PLAN_SUMMARY_PREFIX) for m in agent.history)
 
 
 def test_get_plan_returns_the_whole_plan(make_agent: AgentFactory) -> None:

@@ -13,10 +13,20 @@ from harvey.chat.tool_rounds import ToolRounds
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
 from harvey.llm.text_tool_calls import find_calls
-from harvey.messages import Message, tool_schema
+from harvey.messages import Message
 from tests.fakes.servers import FakeOpenAI
 
 CALL = '{"name": "read_file", "arguments": {"path": "a.md"}}'
+
+
+def tool_schema(name: str, description: str, parameters: dict) -> dict:  # type: ignore[type-arg]
+    """The OpenAI-style schema ``ToolRegistry.schemas`` gives."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
 SCHEMAS = [
     tool_schema(
         "read_file",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harvey.chat.prompt_budget import PromptBudget
 from harvey.config import Settings
 from harvey.context.budget import budget_report, estimate_tokens
-from harvey.context.prompt_budget import PromptBudget
 from harvey.context.tokens import TokenCounter
 from harvey.errors import BackendError
 from harvey.llm.openai import OpenAIClient

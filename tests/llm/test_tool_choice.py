@@ -18,7 +18,15 @@ from harvey.llm.tool_choice import (
     read_choice,
     tool_mode,
 )
-from harvey.messages import tool_schema
+
+
+def tool_schema(name: str, description: str, parameters: dict) -> dict:  # type: ignore[type-arg]
+    """The OpenAI-style schema ``ToolRegistry.schemas`` gives."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
 
 SCHEMAS = [
     tool_schema(

@@ -268,8 +268,8 @@ def test_session_directory_inside_is_used(
 ) -> None:
     # In process: once workspace trust lands, a workspace harvey.yaml may not set
     # session.directory at all, so the accepted spellings are checked where they resolve.
-    from harvey.chat.runtime import session_location
     from harvey.config import SessionSettings, resolve_paths
+    from harvey.session.location import session_location
     from harvey.session.recorder import Recorder
 
     folder = {
@@ -298,9 +298,9 @@ def test_session_directory_inside_is_used(
 def test_session_directory_refusals_name_the_key(
     victim_workspace: Path, spelled: str, why: str
 ) -> None:
-    from harvey.chat.runtime import session_location
     from harvey.config import SessionSettings, resolve_paths
     from harvey.errors import ConfigError
+    from harvey.session.location import session_location
 
     with pytest.raises(ConfigError, match=r"session\.directory") as err:
         session_location(resolve_paths(victim_workspace), SessionSettings(directory=spelled))
@@ -353,8 +353,8 @@ def test_repl_with_sessions_folder_a_link(victim_workspace: Path, outside: Path)
 def test_memory_mine_lists_no_recording_through_a_link(
     victim_workspace: Path, outside: Path, isolated_env: Path
 ) -> None:
-    from harvey.chat.runtime import recording_files
     from harvey.config import Settings, resolve_paths
+    from harvey.session.location import recording_files
 
     (outside / "harvey-session-20260101-000000.spmd").write_text("Title: planted\n")
     (victim_workspace / ".harvey").mkdir()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 class Sizing(Protocol):
-    """What an analysis asks of a calibrated budget (``context.prompt_budget.PromptBudget``)."""
+    """What an analysis asks of a calibrated budget (``chat.prompt_budget.PromptBudget``)."""
 
     def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities: ...
 

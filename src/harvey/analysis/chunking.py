@@ -178,8 +178,10 @@ def _byte_spans(
     data: bytes, cfg: ChunkConfig, doc_type: DocType, defs: Defs | None
 ) -> list[tuple[int, int]]:
     """The chunks as ``(start, end)`` byte offsets."""
-    cutter = Cutter(data, cfg.chunk_size_bytes, doc_type is DocType.PROSE, defs)
     n, size, overlap = len(data), cfg.chunk_size_bytes, cfg.overlap
+    if n <= size:  # one chunk: no boundary to look for
+        return [(0, n)]
+    cutter = Cutter(data, size, doc_type is DocType.PROSE, defs)
     spans: list[tuple[int, int]] = []
     cb = s = 0
     while n > cb + size:

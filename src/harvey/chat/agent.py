@@ -15,9 +15,7 @@ what is left) and ``TurnRecorder`` (the session file).
 from __future__ import annotations
 
 import functools
-import getpass
 import logging
-import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -27,15 +25,16 @@ from typing import TYPE_CHECKING
 
 from harvey.chat.clients import Clients, split_mention
 from harvey.chat.history_fit import FittedHistory, omitted_notice
+from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.chat.tool_rounds import ToolRounds
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
-from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.session.location import default_user_name
 from harvey.session.recorder import Recorder
 from harvey.session.records import WriteNote
 from harvey.session.store import SessionStore
@@ -48,15 +47,6 @@ if TYPE_CHECKING:
     from harvey.chat.oversize import ChunkedReads, ReadTurn
 
 log = logging.getLogger(__name__)
-
-
-def default_user_name(settings: Settings) -> str:
-    if settings.user:
-        return settings.user
-    try:
-        return os.environ.get("USER") or getpass.getuser() or "user"
-    except (KeyError, OSError, ImportError):  # no passwd entry, no pwd module
-        return "user"
 
 
 def _title(text: str, limit: int = 60) -> str:
@@ -182,16 +172,7 @@ class Agent:
         self._tell_omitted(budget, fitted)
         if fitted.note is not None:
             messages.append(fitted.note)
-        return messages + fitted.messages + self._with_turn_context(budget.turn_texts, pending)
-
-    @staticmethod
-    def _with_turn_context(texts: tuple[str, ...], pending: list[Message]) -> list[Message]:
-        """The turn's retrieved text goes ahead of its prompt, in this prompt only."""
-        if not texts or not pending or pending[0].role != "user":
-            return pending
-        head = "\n\n".join(texts)
-        first = Message("user", f"{head}\n\n{pending[0].content}")
-        return [first, *pending[1:]]
+        return messages + fitted.messages + pending
 
     def _gather_context(self, state: TurnState, client: LLMClient, text: str) -> None:
         """Ask each turn context provider once: this turn's text, the session's, the notes."""
@@ -234,7 +215,6 @@ class Agent:
         if cancel is None:
             cancel = self.cancel_event
             cancel.clear()
-        self.budget.new_turn()  # pick up an edited HARVEY.md once per turn
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self._gather_context(state, client, text)
         answer = None
@@ -242,7 +222,11 @@ class Agent:
             budget = self.budget.snapshot(client, state.context_texts)
             attached = self.chunks.attach_mentioned(text, self._read_turn(state, budget))
             text, answer = attached.text, attached.answer
-        state.new_messages.append(Message("user", text))
+        # The turn's context (plan, passages) rides ahead of its words, and the history keeps
+        # the message as sent: the next request then extends this one byte for byte.
+        sent = "\n\n".join([*state.context_texts, text])
+        state.new_messages.append(Message("user", sent))
+        state.context_texts.clear()  # in the message now: counted there, not twice
         if answer is not None:  # a tool-less model's file was chunk-analysed
             outcome = self._answered(state, answer, Usage())
         else:
@@ -250,7 +234,6 @@ class Agent:
         if cancel.is_set():
             raise Cancelled("cancelled")
         self.history.extend(state.new_messages)
-        self.budget.handover_delivered()
         self._commit(state, outcome)
         return outcome
 

@@ -64,6 +64,10 @@ class Clients:
         self._routes: dict[str, LLMClient] = {}  # route name → client
         self._models: dict[str, LLMClient] = {}  # backend:endpoint:model → client
 
+    def active(self) -> LLMClient:
+        """The current client, for whoever must follow ``/model`` (the session's budget)."""
+        return self.current
+
     def resolve(self, name: str) -> LLMClient:
         """``@name``: a configured route, else another model on the current backend."""
         route = self._settings.route(name) if self._settings is not None else None

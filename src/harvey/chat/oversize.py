@@ -36,8 +36,8 @@ from harvey.analysis.api import AnalyzeOptions, Collaborators, analyze_file
 from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
 from harvey.analysis.file_chunks import regular_size
 from harvey.chat.clients import Clients, find_mention
+from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.config import ChunkingSettings
-from harvey.context.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.messages import Message

@@ -8,34 +8,34 @@ of the others.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey import secret_files
-from harvey.chat.agent import Agent, default_user_name
+from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
+from harvey.chat.plan_context import PlanContext
+from harvey.chat.prompt_budget import PromptBudget
 from harvey.chat.turn_context import TurnContextProvider
-from harvey.config import Paths, SessionSettings, Settings, configured_keys
-from harvey.context.plan_injection import dynamic_plan_text, handover_text
-from harvey.context.prompt_budget import PromptBudget
+from harvey.config import Paths, Settings, configured_keys
+from harvey.context.plan_injection import handover_text
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
 from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
-from harvey.own_files import Location, Refusals, UnsafePath
+from harvey.own_files import Refusals, UnsafePath
 from harvey.redact import Redactor, install
+from harvey.session.location import default_user_name, note_harvey_dir, open_recorder
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.get_plan import GetPlanTool
-from harvey.tools.memory_tools import memory_tools
+from harvey.tools.memory_tools import AddMemoryTool, RetrieveMemoryTool
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
-from harvey.tools.registry import ToolExecutor, ToolRegistry
+from harvey.tools.registry import Deferred, ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
 
 if TYPE_CHECKING:
@@ -181,19 +181,24 @@ def _assemble(
     """
     workspace, session_id = paths.workspace, start.session_id
     refusals = Refusals(ui.warn)
-    harvey_dir = Location(workspace, (".harvey",)).problem()
-    if harvey_dir is not None:  # a cloned repository's link: one line for everything
-        refusals.note(harvey_dir, f"so {WORKSPACE_FEATURES} are off this session")
-    record = recording is not False and settings.session.record
-    sessions = session_location(paths, settings.session) if record else None  # or ConfigError
+    note_harvey_dir(workspace, refusals)
+    recorder = None
+    if recording is not False:  # session.directory is checked before anything is made
+        continued_from = recording if isinstance(recording, Path) else None
+        user = default_user_name(settings)
+        recorder = open_recorder(
+            paths, settings, client, refusals, user=user, continued_from=continued_from
+        )
     plan_writer = _plan_writer(paths, session_id, refusals)
-    providers: list[TurnContextProvider] = []
+    handover = _restore_plan(store, start, plan_writer, ui)
+    providers: list[TurnContextProvider] = [
+        PlanContext(plan_writer, session_id=session_id, handover=handover)
+    ]
     if settings.rag.active:  # a missing or broken store is an error before the first turn
         from harvey.knowledge.retrieval import Retrieval
 
         providers.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
     executor = _executor(paths, settings, store, session_id, plan_writer, providers, refusals)
-    recorder = _recorder(sessions, settings, client, ui, refusals, recording)
     clients = Clients(
         client, settings=settings, make_route=lambda route: make_route_client(settings, route)
     )
@@ -201,12 +206,10 @@ def _assemble(
     budget = PromptBudget(
         settings=settings,
         workspace=workspace,
-        main_client=lambda: clients.current,
-        history=lambda: history,
+        main_client=clients.active,
+        history=history,
         store=store,
-        plan_text=_plan_summary(plan_writer, session_id),
         system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
-        handover=_restore_plan(store, start, plan_writer, ui),
     )
     agent = Agent(
         clients=clients,
@@ -238,10 +241,13 @@ def _executor(
 ) -> ToolExecutor:
     """The session's tools, wrapped in their hooks (offload, audit)."""
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
-    registry.register(GetPlanTool(lambda: plan_writer.read() if plan_writer else ""))
+    read_plan = plan_writer.read if plan_writer else str
+    registry.register(Deferred(GetPlanTool, lambda: GetPlanTool(read_plan)))
     _register_search_knowledge(registry, settings, paths.workspace, providers)
-    for tool in memory_tools(paths.harvey_home, settings) if settings.memory.enabled else []:
-        registry.register(tool)  # retrieve_memory, add_memory
+    if settings.memory.enabled:
+        home = paths.harvey_home  # memory.db is opened when one of them is first called
+        registry.register(Deferred(RetrieveMemoryTool, lambda: RetrieveMemoryTool(home, settings)))
+        registry.register(Deferred(AddMemoryTool, lambda: AddMemoryTool(home)))
     return build_executor(
         registry,
         settings,
@@ -249,58 +255,6 @@ def _executor(
         session_id,
         on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
     )
-
-
-def _recorder(
-    sessions: Location | None,
-    settings: Settings,
-    client: LLMClient,
-    ui: AgentUI,
-    refusals: Refusals,
-    recording: bool | Path,
-) -> Recorder | None:
-    """The session file, unless recording is off or its folder is refused."""
-    if sessions is None or not _may_record(sessions, settings, refusals):
-        return None
-    return Recorder.open_in(
-        sessions,
-        user=default_user_name(settings),
-        model=client.model,
-        backend=client.backend,
-        warn=ui.warn,
-        continued_from=recording if isinstance(recording, Path) else None,
-    )
-
-
-def _plan_summary(
-    plan_writer: FilePlanWriter | None, session_id: str
-) -> Callable[[], str | None] | None:
-    """The dynamic plan summary, recomputed only when the plan file changes.
-
-    It is asked for once per round; reducing (and logging the reduction) once
-    per version of the plan is enough.
-    """
-    if plan_writer is None:
-        return None
-    cache: dict[str, object] = {}
-
-    def plan_text() -> str | None:
-        try:
-            stat = plan_writer.path.stat()
-        except OSError:
-            return None
-        key = (stat.st_mtime_ns, stat.st_size)
-        if cache.get("key") != key:
-            try:
-                content = plan_writer.read()
-            except HarveyError:
-                return None
-            cache["key"] = key
-            cache["text"] = dynamic_plan_text("", content, session_id=session_id)
-        text = cache["text"]
-        return text if isinstance(text, str) else None
-
-    return plan_text
 
 
 def _restore_plan(
@@ -341,7 +295,7 @@ def _register_search_knowledge(
 
         return active_retrieval(providers)
 
-    registry.register(SearchKnowledgeTool(active))
+    registry.register(Deferred(SearchKnowledgeTool, lambda: SearchKnowledgeTool(active)))
 
 
 def _plan_writer(paths: Paths, session_id: str, refusals: Refusals) -> FilePlanWriter | None:
@@ -352,75 +306,6 @@ def _plan_writer(paths: Paths, session_id: str, refusals: Refusals) -> FilePlanW
         return None
     except OSError as exc:
         raise ConfigError(f"cannot create the plan directory: {exc}") from exc
-
-
-WORKSPACE_FEATURES = "session recording, the plan file, offloaded output and knowledge stores"
-DEFAULT_SESSIONS = SessionSettings.model_fields["directory"].default
-
-
-def session_location(paths: Paths, session: SessionSettings) -> Location:
-    """``session.directory`` as a folder under the workspace or ``HARVEY_HOME``, or a ConfigError.
-
-    Relative: under the workspace. Absolute: it must name a folder inside the
-    workspace or ``HARVEY_HOME``. ``..`` is refused outright (a walk never
-    climbs), and the walk that opens it refuses any link on the way.
-    """
-    raw = session.directory
-    shown = raw if len(raw) <= 80 else raw[:77] + "..."
-    where = "recordings stay inside the workspace or HARVEY_HOME"
-    if "\x00" in raw or not raw.strip():
-        raise ConfigError(f"session.directory {shown!r} is not a folder name ({where})")
-    directory = Path(raw)
-    if ".." in directory.parts:
-        raise ConfigError(f"session.directory {shown!r} climbs out with '..' ({where})")
-    if not directory.is_absolute():
-        return Location.under(paths.workspace, directory)
-    home = Path(os.path.abspath(paths.harvey_home))
-    for root, is_home in ((paths.workspace, False), (home, True), (home.resolve(), True)):
-        if directory == root or directory.is_relative_to(root):
-            return Location.under(root, directory.relative_to(root), home=is_home)
-    raise ConfigError(
-        f"session.directory {shown!r} is outside the workspace and HARVEY_HOME ({where})"
-    )
-
-
-def recording_files(paths: Paths, settings: Settings) -> list[Path]:
-    """Every ``.spmd`` recording of the workspace, oldest first (``harvey memory mine --all``).
-
-    Listed through the same walk the recorder writes through: a recordings
-    folder that is a link lists nothing, and only regular files are named.
-    """
-    import stat
-
-    try:
-        with session_location(paths, settings.session).open(create=False) as folder:
-            names = sorted(n for n in folder.names() if n.endswith(".spmd"))
-            return [
-                folder.path / n
-                for n in names
-                if (entry := folder.entry(n)) is not None and stat.S_ISREG(entry.st_mode)
-            ]
-    except (OSError, HarveyError):
-        return []
-
-
-def _may_record(sessions: Location, settings: Settings, refusals: Refusals) -> bool:
-    """False (after one warning) when the recordings' folder is a link or someone else's.
-
-    The default ``.harvey/sessions`` is the workspace's, which a repository may
-    have planted: recording is off for the session. A ``session.directory`` the
-    user configured that leads through a link is a configuration error.
-    """
-    try:
-        sessions.open(create=True).close()
-    except UnsafePath as exc:
-        if settings.session.directory != DEFAULT_SESSIONS:
-            raise ConfigError(f"session.directory {settings.session.directory!r}: {exc}") from exc
-        refusals.note(exc, "so session recording is off this session")
-        return False
-    except OSError:
-        pass  # the recorder itself warns once and records nothing
-    return True
 
 
 def _history_from_file(path: Path, ui: AgentUI) -> list[Message]:

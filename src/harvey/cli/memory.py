@@ -173,10 +173,10 @@ def mine(
     """Propose memories from recorded sessions, review them, store the accepted ones."""
     import sys
 
-    from harvey.chat.runtime import recording_files
     from harvey.inputs import check_input_file
     from harvey.llm.factory import make_client
     from harvey.memory import commands
+    from harvey.session.location import recording_files
 
     if not files and not all_:
         raise UsageError("name recordings to mine (FILE.spmd ...) or use --all")

@@ -21,16 +21,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.chat.agent import TurnOutcome
-from harvey.chat.runtime import Runtime, open_runtime
+from harvey.chat.runtime import open_runtime
 from harvey.config import ChunkingSettings, Paths, Settings
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.terminal_text import for_terminal, unguarded
-from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular
+from harvey.tools.files import (
+    BINARY_SNIFF_BYTES,
+    check_readable,
+    file_kind,
+    looks_binary,
+    open_regular,
+)
 from harvey.ui import HeadlessUI
 
 if TYPE_CHECKING:
+    from harvey.analysis.api import AnalyzeOptions, Collaborators
     from harvey.analysis.cluster.executor import RayExecutor
+    from harvey.analysis.session import AnalysisSession
+    from harvey.llm.base import LLMClient
 
 
 def run_once(
@@ -117,19 +126,53 @@ def open_executor(
     return RayExecutor.connect(ray_address or settings.analysis.ray_address)
 
 
+@dataclass(frozen=True)
+class AnalysisRun:
+    """What one ``harvey analyze`` runs with, once its session is open."""
+
+    session: AnalysisSession
+    client: LLMClient  # the map client: an ``@route`` in the instruction, else the configured
+    instruction: str  # without the ``@route``
+    options: AnalyzeOptions
+    using: Collaborators
+
+
 @contextlib.contextmanager
-def analysis_runtime(
+def analysis_run(
     paths: Paths, settings: Settings, ui: HeadlessUI, request: AnalyzeRequest
-) -> Iterator[tuple[Runtime, RayExecutor | None]]:
-    """The runtime and the map executor of one ``harvey analyze``: the cluster is joined
-    before the session opens, so an unreachable one writes nothing; both are closed after."""
+) -> Iterator[AnalysisRun]:
+    """The recorded session, clients and executor of one ``harvey analyze``, closed after.
+
+    The cluster is joined before the session opens, so an unreachable one writes nothing.
+    """
+    from harvey.analysis.api import AnalyzeOptions
+    from harvey.analysis.session import AnalysisSession
+    from harvey.chat.clients import Clients, find_mention
+    from harvey.llm.factory import make_client, make_route_client
+
     map_executor = open_executor(settings, request.executor, request.ray_address)
     with contextlib.ExitStack() as stack:
         if map_executor is not None:
             stack.callback(map_executor.close)
-        runtime = open_runtime(paths, settings, ui=ui, record=request.record)
-        stack.callback(runtime.close)
-        yield runtime, map_executor
+        clients = Clients(
+            make_client(settings),
+            settings=settings,
+            make_route=lambda route: make_route_client(settings, route),
+        )
+        stack.callback(clients.close)
+        session = stack.enter_context(
+            AnalysisSession.open(
+                paths, settings, clients.current, record=request.record, warn=ui.warn
+            )
+        )
+        mention, without_route = find_mention(request.instruction)
+        yield AnalysisRun(
+            session,
+            clients.resolve(mention) if mention else clients.current,
+            without_route if mention else request.instruction,
+            AnalyzeOptions(request.overrides, request.fresh, map_executor),
+            session.collaborators(confirm=ui.confirm, warn=ui.warn, progress=ui.progress_stream()),
+        )
 
 
 @dataclass(frozen=True)
@@ -149,33 +192,38 @@ class AnalyzeRequest:
     per_file: bool = False
 
 
+CANCELLED_LINE = (
+    "harvey: cancelled: the {what} more chunks than --max-chunks; pass --yes to process them all"
+)
+
+
 def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeRequest) -> int:
     """``harvey analyze`` of one file: the synthesis on stdout."""
+    from harvey.analysis.api import analyze_file
+
     instruction = request.instruction
     path = file if file.is_absolute() else (Path.cwd() / file)
     check_readable_text(path)
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
+    check_readable(paths.workspace, path.resolve())  # a secret file or a hard link
     ui = HeadlessUI(auto_yes=request.auto_yes)
-    with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
-        agent = runtime.agent
-        result = agent.chunks.analyze(
+    with analysis_run(paths, settings, ui, request) as run:
+        result = analyze_file(
             path.resolve(),
-            instruction,
-            overrides=request.overrides,
-            fresh=request.fresh,
-            executor=map_executor,
+            run.instruction,
+            settings=settings,
+            client=run.client,
+            name=workspace_name(paths.workspace, path.resolve()),
+            as_typed=instruction,
+            options=run.options,
+            using=run.using,
         )
-        text = result.text
         if not result.answered:
-            print(
-                "harvey: cancelled: the file makes more chunks than --max-chunks; "
-                "pass --yes to process them all",
-                file=sys.stderr,
-            )
+            print(CANCELLED_LINE.format(what="file makes"), file=sys.stderr)
             return 1
-        agent.record_analysis(str(file), instruction, text)
-    sys.stdout.write(redact(text).rstrip("\n") + "\n")
+        run.session.finish(str(file), instruction, result.text)
+    sys.stdout.write(redact(result.text).rstrip("\n") + "\n")
     return 0
 
 
@@ -184,7 +232,6 @@ def analyze_folder_once(
 ) -> int:
     """``harvey analyze`` of folders and several files: the overall answer on stdout,
     or with ``per_file`` a Markdown section per file followed by it."""
-    from harvey.analysis.api import AnalyzeOptions
     from harvey.analysis.folder_analysis import per_file_markdown
     from harvey.analysis.folder_reads import (
         FolderStatus,
@@ -201,28 +248,30 @@ def analyze_folder_once(
     ui = HeadlessUI(auto_yes=request.auto_yes)
     if collected.skipped:
         ui.warn(collected.skipped_line())
-    with analysis_runtime(paths, settings, ui, request) as (runtime, map_executor):
-        agent = runtime.agent
-        client, routed, using = agent.chunks.collaborators(instruction)
+    with analysis_run(paths, settings, ui, request) as run:
         outcome = analyze_paths(
             collected.files,
-            routed,
+            run.instruction,
             settings=settings,
-            client=client,
+            client=run.client,
             workspace=paths.workspace,
             label=label,
             as_typed=instruction,
-            options=AnalyzeOptions(request.overrides, request.fresh, map_executor),
-            using=using,
+            options=run.options,
+            using=run.using,
         )
         if outcome.result is None or outcome.status is not FolderStatus.ANSWERED:
-            print(
-                "harvey: cancelled: the files make more chunks than --max-chunks; "
-                "pass --yes to process them all",
-                file=sys.stderr,
-            )
+            print(CANCELLED_LINE.format(what="files make"), file=sys.stderr)
             return 1
         text = per_file_markdown(outcome.result) if request.per_file else outcome.result.text
-        agent.record_analysis(label, instruction, text)
+        run.session.finish(label, instruction, text)
     sys.stdout.write(redact(text).rstrip("\n") + "\n")
     return 0
+
+
+def workspace_name(workspace: Path, path: Path) -> str:
+    """How a file is recorded: its name inside the workspace, else its own name."""
+    try:
+        return str(path.relative_to(workspace))
+    except ValueError:
+        return path.name

@@ -9,15 +9,27 @@ Two things live here so that the backends stay about their wire formats:
   with bounded exponential backoff. A retry only ever happens *before* a
   response has been accepted, so a caller never sees an event twice. The sleep
   function is injectable so tests exercise retries without sleeping.
+* **TLS set up only when a request needs it** (``DeferredTLSTransport``).
+  ``httpx.Client()`` builds an SSL context at once, and loading certifi's bundle
+  costs 30-90 ms of a ``harvey run`` start against a local ``http://`` server
+  that never uses it. The transport keeps two httpx transports and builds each on
+  its first request: ``https://`` through one made exactly as httpx makes its
+  default (same verification, bundle and environment), plain ``http://`` through
+  one whose SSL context holds no certificate and still requires one, so a
+  handshake through it could only fail, never trust; a redirect to ``https://``
+  gets the verified one. With a proxy in the environment httpx builds its own.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.request import getproxies
 
 import httpx
 
@@ -28,7 +40,6 @@ from harvey.errors import (
     ModelNotFound,
     StreamError,
 )
-from harvey.llm.deferred_tls import default_transport
 from harvey.redact import redact
 
 Sleep = Callable[[float], None]
@@ -365,3 +376,53 @@ def malformed(endpoint: Endpoint, line: str) -> StreamError:
         f"{endpoint.where} sent a malformed stream line {shown!r} — is the base URL pointing "
         "at the right kind of server?"
     )
+
+
+# -- the transport -----------------------------------------------------------
+
+
+class DeferredTLSTransport(httpx.BaseTransport):
+    """httpx's default transport, with the certificate bundle loaded on the first https request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plain: httpx.HTTPTransport | None = None
+        self._tls: httpx.HTTPTransport | None = None
+        self._closed = False
+
+    def _transport(self, secure: bool) -> httpx.HTTPTransport:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the transport was closed")  # as httpcore's pool would
+            if secure:
+                if self._tls is None:
+                    self._tls = httpx.HTTPTransport()
+                return self._tls
+            if self._plain is None:
+                # Never used for a handshake (the scheme is http); if it were, it would refuse.
+                self._plain = httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+            return self._plain
+
+    @property
+    def tls_ready(self) -> bool:
+        """Whether the verified transport (and its certificate bundle) has been built."""
+        return self._tls is not None
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._transport(request.url.scheme == "https").handle_request(request)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            transports = [t for t in (self._plain, self._tls) if t is not None]
+        for transport in transports:
+            transport.close()
+
+
+def default_transport() -> httpx.BaseTransport | None:
+    """A ``DeferredTLSTransport``, or None (httpx's own default) when the environment names
+    a proxy: httpx reads proxies from the environment only when given no transport, and
+    that must stay so."""
+    if any(scheme != "no" for scheme in getproxies()):
+        return None
+    return DeferredTLSTransport()

@@ -73,7 +73,7 @@ class StoredResults:
     writes, so the fresh run can itself be resumed.
     """
 
-    def __init__(self, store: _ResultStore, session_id: str, *, fresh: bool = False) -> None:
+    def __init__(self, store: _ResultStore, session_id: str, fresh: bool = False) -> None:
         self.store = store
         self.session_id = session_id
         self.fresh = fresh

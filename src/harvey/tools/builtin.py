@@ -14,7 +14,7 @@ from harvey.config import Settings
 from harvey.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from harvey.tools.hooks import HookRegistry, ToolHook
 from harvey.tools.offload import OffloadHook
-from harvey.tools.registry import Tool, ToolRegistry
+from harvey.tools.registry import Deferred, Tool, ToolRegistry
 from harvey.tools.search import SearchFilesTool
 from harvey.tools.shell import RunShellTool
 from harvey.tools.todo import PlanWriter, TodoStore, TodoWriteTool
@@ -31,18 +31,22 @@ def build_registry(
     extra_tools: Iterable[Tool] = (),
 ) -> ToolRegistry:
     """read_file, write_file, list_files, search_files, run_shell, and todo_write with a store."""
+    security = settings.security
     tools: list[Tool] = [
-        ReadFileTool(),
-        WriteFileTool(),
-        ListFilesTool(),
-        SearchFilesTool(),
-        RunShellTool(
-            allowed_commands=settings.security.allowed_commands,
-            timeout=settings.security.shell_timeout,
+        Deferred(ReadFileTool, ReadFileTool),
+        Deferred(WriteFileTool, WriteFileTool),
+        Deferred(ListFilesTool, ListFilesTool),
+        Deferred(SearchFilesTool, SearchFilesTool),
+        Deferred(
+            RunShellTool,
+            lambda: RunShellTool(
+                allowed_commands=security.allowed_commands, timeout=security.shell_timeout
+            ),
         ),
     ]
     if todo_store is not None:
-        tools.append(TodoWriteTool(todo_store, plan_writer))
+        store = todo_store
+        tools.append(Deferred(TodoWriteTool, lambda: TodoWriteTool(store, plan_writer)))
     tools.extend(extra_tools)
     return ToolRegistry(tools)
 

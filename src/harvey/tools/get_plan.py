@@ -30,9 +30,10 @@ class GetPlanTool:
         "in your prompt says it was reduced to fit the injection budget."
     )
 
+    parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}  # noqa: RUF012
+
     def __init__(self, read_plan: Callable[[], str]) -> None:
         self._read_plan = read_plan
-        self.parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         try:

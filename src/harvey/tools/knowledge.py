@@ -31,20 +31,21 @@ class SearchKnowledgeTool:
         "path and lines you use."
     )
 
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What to look for, in words."},
+            "k": {
+                "type": "integer",
+                "description": f"How many passages (1-{MAX_K}).",
+                "default": 5,
+            },
+        },
+        "required": ["query"],
+    }
+
     def __init__(self, active: Callable[[], Retrieval | None]) -> None:
         self._active = active
-        self.parameters: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What to look for, in words."},
-                "k": {
-                    "type": "integer",
-                    "description": f"How many passages (1-{MAX_K}).",
-                    "default": 5,
-                },
-            },
-            "required": ["query"],
-        }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         query = args.get("query")

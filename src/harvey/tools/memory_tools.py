@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from harvey.errors import ToolError
 from harvey.memory.records import TYPES
 from harvey.memory.startup import memory_db
-from harvey.tools.registry import Tool, ToolContext
+from harvey.tools.registry import ToolContext
 
 if TYPE_CHECKING:
     from harvey.config import Settings
@@ -40,14 +40,15 @@ class RetrieveMemoryTool:
         "preferences, project facts) for QUERY; returns the best matches with scores."
     )
 
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "what to look for"}},
+        "required": ["query"],
+    }
+
     def __init__(self, harvey_home: Path, settings: Settings | None = None) -> None:
         self.db = memory_db(harvey_home)
         self.settings = settings  # memory.embedder: vectors as well as words, like recall
-        self.parameters: dict[str, Any] = {
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "what to look for"}},
-            "required": ["query"],
-        }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         from harvey.memory.recall import memory_line, weighted
@@ -72,16 +73,17 @@ class AddMemoryTool:
         f"stored. type is one of {', '.join(TYPES)}; text is one short self-contained sentence."
     )
 
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": list(TYPES)},
+            "text": {"type": "string", "description": "the memory, one sentence"},
+        },
+        "required": ["type", "text"],
+    }
+
     def __init__(self, harvey_home: Path) -> None:
         self.db = memory_db(harvey_home)
-        self.parameters: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "type": {"type": "string", "enum": list(TYPES)},
-                "text": {"type": "string", "description": "the memory, one sentence"},
-            },
-            "required": ["type", "text"],
-        }
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         from harvey.memory.scrub import scrub
@@ -108,7 +110,3 @@ class AddMemoryTool:
                 raise ToolError("declined by the user; nothing stored")
             memory = store.add(Memory("", mtype, cleaned.text, workspace=workspace))
         return f"stored as {memory.id}"
-
-
-def memory_tools(harvey_home: Path, settings: Settings | None = None) -> list[Tool]:
-    return [RetrieveMemoryTool(harvey_home, settings), AddMemoryTool(harvey_home)]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harvey.context.budget import ReadBudget
 from harvey.errors import Cancelled, HarveyError
-from harvey.messages import ToolCall, ToolResult, tool_schema
+from harvey.messages import ToolCall, ToolResult
 from harvey.redact import Redactor, active
 from harvey.ui import WriteRequest
 
@@ -98,6 +98,28 @@ class Tool(Protocol):
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str: ...
 
 
+class Deferred:
+    """A tool known by its class and built on its first call.
+
+    A session offers a dozen tools and a turn calls few of them, often none:
+    the name, description and schema are class attributes, so the model can be
+    offered the tool while its collaborators (a store, a plan file, a sandbox
+    probe) are made only when it runs.
+    """
+
+    def __init__(self, kind: type[Tool], build: Callable[[], Tool]) -> None:
+        self.name = kind.name
+        self.description = kind.description
+        self.parameters = kind.parameters
+        self._build = build
+        self._tool: Tool | None = None
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        if self._tool is None:
+            self._tool = self._build()
+        return self._tool.run(ctx, args)
+
+
 @runtime_checkable
 class ToolExecutor(Protocol):
     """The interface shared by ToolRegistry and HookRegistry."""
@@ -131,7 +153,18 @@ class ToolRegistry:
         return list(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool_schema(t.name, t.description, t.parameters) for t in self._tools.values()]
+        """OpenAI-style function schemas (Ollama accepts the same shape), in registration order."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in self._tools.values()
+        ]
 
     def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
         tool = self._tools.get(call.name)

@@ -5,8 +5,9 @@ The agent asks this object every budget question; nothing else computes them:
 * the model's capabilities (context window, tool support), asked of the
   backend once per client and cached — ``context_window:`` in harvey.yaml
   overrides the window of the session's main client;
-* the system prompt (built once per turn: it reads HARVEY.md) and the
-  injected texts (the handover after a resume, the dynamic plan summary);
+* the system prompt (built once per session: it reads HARVEY.md) and the
+  injected text (the memories recalled on the first turn), both fixed for the
+  session so each request extends the one before it;
 * the bytes-per-token ratio: the one calibrated against the model's real
   usage reports (``sessions.db``), else the 4-bytes heuristic — and the
   calibration samples that keep it honest;
@@ -14,13 +15,14 @@ The agent asks this object every budget question; nothing else computes them:
   report, and the ``ReadBudget`` every file-fits check uses.
 
 It holds no conversation: the agent hands it the history to account for
-through a callable, so there is one history and one place that owns it.
+as the list it keeps (and changes in place), so there is one history and one
+place that owns it.
 
 A turn asks ``snapshot`` once per round: a ``BudgetSnapshot`` is a value with
 the window, ratio, system prompt, injected texts (the turn's retrieved text
 given to it, not kept here) and history of that round, and answers every
 question of the round (fitted history, remaining, read budget) from them
-without reading the store, the plan file or HARVEY.md again.
+without reading the store or HARVEY.md again.
 """
 
 from __future__ import annotations
@@ -34,16 +36,14 @@ from harvey.chat.history_fit import FittedHistory, fit_history
 from harvey.chat.prompts import build_system_prompt
 from harvey.config import Settings
 from harvey.context.budget import (
-    BYTES_PER_TOKEN,
     BudgetReport,
     ReadBudget,
     budget_report,
     estimate_tokens,
-    serialize_history,
 )
-from harvey.context.estimate import text_units
+from harvey.context.calibration import CalibratedSizing
 from harvey.context.tokens import TokenCounter, message_text
-from harvey.errors import HarveyError, StoreError
+from harvey.errors import HarveyError
 from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
 from harvey.messages import Message
 from harvey.session.store import SessionStore
@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 # what is committed stays under this share of the window the estimate decides (it would
 # have to be off by half to overflow); above it, every figure is counted.
 COUNT_ABOVE_SHARE = 0.5
-MAX_SAMPLE_CHARS = 1_000_000  # prompts longer than this are not calibration samples
 
 
 class PromptBudget:
@@ -67,53 +66,32 @@ class PromptBudget:
         settings: Settings,
         workspace: Path,
         main_client: Callable[[], LLMClient],
-        history: Callable[[], Sequence[Message]],
+        history: Sequence[Message],
         store: SessionStore | None = None,
-        plan_text: Callable[[], str | None] | None = None,
         system_extra: tuple[str, ...] = (),
-        handover: str | None = None,
     ) -> None:
-        """``handover`` (after a resume) is injected until ``handover_delivered``."""
         self.settings = settings
         self.workspace = workspace
         self._main = main_client
         self._history = history
         self.store = store
-        self.plan_text = plan_text
         self.system_extra = system_extra
-        self._handover = handover  # injected once, into the next turn's prompt
         self._session_text: str | None = None  # recalled long-term memory, for the session
-        self._caps: dict[str, ModelCapabilities] = {}
+        self.sizing = CalibratedSizing(
+            store, context_window=settings.context_window, main_client=main_client
+        )
         self._counters: dict[str, TokenCounter | None] = {}
         self._system_prompts: dict[bool, str] = {}
 
     def _client(self, client: LLMClient | None) -> LLMClient:
         return client if client is not None else self._main()
 
-    def handover_delivered(self) -> None:
-        """A turn went out with the handover: later prompts do without it."""
-        self._handover = None
-
     def keep_for_session(self, text: str) -> None:
         """Inject ``text`` (recalled memories) into every prompt from now on."""
         self._session_text = text
 
-    def new_turn(self) -> None:
-        """Forget the cached system prompt, so an edited HARVEY.md is read once per turn."""
-        self._system_prompts.clear()
-
     def capabilities(self, client: LLMClient | None = None) -> ModelCapabilities:
-        main = self._main()
-        client = self._client(client)
-        key = f"{client.backend}:{client.endpoint}:{client.model}"
-        if key not in self._caps:
-            caps = client.capabilities()
-            if self.settings.context_window and client is main:
-                caps = ModelCapabilities(
-                    self.settings.context_window, caps.supports_tools, "config"
-                )
-            self._caps[key] = caps
-        return self._caps[key]
+        return self.sizing.capabilities(self._client(client))
 
     def counter(self, client: LLMClient | None = None) -> TokenCounter | None:
         """The exact counter for this client when its backend can count (probed once)."""
@@ -140,7 +118,7 @@ class PromptBudget:
         counter = self.counter(client)
         if counter is not None:
             return counter.method
-        samples = len(self.store.calibration_samples(client.model)) if self.store else 0
+        samples = self.sizing.samples(client)
         ratio = self.bytes_per_token(client)
         return f"estimated: {ratio:.2f} bytes/token from {samples} samples"
 
@@ -155,7 +133,8 @@ class PromptBudget:
         return tool_mode(self.settings.tools, client, self.capabilities(client).supports_tools)
 
     def system_prompt(self, client: LLMClient | None = None) -> str:
-        """Built once per turn (it reads HARVEY.md), not once per round or budget check."""
+        """Built once per session (it reads HARVEY.md): every request of the session starts
+        with the same system message, so a server's prompt cache keeps serving it."""
         tools = self.tools_enabled(client)
         if tools not in self._system_prompts:
             self._system_prompts[tools] = build_system_prompt(
@@ -164,56 +143,21 @@ class PromptBudget:
         return self._system_prompts[tools]
 
     def bytes_per_token(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
-        """The calibrated units-per-token ratio for texts of this model and document type
-        (``"prose"`` or ``"source"``) when known, else the 4-bytes heuristic."""
-        client = self._client(client)
-        ratio = self.store.calibration_ratio(client.model, doc_type) if self.store else None
-        return ratio or BYTES_PER_TOKEN
+        return self.sizing.bytes_per_token(self._client(client), doc_type)
 
     def size_ratio(self, client: LLMClient | None = None, doc_type: str = "prose") -> float:
-        """The calibrated bytes-per-token ratio for sizes alone (a file not read, a chunk
-        size to choose), else the 4-bytes heuristic."""
-        client = self._client(client)
-        store = self.store
-        ratio = store.calibration_ratio(client.model, doc_type, "bytes") if store else None
-        return ratio or BYTES_PER_TOKEN
+        return self.sizing.size_ratio(self._client(client), doc_type)
 
     def calibrate(
         self, client: LLMClient, prompt: list[Message], usage: Usage, doc_type: str = "prose"
     ) -> None:
-        """Keep a real usage report as a calibration sample for ``client``'s model.
-
-        Chat turns are prose samples; the map calls of an analysis of a source
-        file are ``"source"`` samples (``ChunkedReads``), so code calibration
-        learns from real code chunks.
-        """
-        if self.store is None or not usage.prompt_tokens:
-            return
-        if sum(len(m.content) for m in prompt) > MAX_SAMPLE_CHARS:
-            return  # a few recent samples make the ratio; a huge one only costs its pass
-        # the same text the estimator counts (tool-call arguments included)
-        text = serialize_history(prompt)
-        prompt_bytes = len(text.encode("utf-8", "surrogatepass"))
-        try:
-            self.store.record_calibration(
-                client.model,
-                prompt_bytes,
-                usage.prompt_tokens,
-                doc_type,
-                text_units(text, doc_type),
-            )
-        except StoreError as exc:  # calibration is advisory; never fail a turn on it
-            log.warning("could not record calibration: %s", exc)
+        self.sizing.calibrate(client, prompt, usage, doc_type)
 
     def injected_texts(self) -> list[str]:
-        """What every prompt carries as system messages: memories, handover, plan."""
-        texts = [self._session_text] if self._session_text else []
-        if self._handover:
-            texts.append(self._handover)
-        plan = self.plan_text() if self.plan_text else None
-        if plan:
-            texts.append(plan)
-        return texts
+        """What every prompt carries as system messages after the system prompt: the
+        memories recalled on the first turn, fixed from then on (the plan, handover and
+        retrieved passages ride in their turn's user message: ``chat/plan_context.py``)."""
+        return [self._session_text] if self._session_text else []
 
     def snapshot(
         self, client: LLMClient | None = None, turn_texts: Sequence[str] = ()
@@ -231,7 +175,7 @@ class PromptBudget:
             system_prompt=self.system_prompt(client),
             injected=injected,
             turn_texts=tuple(turn_texts),
-            history=tuple(self._history()),
+            history=tuple(self._history),
             _ratios={("prose", "units"): ratio},
         )
 

@@ -15,7 +15,7 @@ import pytest
 
 from harvey.errors import BackendUnavailable
 from harvey.llm import http
-from harvey.llm.deferred_tls import DeferredTLSTransport, default_transport
+from harvey.llm.http import DeferredTLSTransport, default_transport
 from tests.fakes.openai import FakeOpenAI
 
 

@@ -1,0 +1,100 @@
+"""How many files of ``src/harvey`` one chat turn and one analysis call into.
+
+Issue 20's measure of a knotted composition: a turn that reaches into every
+part of the package is a turn every part can break. Traced in process with
+``sys.setprofile`` (every thread but the fake server's), on the second of two
+identical runs (the first pays the one-time probes), counting files whose
+functions are called — module bodies (imports) are not counted. A turn is
+``Agent.turn`` of ``harvey run "hi"``; an analysis is ``analyze_file`` of
+``harvey analyze`` on a small file. What each run sets up before (options,
+trust, the session) is outside both.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+import harvey
+from tests.fakes.servers import FakeOpenAI, Reply
+from tests.harvey_process import invoke_harvey
+
+PACKAGE = str(Path(harvey.__file__).parent) + "/"
+TURN_FILES = 25
+ANALYSIS_FILES = 30
+
+
+@contextmanager
+def traced(files: set[str]) -> Iterator[None]:
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call" or "process_request" in threading.current_thread().name:
+            return  # the loopback server's threads are the test's, not Harvey's
+        code = frame.f_code
+        if code.co_filename.startswith(PACKAGE) and code.co_name != "<module>":
+            files.add(code.co_filename[len(PACKAGE) :])
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+
+
+def footprint(
+    monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, command: Callable[[], None]
+) -> set[str]:
+    """The files ``owner.name`` calls into during the second of two runs of ``command``."""
+    files: set[str] = set()
+    original = getattr(owner, name)
+    armed = False
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not armed:
+            return original(*args, **kwargs)
+        with traced(files):
+            return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, wrapper)
+    command()
+    armed = True
+    command()
+    return files
+
+
+def test_one_turn_calls_into_few_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harvey.chat.agent import Agent
+
+    with FakeOpenAI([], default_reply=Reply("hello")) as srv:
+
+        def run() -> None:
+            args = ("run", "hi", "--backend", "openai", "--base-url", srv.url)
+            assert invoke_harvey(*args, cwd=tmp_path).returncode == 0
+
+        files = footprint(monkeypatch, Agent, "turn", run)
+    assert "chat/agent.py" in files  # the trace saw the turn
+    assert len(files) <= TURN_FILES, sorted(files)
+
+
+def test_one_analysis_calls_into_few_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harvey.analysis.api as api
+
+    (tmp_path / "notes.md").write_text("# Notes\n\n" + "The boiler was serviced in May.\n" * 40)
+    with FakeOpenAI([], default_reply=Reply("A summary.")) as srv:
+
+        def analyze() -> None:
+            args = ("analyze", "notes.md", "-i", "Summarise", "--backend", "openai")
+            proc = invoke_harvey(*args, "--base-url", srv.url, cwd=tmp_path)
+            assert proc.returncode == 0, proc.stderr
+
+        files = footprint(monkeypatch, api, "analyze_file", analyze)
+    assert "analysis/engine.py" in files
+    assert len(files) <= ANALYSIS_FILES, sorted(files)
