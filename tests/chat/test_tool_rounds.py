@@ -249,3 +249,18 @@ def test_tool_support_is_read_from_the_servers_chat_template(
     assert ("tools" in sent) == (mode == "native")
     attached = "Boiler serviced on 3 March 2026" in sent["messages"][-1]["content"]
     assert attached == (mode == "off")
+
+
+def test_constrained_mode_on_ollama_sends_the_schema_as_format(workspace: Path) -> None:
+    (workspace / "harvey.yaml").write_text("tools:\n  mode: constrained\n")
+    script = [
+        Reply('{"tool": "read_file", "arguments": {"path": "notes.md"}}'),
+        Reply('{"tool": "answer", "text": "On 3 March."}'),
+    ]
+    with FakeOllama(script) as srv:
+        proc = run(workspace, srv, backend="ollama")
+        first, second = srv.chat_requests
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "On 3 March.\n"
+    assert "oneOf" in first["format"] and "tools" not in first
+    assert any("3 March 2026" in t for t in tool_results(second))
