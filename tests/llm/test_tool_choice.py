@@ -101,6 +101,7 @@ def test_descriptions_name_each_tool_and_the_form() -> None:
     constrained = describe_tools(SCHEMAS, constrained=True)
     assert "- read_file(path: string): Read a file" in constrained
     assert json.dumps({"tool": "read_file", "arguments": {"path": "plan.txt"}}) in constrained
+    assert constrained.rstrip().endswith("}")
 
 
 def test_named_paths_narrow_a_required_path_and_optional_arguments_go() -> None:

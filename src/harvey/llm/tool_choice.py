@@ -194,13 +194,14 @@ def read_choice(reply: str) -> Choice | None:
 
 #: A small model learns the reply's shape from examples far better than from a rule.
 CONSTRAINED_EXAMPLES = """\
-Reply with one JSON object. Examples:
-User: What does plan.txt say about the budget?
-{"tool": "read_file", "arguments": {"path": "plan.txt"}}
+Reply with one JSON object. To answer, when a tool result or the conversation has \
+what you need:
+{"tool": "answer", "text": "(the answer, from the tool result)"}
+To look first:
 User: Where is parse_date defined?
 {"tool": "search_files", "arguments": {"pattern": "parse_date"}}
-When a tool result has what you need, answer from it:
-{"tool": "answer", "text": "The budget is 40 euros (plan.txt)."}"""
+User: What does plan.txt say about the budget?
+{"tool": "read_file", "arguments": {"path": "plan.txt"}}"""
 
 
 def describe_tools(schemas: Sequence[dict[str, Any]], *, constrained: bool) -> str:
