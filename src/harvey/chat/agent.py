@@ -218,7 +218,7 @@ class Agent:
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self._gather_context(state, client, text)
         answer = None
-        if not self.budget.tools_enabled(client):
+        if self.budget.tool_mode(client) in ("off", "constrained"):  # named files attached
             budget = self.budget.snapshot(client, state.context_texts)
             attached = self.chunks.attach_mentioned(text, self._read_turn(state, budget))
             text, answer = attached.text, attached.answer
