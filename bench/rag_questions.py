@@ -1,6 +1,11 @@
 """Hand-written questions about the Python documentation, phrased the way a user asks
 (not copied from headings), each with the documents (``.rst.txt`` under the prose
-corpus) that answer it. Used by ``bench_rag`` for hit@5 and MRR@10 at document level."""
+corpus) that answer it. Used by ``bench_rag`` for hit@5 and MRR@10 at document level.
+
+``UNANSWERABLE`` are questions no page of the Python docs answers (other topics, greetings,
+gibberish), several sharing ordinary words with them ("time", "train", "name", "file"): a
+store should send nothing for them. ``bench_rag`` reports the share that inject nothing and
+calibrates ``rag.floor`` on both lists."""
 
 from __future__ import annotations
 
@@ -172,4 +177,37 @@ QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("keep a sorted list sorted while inserting into it", ("library/bisect",)),
     ("generate a unique identifier for each record", ("library/uuid", "library/secrets")),
     ("convert a time between time zones", ("library/zoneinfo", "library/datetime")),
+]
+
+UNANSWERABLE: list[str] = [
+    "zzqx qqxz",
+    "hello",
+    "ok",
+    "thanks, that's all for today",
+    "asdfgh jkl qwerty",
+    "blorp fizzwick marmalade",
+    "what is the capital of Mongolia",
+    "how long should I boil an egg for a runny yolk",
+    "best sourdough bread recipe with rye flour",
+    "who won the football world cup in 1998",
+    "symptoms of vitamin D deficiency in adults",
+    "how do I change a flat tyre on a bicycle",
+    "recommend a good novel for a long flight",
+    "what is the weather like in Lisbon in April",
+    "how many calories are in a banana",
+    "train my puppy to stop barking at night",
+    "how to grow tomatoes on a balcony",
+    "cheapest way to fly from Paris to Tokyo",
+    "explain the offside rule in soccer",
+    "what causes the northern lights",
+    "how do I knit a scarf as a beginner",
+    "mortgage interest rates for first time buyers",
+    "how tall is Mount Kilimanjaro",
+    "remove a red wine stain from a carpet",
+    "good stretches for lower back pain",
+    "why did the Roman empire fall",
+    "what should I name my new cat",
+    "tune a guitar to drop D",
+    "how to file my income tax return",
+    "when is the best time to plant garlic",
 ]

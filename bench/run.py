@@ -41,6 +41,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("pool", "bench.bench_pool", "Endpoint pool"),
     ("ray", "bench.bench_ray", "Ray"),
     ("rag", "bench.bench_rag", "Knowledge stores"),
+    ("documents", "bench.bench_documents", "PDF extraction"),
     ("memory", "bench.bench_memory", "Long-term memory"),
     ("tool_tasks", "bench.bench_tool_tasks", "Tool tasks on the embedded model"),
 ]

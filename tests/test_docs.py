@@ -112,7 +112,7 @@ def test_every_slash_command_is_documented(name: str) -> None:
 
 def example_command_lines() -> list[tuple[str, str]]:
     """(file, line) for every ``harvey ...`` line of the ```sh blocks, as a shell would
-    split it: the comment, a pipe into it and a redirection of its output left out."""
+    split it: the comment, a pipe into it and a redirection or pipe of its output left out."""
     examples = []
     for doc, text in GUIDES.items():
         for block in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M):
@@ -120,7 +120,8 @@ def example_command_lines() -> list[tuple[str, str]]:
                 words = shlex.split(line, comments=True)
                 if "harvey" in words:
                     words = words[words.index("harvey") :]
-                    words = words[: words.index(">")] if ">" in words else words
+                    for end in (">", "|"):  # its output redirected or piped on
+                        words = words[: words.index(end)] if end in words else words
                     examples.append((doc, shlex.join(words)))
     return examples
 
@@ -189,6 +190,7 @@ def test_fountain_doc_has_version_and_all_notes() -> None:
         "[[chunk-file:",
         "[[synthesis:",
         "[[write:",
+        "[[compaction:",
     ):
         assert note in FOUNTAIN, note
     for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "EXT."):
@@ -273,6 +275,7 @@ def test_defaults_are_checked_for_most_keys() -> None:
 NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
     "tool": "tool_notes",
     "write": "write_notes",
+    "undo": "undo_notes",
     "rag": "rag",
     "rag-source": "rag_sources",
     "recall": "recall",
@@ -282,6 +285,7 @@ NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
     "chunk-file": "chunk_files",
     "chunk-result": "chunk_results",
     "synthesis": "synthesis",
+    "compaction": "compaction",
 }
 NOTE_EXAMPLES = re.findall(r"^\| `\[\[.*\| `(\[\[.*\]\])` \|$", FOUNTAIN, re.M)
 

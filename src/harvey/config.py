@@ -243,6 +243,10 @@ class RagSettings(_Strict):
     active: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     top_k: int = Field(5, ge=1, le=50)
     min_score: float = Field(0.1, ge=0, le=1)
+    # the absolute relevance floor (harvey.knowledge.floor), calibrated by bench/bench_rag.py
+    floor_cosine: float = Field(0.26, ge=0, le=1)
+    floor_bm25: float = Field(0.2, ge=0, le=1)
+    floor_cosine_alone: float = Field(0.38, ge=0, le=1)
     budget_pct: float = Field(15, gt=0, le=90)
     chunk_size_bytes: int = Field(1500, ge=200, le=8000)
 

@@ -12,7 +12,8 @@
     │   ├── SynthesisError      the reduce phase of a chunked analysis failed
     │   └── ClusterError        --executor ray: no Ray, no cluster, or no worker left
     ├── WorkspaceError          a path escapes the workspace or is unusable
-    │   └── FileRefused         a secret file or a hard link: never read for the model
+    │   ├── FileRefused         a secret file or a hard link: never read for the model
+    │   └── DocumentError       a PDF/DOCX/HTML/EPUB cannot be turned into text (one line)
     ├── ToolError               a tool failed (becomes an ``error:`` tool result)
     │   └── HookDenied          a before-hook refused the call (its message goes to the model)
     ├── GrammarUnavailable      no tree-sitter grammar (internal: the chunker falls back)
@@ -110,6 +111,17 @@ class FileRefused(WorkspaceError):
     """A file Harvey will not read for the model: ``reason`` is ``"secret file"`` (by its
     name, ``harvey.secret_files``) or ``"hard link"`` (``st_nlink > 1``). Readers that walk
     a folder skip and count these; a read of one file is refused with the message."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class DocumentError(WorkspaceError):
+    """A document cannot be turned into text: encrypted without the password, no text
+    layer (a scan), damaged, unsupported, or over a limit. ``reason`` is one word
+    (``"encrypted"``, ``"no-text"``, ``"damaged"``, ``"unsupported"``, ``"too-large"``)
+    for readers that count skipped files; the message is the line a person sees."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)

@@ -15,6 +15,7 @@ folder that walk holds, not in wherever a path would lead by then.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
@@ -22,9 +23,9 @@ from harvey.own_files import Location, open_root
 
 
 def atomic_write(
-    path: Path, data: bytes, mode: int | None = None, *, root: Path | None = None
+    path: Path, data: bytes | Iterable[bytes], mode: int | None = None, *, root: Path | None = None
 ) -> None:
-    """Replace ``path`` with ``data`` in one rename.
+    """Replace ``path`` with ``data`` (bytes, or pieces of them) in one rename.
 
     ``mode`` None keeps an existing file's permission bits (a script stays
     executable) and gives a new file the umask's default, as ``open`` would;

@@ -253,8 +253,11 @@ class Folder:
         with os.fdopen(fd, "rb") as handle:
             return handle.read()
 
-    def replace(self, name: str, data: bytes, mode: int | None = None) -> None:
+    def replace(self, name: str, data: bytes | Iterable[bytes], mode: int | None = None) -> None:
         """Replace ``name`` whole: a temporary file in this folder, renamed over it.
+
+        ``data`` may come in pieces (an edit streamed through a large file): when the
+        iterator raises, the temporary file is removed and ``name`` is untouched.
 
         ``mode`` None keeps an existing file's permission bits and gives a new
         one the umask's default; a ``mode`` is set exactly. A link at ``name``
@@ -273,7 +276,8 @@ class Folder:
             try:
                 if keep is not None:
                     os.fchmod(fd, keep)
-                _write_all(fd, data)
+                for part in (data,) if isinstance(data, bytes) else data:
+                    _write_all(fd, part)
             finally:
                 os.close(fd)
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)

@@ -35,6 +35,11 @@ class WriteRequest:
     content: str
     old: str | None = None
     old_size: int | None = None
+    # An edit_file change: the diff of the changed lines (the file is never read whole),
+    # the size after it and how many places change. ``content`` is then unused.
+    diff: tuple[str, ...] | None = None
+    new_size: int | None = None
+    changes: int = 0
 
     @property
     def is_new(self) -> bool:

@@ -35,9 +35,10 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harvey import secret_files
-from harvey.errors import FileRefused
+from harvey.errors import FileRefused, WorkspaceError
 
 #: Why a file is never read for the model (skip reasons, and ``FileRefused.reason``).
 SECRET_FILE = "secret file"
@@ -344,3 +345,49 @@ def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -
             elif stat.S_ISREG(mode) and not ignore._verdict(relative, False):
                 yield Path(entry.path)
         stack.extend(reversed(subdirs))
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for an error line ("a named pipe (FIFO)", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading only if it is a regular file, without ever blocking.
+
+    ``stat`` decides before the open, because opening a FIFO for reading waits
+    for a writer; the open itself is non-blocking and refuses a final symlink
+    (``path`` is already resolved, so one there was swapped in since), and
+    ``fstat`` re-checks what was actually opened. Raises ``WorkspaceError`` for
+    a non-regular file, ``FileRefused`` for a secret file (by name) or a hard
+    link (on the opened descriptor, so a swap after the check changes nothing),
+    and ``OSError`` when it cannot be opened. Every reader whose bytes reach the
+    model opens through here; nothing else should.
+    """
+    if secret_files.active().matches(path.name):
+        raise secret_refused(path.name)
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise WorkspaceError(f"{path} is {file_kind(mode)}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceError(f"{path} is {file_kind(info.st_mode)}, not a regular file")
+        if info.st_nlink > 1:
+            raise hard_link_refused(path.name, info.st_nlink)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -85,7 +85,7 @@ def test_servers_are_probed_once_and_status_names_the_method(
     with FakeOpenAI(tokenize_api=api) as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         budget = PromptBudget(
-            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=list
+            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=[]
         )
         assert budget.counting_method() == method
         budget.remaining(pending=[Message(role="user", content="hello there " * 50)])
@@ -104,7 +104,7 @@ def test_llama_cpp_counts_the_template_framing(tmp_path: Path) -> None:
     with FakeOpenAI(tokenize_api="llama.cpp") as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         budget = PromptBudget(
-            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=list
+            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=[]
         )
         counter = budget.counter()
         assert counter is not None

@@ -26,3 +26,14 @@ def test_format_and_render_class() -> None:
     assert note == "[[rag-source: notes/boiler.md:L1-L4 — score 0.50]]"
     assert _note_class(note[2:-2]) == "note note-rag-source"
     assert read_rag_source("rag-source: nothing here") is None
+
+
+@pytest.mark.parametrize(("first", "last", "span"), [(3, 3, "p3"), (3, 4, "p3-p4")])
+def test_a_pdf_passage_names_its_pages(first: int, last: int, span: str) -> None:
+    for path in ("report.pdf", "odd:p2.pdf", "a — b.pdf"):
+        note = rag_source_note(RagSource(path, 0, 0, 0.8712, first, last))
+        assert note.endswith(f":{span} — score 0.87]]")
+        assert read_rag_source(note[2:-2]) == RagSource(path, 0, 0, 0.87, first, last)
+    assert rag_source_note(RagSource("report.pdf", 0, 0, 0.5, 3, 4)) == (
+        "[[rag-source: report.pdf:p3-p4 — score 0.50]]"
+    )

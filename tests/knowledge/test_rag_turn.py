@@ -54,10 +54,11 @@ def test_passage_reaches_prompt_and_spmd_has_notes(
     assert user.startswith("### Context (from knowledge base)")
     assert "#### notes/boiler.md:L1-L4" in user and "brass key" in user
     assert user.endswith(QUESTION)
-    # history keeps the user's own words
+    # the history (and sessions.db) keep the message as sent, so the next request extends
+    # this one byte for byte; the recording keeps the user's own words
     db = sqlite3.connect(isolated_env / "sessions.db")
     stored = [r[0] for r in db.execute("SELECT content FROM messages WHERE role='user'")]
-    assert stored == [QUESTION]
+    assert stored == [user]
     # the scene: [[rag:]] then [[rag-source:]] notes, before the user's dialogue
     text = _spmd(notes_ws).read_text()
     rag_at = text.index("[[rag: ")

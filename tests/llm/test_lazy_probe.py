@@ -42,7 +42,7 @@ def test_a_prompt_near_the_window_is_counted_exactly(tmp_path: Path) -> None:
     with FakeOpenAI(tokenize_api="llama.cpp", context_window=2048) as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         budget = PromptBudget(
-            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=list
+            settings=Settings(), workspace=tmp_path, main_client=lambda: client, history=[]
         )
         budget.remaining(pending=[Message("user", "hi")])
         assert counting_requests(srv) == []  # far from the window: estimated

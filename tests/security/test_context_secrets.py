@@ -401,6 +401,28 @@ def test_the_memory_profile_is_drafted_from_no_secret_file(
     assert_no_pieces({"the profile's facts": shown}, API_KEY, public=PUBLIC_WORDS)
 
 
+def test_a_document_that_is_a_link_to_a_secret_is_never_extracted(
+    victim_workspace: Path, outside: Path
+) -> None:
+    """A README.pdf or report.pdf leading to .env or a key: refused by name before any
+    extraction, by read_file, the profile and mentioned files alike."""
+    from harvey.errors import FileRefused
+    from harvey.memory.profile import facts
+    from harvey.tools.files import ReadFileTool
+    from harvey.tools.registry import ToolContext
+
+    plant_secrets(victim_workspace, outside)
+    (victim_workspace / "README.pdf").symlink_to(".env")
+    (victim_workspace / "report.pdf").symlink_to("keys/id_ed25519")
+    shown = facts(victim_workspace)
+    assert "Head of README.pdf" not in shown
+    ctx = ToolContext(workspace=victim_workspace.resolve())
+    for name in ("README.pdf", "report.pdf"):
+        with pytest.raises(FileRefused):
+            ReadFileTool().run(ctx, {"path": name, "pages": "1"})
+    assert_no_pieces({"the profile's facts": shown}, FILE_SECRET)
+
+
 def test_security_secret_files_adds_patterns_of_the_users_own(tmp_path: Path) -> None:
     from harvey import secret_files
     from harvey.errors import FileRefused

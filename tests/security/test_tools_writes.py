@@ -9,6 +9,8 @@ forge another note.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from harvey.session.fountain import parse_session
@@ -167,3 +169,43 @@ def test_run_help_documents_allow_writes() -> None:
     assert result.exit_code == 0
     text = " ".join(result.output.split())
     assert "--allow-writes" in text and "--yes does not imply it" in text
+
+
+def test_edit_file_is_refused_where_reading_is_and_keeps_no_copy_of_a_secret(
+    attack: Attack, victim_workspace: Path, outside: Path, tmp_path: Path
+) -> None:
+    """edit_file through a link out, on a secret file (by name, or by a link to it), on a
+    hard link and on Harvey's own config: all refused with --allow-writes, nothing read
+    for the model; and a secret file the model overwrites is not copied into the
+    checkpoints (undo of that write is given up instead)."""
+    ws = victim_workspace
+    before = snapshot(outside)
+    (ws / "out.txt").symlink_to(outside / "secret.txt")
+    (ws / ".env").write_text("TOKEN=hunter2-very-secret\n")
+    (ws / "notes.txt").symlink_to(ws / ".env")
+    os.link(outside / "secret.txt", ws / "hard.txt")
+    (ws / "harvey.yaml").write_text("model: m\n")
+    edits = [
+        ("edit_file", {"path": p, "old_string": o, "new_string": "owned"})
+        for p, o in [
+            ("out.txt", "outside"),
+            (".env", "TOKEN"),
+            ("notes.txt", "TOKEN"),
+            ("hard.txt", "outside"),
+            ("harvey.yaml", "model: m"),
+            (".env", "no such text"),
+        ]
+    ]
+    overwrite = ("write_file", {"path": ".env", "content": "TOKEN=replaced\n"})
+    result = attack([*edits, overwrite], "--allow-writes")
+    assert result.proc.returncode == 0, result.proc.stderr
+    outputs = result.tool_outputs
+    assert "outside the workspace" in outputs[0], outputs
+    assert all(o.startswith("error:") for o in outputs[1:5]), outputs
+    assert "only a person in the interactive REPL" in outputs[4]
+    assert (ws / "harvey.yaml").read_text() == "model: m\n"
+    assert "hunter2" not in json.dumps(result.requests)  # no closest-text quote of a secret
+    assert b"hunter2" not in result.everything_stored()
+    assert "not kept: a secret file" in outputs[-1]
+    result.assert_outside_untouched(before)
+    result.assert_secret_absent()

@@ -1,4 +1,4 @@
-"""Format 1.7: ``[[tool: … — STATUS — HOW]]`` says how a call not made natively was made."""
+"""Format 1.9: ``[[tool: … — STATUS — HOW]]`` says how a call not made natively was made."""
 
 from __future__ import annotations
 

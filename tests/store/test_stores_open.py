@@ -160,6 +160,10 @@ def _dump(path: Path) -> tuple[list[tuple[str, str]], list[str]]:
     return schema, rows
 
 
+#: sessions.db migrations written after ``LEGACY``: an old file gets these and keeps the rest.
+SESSIONS_ADDED_SINCE_LEGACY = ["m008_session_recordings", "m009_compactions"]
+
+
 def test_old_sessions_db_opens_unchanged(legacy: Path, ran: list[str]) -> None:
     path = legacy / "home" / "sessions.db"
     before = _dump(path)
@@ -171,8 +175,14 @@ def test_old_sessions_db_opens_unchanged(legacy: Path, ran: list[str]) -> None:
         assert [m.content for m in store.messages(info.id)] == ["old question", "old answer"]
     finally:
         store.close()
-    assert ran == []
-    assert _dump(path) == before
+    assert ran == SESSIONS_ADDED_SINCE_LEGACY
+    schema, rows = _dump(path)
+    assert set(before[0]) <= set(schema)  # every old table and index as it was
+    added = [r for r in rows if r not in before[1]]
+    assert before[1] == [r for r in rows if r not in added]  # every old row, in order
+    assert all(
+        "compactions" in r or "session_recordings" in r or "_migrations" in r for r in added
+    ), added
 
 
 def test_old_memory_db_opens_unchanged(legacy: Path, ran: list[str]) -> None:
@@ -197,12 +207,20 @@ def test_old_knowledge_store_records_its_schema_once_and_keeps_its_data(
         assert store.meta("marker") == "old"
         assert store.embedder_spec == "none"
         recorded = [r[0] for r in store._db.execute("SELECT name FROM _migrations")]
-        assert recorded == ["m001_initial"]
+        assert recorded == ["m001_initial", "m002_pages"]
     after_schema, after_rows = _dump(path)
-    # the one change: the record of the migration it already had, nothing re-run
-    assert [s for s in after_schema if "_migrations" not in s[0]] == schema
-    assert [r for r in after_rows if "_migrations" not in r] == rows
+    # the changes: the record of the migration it already had (never re-run), and the
+    # page columns m002 adds to chunks (0 for every old chunk); no row is lost
+    assert [s for s in after_schema if "_migrations" not in s[0] and s[0] != "chunks"] == [
+        s for s in schema if s[0] != "chunks"
+    ]
+
+    def other(row: str) -> bool:
+        return "chunks" not in row.split("(", 1)[0] and "_migrations" not in row
+
+    assert [r for r in after_rows if other(r)] == [r for r in rows if other(r)]
+    assert sum('INTO "chunks"' in r for r in after_rows) == sum('INTO "chunks"' in r for r in rows)
     with open_store(legacy / "ws", "kb"):
         pass
-    assert ran == []
+    assert ran == ["m002_pages"]
     assert _dump(path) == (after_schema, after_rows)

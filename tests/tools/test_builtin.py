@@ -32,6 +32,7 @@ def test_default_tools() -> None:
         "list_files",
         "search_files",
         "run_shell",
+        "edit_file",
     ]
     assert "todo_write" in build_registry(Settings(), todo_store=Store()).names()
 

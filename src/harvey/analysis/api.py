@@ -134,7 +134,7 @@ def analyze_file(
     """
     from harvey.analysis.chunking import boundary_name, detect_doc_type
     from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
-    from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
+    from harvey.analysis.file_chunks import chunk_config, chunks_of, document_pages, regular_size
     from harvey.errors import UsageError
     from harvey.messages import Message
 
@@ -183,6 +183,7 @@ def analyze_file(
         config=cfg,
         as_typed=as_typed or instruction,
         total=total,
+        pages=document_pages(path, name),
     )
     result = run_chunked_analysis(
         client,

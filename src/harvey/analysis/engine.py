@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 from harvey.analysis.bounded_calls import UsageSink, first_line, map_calls, run_bounded
 from harvey.analysis.chunking import Chunk, DocType
@@ -186,6 +186,8 @@ class AnalysisRun:
             done(i, text, err)
 
         def reuse(i: int, text: str) -> None:
+            if hasattr(self.progress, "chunk_reused"):  # not in the protocol (JSON output's)
+                self.progress.chunk_reused(i + 1, n)
             self.progress.chunk_started(i + 1, n)
             done(i, text, None)
 
@@ -230,6 +232,9 @@ class AnalysisRun:
         n = p.count
         if self.recorder is not None:
             pool = pool_size(self.client)
+            extra: dict[str, Any] = {} if pool is None else {"endpoints": pool}
+            if p.pages:  # a PDF's pages; a recorder of text files never sees the argument
+                extra["pages"] = p.pages
             self.recorder.record_chunk_analysis_start(
                 p.filename,
                 n,
@@ -237,7 +242,7 @@ class AnalysisRun:
                 p.boundary,
                 p.config.chunk_size_bytes,
                 p.as_typed if p.as_typed is not None else p.instruction,
-                **({} if pool is None else {"endpoints": pool}),
+                **extra,
             )
         self.progress.start(n)
         try:

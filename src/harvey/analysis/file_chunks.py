@@ -21,9 +21,12 @@ from typing import IO
 
 from harvey import secret_files
 from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document, language_for_path
+from harvey.analysis.document_chunks import chunk_sections
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
+from harvey.documents import Document, estimated_text_bytes, extract
+from harvey.documents.extract import is_document_file
 from harvey.errors import BackendError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused
@@ -68,6 +71,8 @@ def regular_size(path: Path, name: str) -> int:
         raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
     if info.st_nlink > 1:
         raise hard_link_refused(name, info.st_nlink)
+    if is_document_file(path):  # its text's size, never its bytes (a PDF's estimated)
+        return estimated_text_bytes(path, name)
     return info.st_size
 
 
@@ -88,8 +93,11 @@ def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Ite
 
 def chunks_of(
     path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk] | Iterator[Chunk], int]:
-    """The chunks (a list, or a lazy stream for a file over one window) and how many."""
+) -> tuple[list[Chunk] | list[str] | Iterator[Chunk], int]:
+    """The chunks (a list, or a lazy stream for a file over one window) and how many.
+    A PDF, DOCX, HTML or EPUB is chunked as its extracted text (``documents``)."""
+    if is_document_file(path):
+        return _document_chunks(path, name, cfg, doc_type)
     if size <= WINDOW_BYTES:
         with _open(path, name) as handle:
             try:
@@ -107,4 +115,31 @@ def chunks_of(
     return _streamed(path, name, cfg, doc_type), total
 
 
-__all__ = ["chunk_config", "chunks_of", "regular_size"]
+def _document_chunks(
+    path: Path, name: str, cfg: ChunkConfig, doc_type: DocType
+) -> tuple[list[Chunk] | list[str], int]:
+    """The extracted text (cached by content) cut at its pages or headings where it can
+    (``document_chunks.chunk_sections``). A chunk of a PDF starts with the pages it
+    holds (``[pages 3-4]``), so map answers can cite them."""
+    document = extract(path, name)
+    listed = chunk_sections(document, cfg, doc_type)
+    if not document.paged:
+        return listed, len(listed)
+    return [f"[{_pages(document, c)}]\n{c.text}" for c in listed], len(listed)
+
+
+def _pages(document: Document, chunk: Chunk) -> str:
+    first, last = document.pages_of(chunk.start, chunk.end) or (0, 0)
+    return f"page {first}" if first == last else f"pages {first}-{last}"
+
+
+def document_pages(path: Path, name: str) -> str:
+    """``"1-12"``: the pages a PDF's analysis read, for its notes (``""`` for any other
+    file); the extraction is the cached one the chunks came from."""
+    if not is_document_file(path):
+        return ""
+    document = extract(path, name)
+    return f"1-{len(document.page_starts)}" if document.paged else ""
+
+
+__all__ = ["chunk_config", "chunks_of", "document_pages", "regular_size"]

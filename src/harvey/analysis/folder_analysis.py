@@ -30,6 +30,7 @@ import concurrent.futures
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from harvey.analysis.bounded_calls import POLL_SECONDS, first_line
 from harvey.analysis.chunking import ChunkConfig
@@ -174,6 +175,7 @@ class FolderRun:
         if self.recorder is None:
             return
         pool = pool_size(self.client)
+        extra: dict[str, Any] = {} if pool is None else {"endpoints": pool}
         self.recorder.record_chunk_analysis_start(
             self.label,
             n,
@@ -181,8 +183,8 @@ class FolderRun:
             common_value(f.boundary for f in files),
             max(f.chunk_size for f in files),
             self.as_typed if self.as_typed is not None else self.instruction,
-            **({} if pool is None else {"endpoints": pool}),
             files=len(files),
+            **extra,
         )
 
     def _per_file(
@@ -299,6 +301,7 @@ class FolderRun:
             len(answer.failures),
             answer.status,
             answer.levels,
+            file.pages,
         )
 
     def _synthesis_note(self, status: str, levels: int) -> None:

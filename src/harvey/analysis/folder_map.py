@@ -33,6 +33,7 @@ class FileChunks:
     total: int
     boundary: str
     chunk_size: int
+    pages: str = ""  # "1-12" for a PDF, for its [[chunk-file:]] note
 
 
 def file_map_prompt(instruction: str, name: str, index: int, total: int, chunk: str) -> str:
@@ -126,6 +127,9 @@ class FileProgress:
 
     def chunk_started(self, index: int, total: int) -> None:
         self.inner.chunk_started(index, total)
+
+    def chunk_reused(self, index: int, total: int) -> None:
+        self._call("chunk_reused", index, total)
 
     def chunk_finished(self, index: int, total: int, error: str | None) -> None:
         self.inner.chunk_finished(index, total, error)

@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING
 
 from harvey.analysis.api import AnalyzeOptions, Collaborators, Heuristic, Sizing, chunking_of
 from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
-from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
+from harvey.analysis.file_chunks import chunk_config, chunks_of, document_pages, regular_size
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
+from harvey.documents.extract import document_problem, is_document_file
 from harvey.errors import FileRefused, UsageError, WorkspaceError
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
 from harvey.workspace_files import (
@@ -101,6 +102,8 @@ def _unreadable(root: Path, path: Path) -> str | None:
         return exc.reason
     except (OSError, WorkspaceError) as exc:
         return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if is_document_file(path):  # extracted now (bounded, cached for the analysis)
+        return document_problem(path)
     return "binary" if looks_binary(head) else None
 
 
@@ -191,7 +194,7 @@ class _Recut:
     def __init__(self, path: Path, name: str, size: int, cfg: ChunkConfig, doc: DocType) -> None:
         self.args = (path, name, size, cfg, doc)
 
-    def __iter__(self) -> Iterator[Chunk]:
+    def __iter__(self) -> Iterator[Chunk | str]:
         chunks, _ = chunks_of(*self.args)
         yield from chunks
 
@@ -246,12 +249,15 @@ def analyze_paths(
     kept = 0
     for path, name, size, cfg, doc in plan:
         chunks, count = chunks_of(path, name, size, cfg, doc)
-        source: Iterable[Chunk] = chunks
+        source: Iterable[Chunk | str] = chunks
         if isinstance(chunks, list):
             kept += size
             if kept > KEEP_BYTES:
                 source = _Recut(path, name, size, cfg, doc)
-        chunked.append(FileChunks(name, source, count, boundary_name(doc), cfg.chunk_size_bytes))
+        pages = document_pages(path, name)
+        chunked.append(
+            FileChunks(name, source, count, boundary_name(doc), cfg.chunk_size_bytes, pages)
+        )
     total = sum(f.total for f in chunked)
     if (
         total > limit

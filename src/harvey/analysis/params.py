@@ -34,6 +34,7 @@ class AnalysisRecorder(Protocol):
         user_instruction: str,
         endpoints: int | None = None,
         files: int | None = None,
+        pages: str = "",
     ) -> None: ...
 
     def record_chunk_result(self, i: int, n: int, status: str) -> None: ...
@@ -90,6 +91,7 @@ class ChunkAnalysisParams:
     # session record, when ``instruction`` had the route stripped for the model.
     as_typed: str | None = None
     total: int | None = None
+    pages: str = ""  # "1-12": a PDF's pages, for the [[chunk:]] note
 
     def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
         """The stored-result key and the prompt of chunk ``index`` of ``total`` (1-based);

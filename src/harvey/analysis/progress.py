@@ -173,6 +173,8 @@ class RichProgress:
 def make_progress(stream: TextIO | None = None) -> ProgressReporter:
     """A rich bar when ``stream`` (default stderr) is a terminal, plain lines otherwise."""
     stream = sys.stderr if stream is None else stream
+    if hasattr(stream, "chunk_started"):  # a reporter posing as the stream (JSON output's)
+        return stream  # type: ignore[return-value]
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
         return RichProgress(stream)

@@ -82,6 +82,8 @@ class AnalysisSession:
                 user = default_user_name(settings)
                 recorder = open_recorder(paths, settings, client, refusals, user=user)
             session = cls(paths, settings, client, store, recorder)
+            if recorder is not None and recorder.enabled:  # `harvey run -c` goes on in it
+                store.note_recording(session.session_id, str(recorder.path))
         except BaseException:
             store.close()
             raise

@@ -349,6 +349,7 @@ class Agent:
             unix_sockets=self.settings.security.unix_sockets,
             secret_files=tuple(self.settings.security.secret_files),
             harvey_home=self.harvey_home,
+            extras={"recording": str(self.recorder.path)} if self.recorder is not None else {},
         )
 
     @functools.cached_property

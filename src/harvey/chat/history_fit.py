@@ -5,9 +5,11 @@ than the model's context window; sending all of it put a 10 MB request in front
 of an 8k model. When the history does not fit in what the budget leaves for it,
 the oldest turns are left out of what the model is *sent* — ``sessions.db`` and
 the session file keep everything — and a short system note tells the model that
-earlier messages exist. Harvey does not summarise what it leaves out: a summary
-would cost a model call per turn and could silently misreport the conversation;
-leaving turns out is exact and says so.
+earlier messages exist. Between turns, ``chat/compaction.py`` first tries to
+summarise the oldest turns instead (a recorded, stored summary, once, not a
+call per turn); this exact leave-out is what is left when the model cannot
+summarise, and the safety net inside a turn, whose tool rounds are never
+compacted (the prefix of a turn's requests must not move).
 
 Turns are kept whole: a turn starts at a user message and holds the assistant's
 tool calls and their results, so a tool call is never sent without its result

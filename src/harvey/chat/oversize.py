@@ -41,6 +41,7 @@ from harvey.config import ChunkingSettings
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
+from harvey.tools.document_read import attach_document, is_document_file
 from harvey.tools.files import check_readable, looks_binary, open_regular, readable_path
 from harvey.ui import AgentUI
 
@@ -283,8 +284,11 @@ NOT_NEEDED = ChunkResult(ChunkStatus.NOT_NEEDED, "")
 
 
 def _attachment(path: Path, name: str) -> str:
-    """A file that fits, whole (up to ``ATTACH_LIMIT_BYTES``), between markers."""
+    """A file that fits, whole (up to ``ATTACH_LIMIT_BYTES``), between markers; a PDF,
+    DOCX, HTML or EPUB as its extracted text."""
     try:
+        if is_document_file(path):
+            return attach_document(path, name, ATTACH_LIMIT_BYTES)
         with open_regular(path) as handle:  # never a FIFO, never more than the limit
             raw = handle.read(ATTACH_LIMIT_BYTES + 1)
     except FileRefused as exc:

@@ -69,13 +69,17 @@ class PromptBudget:
         history: Sequence[Message],
         store: SessionStore | None = None,
         system_extra: tuple[str, ...] = (),
+        guidance: str | None = None,
     ) -> None:
+        """``guidance`` is the workspace's root guides as the session read them when it
+        started (None: read them with the first system prompt)."""
         self.settings = settings
         self.workspace = workspace
         self._main = main_client
         self._history = history
         self.store = store
         self.system_extra = system_extra
+        self.guidance = guidance
         self._session_text: str | None = None  # recalled long-term memory, for the session
         self.sizing = CalibratedSizing(
             store, context_window=settings.context_window, main_client=main_client
@@ -138,7 +142,7 @@ class PromptBudget:
         tools = self.tools_enabled(client)
         if tools not in self._system_prompts:
             self._system_prompts[tools] = build_system_prompt(
-                self.workspace, tools=tools, extra=self.system_extra
+                self.workspace, tools=tools, extra=self.system_extra, guidance=self.guidance
             )
         return self._system_prompts[tools]
 

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 from harvey import secret_files
 from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
+from harvey.chat.compaction import resumed_history
 from harvey.chat.plan_context import PlanContext
 from harvey.chat.prompt_budget import PromptBudget
+from harvey.chat.prompts import GuideHook, root_guidance
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, Settings, configured_keys
 from harvey.context.plan_injection import handover_text
@@ -27,6 +29,7 @@ from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
 from harvey.own_files import Refusals, UnsafePath
 from harvey.redact import Redactor, install
+from harvey.session.continuation import session_to_resume
 from harvey.session.location import default_user_name, note_harvey_dir, open_recorder
 from harvey.session.recorder import Recorder
 from harvey.session.store import SessionStore
@@ -35,6 +38,7 @@ from harvey.tools.get_plan import GetPlanTool
 from harvey.tools.memory_tools import AddMemoryTool, RetrieveMemoryTool
 from harvey.tools.offload import OFFLOAD_SYSTEM_PROMPT, remove_offload_dir
 from harvey.tools.plan import FilePlanWriter
+from harvey.tools.recall_turns import RecallTurnsTool
 from harvey.tools.registry import Deferred, ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
 
@@ -96,12 +100,16 @@ def open_store(paths: Paths) -> SessionStore:
 
 
 def delete_session(store: SessionStore, session_id: str, workspace: Path | None = None) -> bool:
-    """Remove a session's rows and its offloaded tool output; files never block rows."""
+    """Remove a session's rows, its offloaded tool output and its checkpoints (undo);
+    files never block rows."""
     info = store.get_session(session_id)
     if info is None:
         return False
     deleted = store.delete_session(info.id)
     try:
+        from harvey.session.checkpoints import remove_checkpoints
+
+        remove_checkpoints(Path(store.path).parent, info.id)  # beside sessions.db
         remove_offload_dir(Path(workspace or info.workspace), info.id)
     except Exception as exc:  # the rows are gone; a stale folder is only a warning
         log.warning("could not remove offloaded output of %s: %s", info.id, exc)
@@ -116,6 +124,7 @@ def open_runtime(
     record: bool = True,
     resume_latest: bool = False,
     resume_file: Path | None = None,
+    resume_id: str | None = None,
 ) -> Runtime:
     """Build everything a session needs; raises HarveyError with one clear line.
 
@@ -125,10 +134,14 @@ def open_runtime(
     install(Redactor.from_env(extra=configured_keys(settings)))  # these settings' keys
     secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
     imported = _history_from_file(resume_file, ui) if resume_file is not None else None
+    chosen = session_to_resume(paths, resume_id) if resume_id is not None else None
     client = make_client(settings)
     store = open_store(paths)
     try:
-        start = _start(store, paths.workspace, client, ui, resume_latest, imported)
+        if chosen is not None:  # harvey run --session ID
+            start = _Start(chosen, store.messages(chosen), True, True)
+        else:
+            start = _start(store, paths.workspace, client, ui, resume_latest, imported)
         recording = (resume_file or True) if record else False
         return _assemble(paths, settings, ui, client, store, start, recording)
     except BaseException:
@@ -158,7 +171,7 @@ def _start(
     if resume_latest:
         info = store.latest_session(workspace)
         if info is not None:
-            return _Start(info.id, store.messages(info.id), True, True)
+            return _Start(info.id, resumed_history(store, info.id), True, True)
         ui.warn("no earlier session in this workspace; starting a new one")
     elif imported is not None:
         return _Start(store.reserve_session(workspace, client.model), imported, True, False)
@@ -187,8 +200,9 @@ def _assemble(
         continued_from = recording if isinstance(recording, Path) else None
         user = default_user_name(settings)
         recorder = open_recorder(
-            paths, settings, client, refusals, user=user, continued_from=continued_from
-        )
+            paths, settings, client, refusals, user=user, continued_from=continued_from,
+            store=store, session_id=session_id, resumed=start.resumed and start.stored,
+        )  # fmt: skip
     plan_writer = _plan_writer(paths, session_id, refusals)
     handover = _restore_plan(store, start, plan_writer, ui)
     providers: list[TurnContextProvider] = [
@@ -210,6 +224,7 @@ def _assemble(
         history=history,
         store=store,
         system_extra=(OFFLOAD_SYSTEM_PROMPT,) if settings.offload.enabled else (),
+        guidance=root_guidance(workspace),  # read once: the system prompt is the session's
     )
     agent = Agent(
         clients=clients,
@@ -243,18 +258,22 @@ def _executor(
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
     read_plan = plan_writer.read if plan_writer else str
     registry.register(Deferred(GetPlanTool, lambda: GetPlanTool(read_plan)))
+    # what a compaction summarised, read back from sessions.db
+    registry.register(Deferred(RecallTurnsTool, lambda: RecallTurnsTool(store.messages)))
     _register_search_knowledge(registry, settings, paths.workspace, providers)
     if settings.memory.enabled:
         home = paths.harvey_home  # memory.db is opened when one of them is first called
         registry.register(Deferred(RetrieveMemoryTool, lambda: RetrieveMemoryTool(home, settings)))
         registry.register(Deferred(AddMemoryTool, lambda: AddMemoryTool(home)))
-    return build_executor(
+    executor = build_executor(
         registry,
         settings,
         paths.workspace,
         session_id,
         on_refused=lambda exc: refusals.note(exc, "so long tool output is not offloaded"),
     )
+    executor.add(GuideHook(paths.workspace), outermost=True)  # subfolders' AGENTS.md, HARVEY.md
+    return executor
 
 
 def _restore_plan(

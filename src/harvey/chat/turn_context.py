@@ -4,10 +4,13 @@ Every provider — knowledge-store retrieval, long-term memory recall — is in
 the agent's one list and asked once per turn with the user's prompt and the
 room it may use. What it returns says what to add and what to record:
 
-* ``text`` is sent ahead of the prompt in *that* turn's user message only,
-  counted as injected text, with ``rag`` / ``rag_sources`` for the turn's
-  scene; history keeps the user's own words, so later turns do not carry (or
-  pay for) passages retrieved for earlier ones;
+* ``text`` is sent ahead of the prompt in that turn's user message, with
+  ``rag`` / ``rag_sources`` for the turn's scene. The history keeps the
+  message as sent, so every later request begins with the earlier ones byte
+  for byte and a server's prompt cache (llama.cpp, Ollama, the embedded model)
+  serves them instead of evaluating them again; the recording keeps the
+  user's own words. The plan and the resume handover come this way too
+  (``chat/plan_context.py``);
 * ``session_text`` is injected from this turn on, for the rest of the session
   (recalled memories), counted in remaining-context like the plan, and
   ``recall`` becomes the INT. CONTEXT RECALL scene, written before the

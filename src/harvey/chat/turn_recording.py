@@ -22,7 +22,14 @@ from pathlib import Path
 from harvey.llm.base import LLMClient, is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.recorder import Recorder
-from harvey.session.records import RagInfo, RagSource, ToolNote, TurnRecord, WriteNote
+from harvey.session.records import (
+    CompactionNote,
+    RagInfo,
+    RagSource,
+    ToolNote,
+    TurnRecord,
+    WriteNote,
+)
 
 
 @dataclass
@@ -50,6 +57,8 @@ class TurnRecorder:
         self.recorder = recorder
         self.user = user
         self.workspace = workspace
+        # made before the next turn (chat/compaction.py): written in that turn's scene
+        self.pending_compaction: CompactionNote | None = None
 
     def interrupted(self, state: TurnState, alert: str | None) -> None:
         """A chunked read starts inside ``state``: write the turn so far, with HARVEY's alert."""
@@ -88,6 +97,23 @@ class TurnRecorder:
             )
         )
 
+    def compaction(self, client: LLMClient, note: CompactionNote) -> None:
+        """A compaction outside a turn (``/compact``): a scene with its note and summary."""
+        if self.recorder is None:
+            return
+        self.recorder.record_turn(
+            TurnRecord(
+                user=self.user,
+                model=client.model,
+                workspace=str(self.workspace),
+                user_text=None,
+                reply=None,
+                mode="compaction",
+                remote=is_remote_endpoint(client.endpoint),
+                compaction=note,
+            )
+        )
+
     def _record(
         self,
         state: TurnState,
@@ -97,6 +123,7 @@ class TurnRecorder:
         notes: list[ToolNote],
         notice: str | None = None,
     ) -> TurnRecord:
+        compaction, self.pending_compaction = self.pending_compaction, None
         return TurnRecord(
             user=self.user,
             model=state.client.model,
@@ -110,4 +137,5 @@ class TurnRecorder:
             harvey_notice=notice,
             rag=state.rag if user_text is not None else None,  # with the words it was sent with
             rag_sources=list(state.rag_sources) if user_text is not None else [],
+            compaction=compaction,
         )

@@ -3,7 +3,7 @@
 One module per command or group: ``app`` (the group, ``--version``, the REPL),
 ``run`` (one-shot ``run`` and ``analyze``, carried out by ``oneshot``),
 ``models``, ``doctor``, ``sessions``, ``rag`` (knowledge stores), ``memory``,
-``trust`` (workspace trust, and the REPL's trust question);
+``trust`` (workspace trust, and the REPL's trust question), ``undo`` (a session's writes);
 ``options`` and ``errors`` are what they share. The commands are
 attached here, so the command modules never import the group.
 """
@@ -18,8 +18,9 @@ from harvey.cli.rag import rag
 from harvey.cli.run import analyze, run
 from harvey.cli.sessions import sessions
 from harvey.cli.trust import trust
+from harvey.cli.undo import undo
 
-for _command in (run, analyze, models, doctor, sessions, rag, memory, trust):
+for _command in (run, analyze, models, doctor, sessions, rag, memory, trust, undo):
     main.add_command(_command)
 
 __all__ = ["main"]

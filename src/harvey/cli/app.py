@@ -51,7 +51,24 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class HarveyGroup(click.Group):
+    """The group, keeping the command's own arguments where its callback can see them:
+    whether a group option applies depends on the command (``harvey memory mine`` uses
+    the model options, ``harvey memory list`` does not)."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.meta["harvey.command_args"] = list(rest)
+        return name, command, rest
+
+
+@click.group(
+    cls=HarveyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--version",
     "-V",
@@ -113,8 +130,9 @@ def main(
         endpoints=endpoints or None,
         rag_store=rag_store,
     )
-    ctx.obj["no_memory"] = no_memory
+    ctx.obj.update(no_memory=no_memory, continue_=continue_, no_record=no_record)
     if ctx.invoked_subcommand is not None:
+        _check_options(ctx, ctx.invoked_subcommand)
         return
     if continue_ and continue_file:
         raise UsageError("use either --continue or --continue-file, not both")
@@ -140,3 +158,20 @@ def main(
             resume_file=continue_file,
         )
     )
+
+
+def _check_options(ctx: click.Context, name: str) -> None:
+    """Every group option given must be one the command uses (``group_options``); a usage
+    error comes out as JSON too when the command was asked for JSON output."""
+    from harvey.cli.group_options import check_group_options, command_path, given_options
+
+    rest = ctx.meta.get("harvey.command_args", [])
+    assert isinstance(ctx.command, click.Group)
+    path = command_path(ctx.command, ctx, name, rest)
+    try:
+        check_group_options(path, given_options(ctx.params, ctx.obj))
+    except UsageError as exc:
+        from harvey.cli.output import usage_failure
+
+        usage_failure(rest, path, exc)
+        raise

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.chat.agent import TurnOutcome
+from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.config import ChunkingSettings, Paths, Settings
+from harvey.documents.extract import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.terminal_text import for_terminal, unguarded
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from harvey.analysis.api import AnalyzeOptions, Collaborators
     from harvey.analysis.cluster.executor import RayExecutor
     from harvey.analysis.session import AnalysisSession
+    from harvey.cli.output import JsonOutput
     from harvey.llm.base import LLMClient
 
 
@@ -51,6 +54,8 @@ def run_once(
     record: bool,
     allow_writes: bool = False,
     raw: bool = False,
+    resume_latest: bool = False,
+    resume_id: str | None = None,
 ) -> int:
     """One turn, its reply on stdout; a reply sessions.db refused is printed, then the error.
 
@@ -58,10 +63,14 @@ def run_once(
     terminal: a pipe or a file then gets the model's bytes as they came.
     """
     ui = HeadlessUI(auto_yes=auto_yes, allow_writes=allow_writes)
-    runtime = open_runtime(paths, settings, ui=ui, record=record)
+    runtime = open_runtime(
+        paths, settings, ui=ui, record=record, resume_latest=resume_latest, resume_id=resume_id
+    )
     unsaved: TurnNotSaved | None = None
     try:
         try:
+            if runtime.resumed:  # --continue: the same fit-the-window rules as the REPL
+                compact_if_needed(runtime.agent, prompt)
             outcome: TurnOutcome = runtime.agent.turn(prompt)
         except TurnNotSaved as exc:
             outcome, unsaved = exc.outcome, exc
@@ -107,7 +116,9 @@ def check_readable_text(path: Path) -> None:
     except (OSError, WorkspaceError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise UsageError(f"cannot read {path}: {reason}") from exc
-    if looks_binary(head):
+    if is_document_file(path):  # extracted (and cached) now: a locked one is one line, exit 2
+        extract(path, path.name)
+    elif looks_binary(head):
         raise UsageError(f"{path} looks like a binary file; analyze reads text files")
 
 
@@ -165,6 +176,8 @@ def analysis_run(
                 paths, settings, clients.current, record=request.record, warn=ui.warn
             )
         )
+        if request.output is not None:  # --output-format json|stream-json
+            request.output.started(session.session_id, clients.current.model, False)
         mention, without_route = find_mention(request.instruction)
         yield AnalysisRun(
             session,
@@ -190,6 +203,7 @@ class AnalyzeRequest:
     include: Sequence[str] = ()  # folders and several files only
     exclude: Sequence[str] = ()
     per_file: bool = False
+    output: JsonOutput | None = None  # --output-format json|stream-json: events and the result
 
 
 CANCELLED_LINE = (
@@ -207,7 +221,7 @@ def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeR
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
     check_readable(paths.workspace, path.resolve())  # a secret file or a hard link
-    ui = HeadlessUI(auto_yes=request.auto_yes)
+    ui = _ui(request)
     with analysis_run(paths, settings, ui, request) as run:
         result = analyze_file(
             path.resolve(),
@@ -223,7 +237,7 @@ def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeR
             print(CANCELLED_LINE.format(what="file makes"), file=sys.stderr)
             return 1
         run.session.finish(str(file), instruction, result.text)
-    sys.stdout.write(redact(result.text).rstrip("\n") + "\n")
+    _answer(request, result.text)
     return 0
 
 
@@ -245,7 +259,7 @@ def analyze_folder_once(
         raise UsageError("the instruction (-i) is empty")
     collected = collect_files(paths.workspace, targets, request.include, request.exclude)
     label = folder_label(paths.workspace, targets)
-    ui = HeadlessUI(auto_yes=request.auto_yes)
+    ui = _ui(request)
     if collected.skipped:
         ui.warn(collected.skipped_line())
     with analysis_run(paths, settings, ui, request) as run:
@@ -265,7 +279,7 @@ def analyze_folder_once(
             return 1
         text = per_file_markdown(outcome.result) if request.per_file else outcome.result.text
         run.session.finish(label, instruction, text)
-    sys.stdout.write(redact(text).rstrip("\n") + "\n")
+    _answer(request, text)
     return 0
 
 
@@ -275,3 +289,19 @@ def workspace_name(workspace: Path, path: Path) -> str:
         return str(path.relative_to(workspace))
     except ValueError:
         return path.name
+
+
+def _ui(request: AnalyzeRequest) -> HeadlessUI:
+    if request.output is not None:  # its warnings and chunks are events too
+        from harvey.cli.scripting import EventUI
+
+        return EventUI(request.output, auto_yes=request.auto_yes, allow_writes=False)
+    return HeadlessUI(auto_yes=request.auto_yes)
+
+
+def _answer(request: AnalyzeRequest, text: str) -> None:
+    """The synthesis on stdout, or into the JSON result."""
+    if request.output is not None:
+        request.output.reply = text
+        return
+    sys.stdout.write(redact(text).rstrip("\n") + "\n")

@@ -26,12 +26,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 BACKENDS = click.Choice(backend_names(include_auto=True))
 
 
+def _group_workspace(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Any:
+    """A command's ``--workspace``, else the one given before the command (``harvey -w DIR
+    sessions list``); the group's own option finds nothing above it."""
+    if value is not None or ctx.parent is None:
+        return value
+    return (ctx.find_object(dict) or {}).get("workspace")
+
+
 def workspace_option(func: F) -> F:
     return click.option(
         "--workspace",
         "-w",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
+        callback=_group_workspace,
         help="Workspace folder (default: the current directory).",
     )(func)
 

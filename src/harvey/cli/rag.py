@@ -161,17 +161,22 @@ def status(name: str, workspace: Path | None) -> None:
 @workspace_option
 @handle_errors
 def query(name: str, text: str, k: int, as_json: bool, workspace: Path | None) -> None:
-    """Search NAME for TEXT and print the best passages."""
+    """Search NAME for TEXT and print the best passages above the relevance floor.
+
+    When nothing reaches the floor (rag.floor_* in harvey.yaml) it says "no passage
+    above the floor" on stderr (--json prints []).
+    """
     from harvey.knowledge import commands
 
     paths, settings = load(workspace)
-    hits = commands.query(paths.workspace, name, settings, text, k)
+    ranked = commands.query_ranked(paths.workspace, name, settings, text, k)
+    hits = ranked.hits
+    if not hits:
+        click.echo(commands.empty_line(ranked), err=True)
     if as_json:
         rows = [commands.hit_row(h) for h in hits]
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    if not hits:
-        click.echo("no matching passages", err=True)
     for h in hits:
         click.echo(commands.hit_line(h))
         for line in h.chunk.text.strip().splitlines()[:6]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,11 +25,15 @@ from harvey.cli.options import (
     with_rag,
     workspace_option,
 )
+from harvey.cli.output import JSON_FORMATS, JsonErrorsCommand, JsonOutput, output_format_option
 from harvey.errors import UsageError
 from harvey.inputs import clean_text, read_stdin
 
+if TYPE_CHECKING:
+    from harvey.config import Paths, Settings
 
-@click.command()
+
+@click.command(cls=JsonErrorsCommand)
 @click.argument("prompt")
 @workspace_option
 @trust_option
@@ -42,8 +47,8 @@ from harvey.inputs import clean_text, read_stdin
 @click.option(
     "--allow-writes",
     is_flag=True,
-    help="Let the model create and overwrite workspace files (refused otherwise; --yes does not "
-    "imply it).",
+    help="Let the model create, overwrite and edit workspace files (refused otherwise; --yes "
+    "does not imply it; 'harvey undo' takes writes back).",
 )
 @click.option(
     "--raw",
@@ -51,6 +56,22 @@ from harvey.inputs import clean_text, read_stdin
     help="Print the reply's bytes unchanged when stdout is a pipe or a file (escape sequences "
     "included); without it, and always on a terminal, control characters are shown as ^[ etc.",
 )
+@click.option(
+    "--continue",
+    "-c",
+    "continue_",
+    is_flag=True,
+    help="Continue this workspace's newest session: the model gets its conversation (fitted to "
+    "the window), and the turn is added to it.",
+)
+@click.option(
+    "--session",
+    "session_id",
+    default=None,
+    metavar="ID",
+    help="Continue the session ID (or an unambiguous prefix; see `harvey sessions list`).",
+)
+@output_format_option
 @no_record_option
 @rag_option
 @click.pass_context
@@ -66,32 +87,64 @@ def run(
     yes: bool,
     allow_writes: bool,
     raw: bool,
+    continue_: bool,
+    session_id: str | None,
+    output_format: str,
     no_record: bool,
     rag_store: str | None,
 ) -> None:
-    """Send one PROMPT (or - for stdin) and print only the reply."""
-    from harvey.cli.oneshot import run_once
+    """Send one PROMPT (or - for stdin) and print only the reply.
 
-    prompt = read_stdin() if prompt == "-" else clean_text(prompt)
-    if not prompt.strip():
-        raise UsageError("the prompt is empty")
-    rag_store = inherit(ctx, rag_store=rag_store)["rag_store"]
-    paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
-    settings = with_rag(settings, rag_store)
-    sys.exit(
-        run_once(
-            paths,
-            settings,
-            prompt,
-            auto_yes=yes,
-            record=not no_record,
-            allow_writes=allow_writes,
-            raw=raw,
+    With --continue (-c) or --session ID the turn continues a stored session, so a
+    script can hold a conversation: `harvey run -c --output-format json "..."`.
+    """
+    from harvey.cli.scripting import reporting, resume_choice
+
+    output = JsonOutput(output_format, "run") if output_format in JSON_FORMATS else None
+    with reporting(output):
+        shared = ctx.find_object(dict) or {}
+        latest, resume_id = resume_choice(continue_ or bool(shared.get("continue_")), session_id)
+        if raw and output is not None:
+            raise UsageError("--raw is for --output-format text")
+        prompt = read_stdin() if prompt == "-" else clean_text(prompt)
+        if not prompt.strip():
+            raise UsageError("the prompt is empty")
+        rag_store = inherit(ctx, rag_store=rag_store)["rag_store"]
+        paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
+        settings = with_rag(settings, rag_store)
+        record = not (no_record or shared.get("no_record"))
+        sys.exit(
+            _run(paths, settings, prompt, output, yes, record, allow_writes, raw, latest, resume_id)
         )
-    )
 
 
-@click.command()
+def _run(
+    paths: Paths,
+    settings: Settings,
+    prompt: str,
+    output: JsonOutput | None,
+    yes: bool,
+    record: bool,
+    allow_writes: bool,
+    raw: bool,
+    latest: bool,
+    resume_id: str | None,
+) -> int:
+    from harvey.cli.oneshot import run_once
+    from harvey.cli.scripting import run_json
+
+    if output is not None:
+        return run_json(
+            paths, settings, prompt, output, auto_yes=yes, record=record,
+            allow_writes=allow_writes, resume_latest=latest, resume_id=resume_id,
+        )  # fmt: skip
+    return run_once(
+        paths, settings, prompt, auto_yes=yes, record=record, allow_writes=allow_writes,
+        raw=raw, resume_latest=latest, resume_id=resume_id,
+    )  # fmt: skip
+
+
+@click.command(cls=JsonErrorsCommand)
 @click.argument(
     "targets", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
@@ -162,6 +215,7 @@ def run(
     help="The Ray cluster to join (HOST:PORT, ray://HOST:PORT, auto); without it Ray starts "
     "on this machine.",
 )
+@output_format_option
 @no_record_option
 @click.pass_context
 @handle_errors
@@ -185,6 +239,7 @@ def analyze(
     fresh: bool,
     executor: str | None,
     ray_address: str | None,
+    output_format: str,
     no_record: bool,
 ) -> None:
     """Analyse PATHs chunk by chunk (map-reduce) and print the synthesized result.
@@ -194,7 +249,43 @@ def analyze(
     node_modules/ and what .gitignore ignores); each file is synthesised, then
     the files' results into one answer.
     """
+    from harvey.cli.scripting import reporting
+
+    output = JsonOutput(output_format, "analyze") if output_format in JSON_FORMATS else None
+    with reporting(output):
+        shared = ctx.find_object(dict) or {}
+        record = not (no_record or shared.get("no_record"))
+        code = _analyze(ctx, targets, instruction, include, exclude, per_file, workspace,
+                        backend, base_url, endpoints, model, chunk_size, overlap, concurrency,
+                        max_chunks, yes, fresh, executor, ray_address, record, output)  # fmt: skip
+    sys.exit(code)
+
+
+def _analyze(
+    ctx: click.Context,
+    targets: tuple[Path, ...],
+    instruction: str,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    per_file: bool,
+    workspace: Path | None,
+    backend: str | None,
+    base_url: str | None,
+    endpoints: tuple[str, ...],
+    model: str | None,
+    chunk_size: int | None,
+    overlap: str | None,
+    concurrency: int | None,
+    max_chunks: int | None,
+    yes: bool,
+    fresh: bool,
+    executor: str | None,
+    ray_address: str | None,
+    record: bool,
+    output: JsonOutput | None,
+) -> int:
     from harvey.cli.oneshot import AnalyzeRequest, analyze_folder_once, analyze_once
+    from harvey.cli.scripting import analysis_finished
     from harvey.config import ChunkingSettings
 
     instruction = clean_text(instruction)
@@ -214,14 +305,15 @@ def analyze(
         instruction,
         options,
         auto_yes=yes,
-        record=not no_record,
+        record=record,
         fresh=fresh,
         executor=executor,
         ray_address=ray_address,
         include=include,
         exclude=exclude,
         per_file=per_file,
+        output=output,
     )
     if one_file:
-        sys.exit(analyze_once(paths, settings, targets[0], request))
-    sys.exit(analyze_folder_once(paths, settings, targets, request))
+        return analysis_finished(output, analyze_once(paths, settings, targets[0], request))
+    return analysis_finished(output, analyze_folder_once(paths, settings, targets, request))

@@ -135,7 +135,7 @@ def prune(days: float, workspace: Path | None) -> None:
     """Delete every session older than DAYS (all workspaces)."""
     from harvey.chat.runtime import delete_session
 
-    _paths, store = _store(workspace)
+    paths, store = _store(workspace)
     if store is None:
         click.echo("deleted 0 sessions")
         return
@@ -143,6 +143,9 @@ def prune(days: float, workspace: Path | None) -> None:
         old = store.sessions_older_than(days)
         for info in old:
             delete_session(store, info.id)
+        from harvey.session.checkpoints import remove_orphans
+
+        remove_orphans(paths.harvey_home, {s.id for s in store.list_sessions()}, days)
     finally:
         store.close()
     click.echo(f"deleted {len(old)} session{'s' if len(old) != 1 else ''}")

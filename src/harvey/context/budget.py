@@ -281,7 +281,10 @@ class ReadBudget:
         Raises ``FileNotFoundError`` for a missing path (from ``os.stat``).
         """
         from harvey.analysis.chunking import detect_doc_type
+        from harvey.documents import document_kind
 
+        if document_kind(Path(path)) is not None:
+            return self._check_document(Path(path))
         doc_type = detect_doc_type(Path(path)).value
         size = os.stat(path).st_size
         by_size = self.tokens_for(size, doc_type)
@@ -293,6 +296,21 @@ class ReadBudget:
         tokens = self.count(text) if self.count is not None else None
         if tokens is None:
             tokens = estimate_tokens(text, self.texts.get(doc_type, BYTES_PER_TOKEN), doc_type)
+        return FileCheck(tokens > self.tokens, size, tokens)
+
+    def _check_document(self, path: Path) -> FileCheck:
+        """A PDF/DOCX/HTML/EPUB counts by its text, never its bytes: a PDF's estimated
+        from its page count and its first pages (``estimated_text_bytes``). One that
+        cannot be read fits here, so its reader reports why in one line."""
+        from harvey.documents import estimated_text_bytes
+        from harvey.errors import HarveyError
+
+        os.stat(path)  # FileNotFoundError as for any file
+        try:
+            size = estimated_text_bytes(path)
+        except HarveyError:
+            return FileCheck(False, 0, 0)
+        tokens = self.tokens_for(size, "prose")
         return FileCheck(tokens > self.tokens, size, tokens)
 
 

@@ -16,21 +16,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvey.documents.model import page_label
 from harvey.errors import UsageError
 
 if TYPE_CHECKING:
     from harvey.config import Settings
     from harvey.knowledge.ingest import IngestReport, Progress
     from harvey.knowledge.retrieval import Retrieval
-    from harvey.knowledge.search import Hit
+    from harvey.knowledge.search import Hit, Ranked
     from harvey.knowledge.service import Knowledge
 
 NO_STORES = "no knowledge stores (make one with 'harvey rag new NAME')"
+BELOW_FLOOR = "no passage above the floor"
+
+
+def empty_line(ranked: Ranked) -> str:
+    """What a search that found nothing to send says: nothing matched at all, or candidates
+    matched but none reached the relevance floor (``rag.floor_*``)."""
+    if ranked.below_floor:
+        return (
+            f"{BELOW_FLOOR} ({ranked.below_floor} candidates under it; "
+            "see rag.floor_cosine, rag.floor_bm25 and rag.floor_cosine_alone)"
+        )
+    return "no matching passages"
 
 
 def hit_line(hit: Hit) -> str:
     """Where a passage is and how well it scored, as both front ends show it."""
-    return f"{hit.chunk.path}:L{hit.chunk.start_line}-L{hit.chunk.end_line} — score {hit.score:.2f}"
+    c = hit.chunk
+    where = page_label((c.page_start, c.page_end)) or f"L{c.start_line}-L{c.end_line}"
+    return f"{c.path}:{where} — score {hit.score:.2f}"
 
 
 def hit_row(hit: Hit) -> dict[str, object]:
@@ -40,6 +55,8 @@ def hit_row(hit: Hit) -> dict[str, object]:
         "path": c.path,
         "start_line": c.start_line,
         "end_line": c.end_line,
+        "page_start": c.page_start or None,  # pages of a PDF passage; null for other files
+        "page_end": c.page_end or None,
         "score": hit.score,
         "text": c.text,
     }
@@ -136,12 +153,17 @@ def status(workspace: Path, name: str) -> StoreStatus:
 
 
 def query(workspace: Path, name: str, settings: Settings, text: str, k: int) -> list[Hit]:
-    """The ``k`` best passages of store ``name`` for ``text``, best first."""
+    """The ``k`` best passages of store ``name`` for ``text`` above the floor, best first."""
+    return query_ranked(workspace, name, settings, text, k).hits
+
+
+def query_ranked(workspace: Path, name: str, settings: Settings, text: str, k: int) -> Ranked:
+    """``query``, saying how many candidates the relevance floor kept out."""
     from harvey.knowledge.service import open_knowledge
 
     knowledge = open_knowledge(workspace, name, settings)
     try:
-        return knowledge.searcher.search(text, k)
+        return knowledge.searcher.ranked(text, k)
     finally:
         knowledge.close()
 
@@ -186,5 +208,7 @@ def retrieval_line(active: Retrieval) -> str:
     return (
         f"{active.name}: {files} files, {chunks} chunks, {size:,} bytes, embedder "
         f"{active.knowledge.store.embedder_spec}, retrieval {state}, top_k "
-        f"{active.settings.top_k}, min_score {active.settings.min_score}"
+        f"{active.settings.top_k}, min_score {active.settings.min_score}, floor cosine "
+        f"{active.settings.floor_cosine}, bm25 {active.settings.floor_bm25}, cosine alone "
+        f"{active.settings.floor_cosine_alone}; last turn: {active.last_outcome}"
     )

@@ -39,7 +39,10 @@ from harvey.analysis.chunking import (
     detect_doc_type,
     language_for_path,
 )
-from harvey.errors import FileRefused, UsageError, WorkspaceError
+from harvey.analysis.document_chunks import chunk_sections
+from harvey.documents import Document, document_kind
+from harvey.documents.extract import MAX_DOCUMENT_BYTES, extract_data
+from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.tools.files import looks_binary, open_regular, safe_path
@@ -80,6 +83,18 @@ class IngestReport:
 
 
 Progress = Callable[[int, int, int, int], None]  # files done/total, bytes done/total
+
+
+def document_chunks(document: Document, cfg: ChunkConfig) -> list[NewChunk]:
+    """A document's text chunked as prose, each chunk with the pages it spans."""
+    out = []
+    for c in chunk_sections(document, cfg):  # whole pages (or sections) where they fit
+        if not c.text.strip():
+            continue
+        first, last = document.pages_of(c.start, c.end) or (0, 0)
+        digest = text_hash(c.text.encode())
+        out.append(NewChunk(c.start, c.end, c.start_line, c.end_line, digest, c.text, first, last))
+    return out
 
 
 def text_hash(data: bytes) -> str:
@@ -184,8 +199,9 @@ class Ingester:
         if isinstance(before, OSError):
             report.skipped.append((rel, f"unreadable: {before.strerror or before}"))
             return
-        if before.st_size > MAX_FILE_BYTES:
-            report.skipped.append((rel, f"over {MAX_FILE_BYTES // (1024 * 1024)} MB"))
+        cap = MAX_DOCUMENT_BYTES if document_kind(path) is not None else MAX_FILE_BYTES
+        if before.st_size > cap:
+            report.skipped.append((rel, f"over {cap // (1024 * 1024)} MB"))
             return
         old = known.get(rel)
         if old is not None and (old.size, old.mtime_ns) == (before.st_size, before.st_mtime_ns):
@@ -193,7 +209,7 @@ class Ingester:
             return
         try:
             with open_regular(path) as fh:
-                data = fh.read(MAX_FILE_BYTES + 1)
+                data = fh.read(cap + 1)
             after = os.stat(path)
         except FileRefused as exc:  # became a hard link since the check above
             report.skipped.append((rel, exc.reason))
@@ -207,7 +223,8 @@ class Ingester:
             report.skipped.append((rel, "changed while it was read (ingest again)"))
             return
         report.bytes_read += len(data)
-        if looks_binary(data):
+        is_document = document_kind(path, data[:8]) is not None
+        if looks_binary(data) and not is_document:
             report.skipped.append((rel, "binary"))
             return
         row = FileRow(rel, after.st_size, after.st_mtime_ns, text_hash(data))
@@ -215,7 +232,24 @@ class Ingester:
             self.store.touch_file(row)
             report.unchanged += 1
             return
-        content = data.decode("utf-8", errors="replace")
+        if is_document:  # its text (cached by content), its chunks named by their pages
+            try:
+                chunks = document_chunks(extract_data(data, path, rel), self.cfg)
+            except DocumentError as exc:
+                report.skipped.append((rel, str(exc).split(": ", 1)[-1]))
+                if old is not None:  # its old text must not stay findable as current
+                    report.removed += self.store.remove_files([rel])
+                return
+        else:
+            chunks = self._chunks(path, data.decode("utf-8", errors="replace"))
+        self.store.replace_file(row, chunks)
+        report.chunks += len(chunks)
+        if old is None:
+            report.added += 1
+        else:
+            report.updated += 1
+
+    def _chunks(self, path: Path, content: str) -> list[NewChunk]:
         language = language_for_path(path)
         pieces = chunk_document(
             content,
@@ -223,17 +257,11 @@ class Ingester:
             detect_doc_type(path),
             language=language if language in TREE_SITTER_LANGUAGES else None,
         )
-        chunks = [
+        return [
             NewChunk(c.start, c.end, c.start_line, c.end_line, text_hash(c.text.encode()), c.text)
             for c in pieces
             if c.text.strip()
         ]
-        self.store.replace_file(row, chunks)
-        report.chunks += len(chunks)
-        if old is None:
-            report.added += 1
-        else:
-            report.updated += 1
 
     def _prune(
         self,

@@ -1,7 +1,9 @@
 """The per-turn retrieval step: the active store's best passages for the user's prompt.
 
-For each chat turn it retrieves ``rag.top_k`` chunks, drops those under
-``rag.min_score``, merges overlapping or adjacent chunks of one file into
+For each chat turn it retrieves the ``rag.top_k`` best chunks the relevance floor
+admits (``harvey.knowledge.floor``: a prompt nothing in the store is relevant to gets
+none, and its turn has no context and no note), drops those under ``rag.min_score``,
+merges overlapping or adjacent chunks of one file into
 one passage, and keeps the best passages that fit ``rag.budget_pct`` of the
 context window. They are sent ahead of the prompt as::
 
@@ -24,12 +26,14 @@ from pathlib import Path
 
 from harvey.chat.turn_context import TurnContext
 from harvey.config import Settings
+from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError
 from harvey.knowledge.search import Hit
 from harvey.knowledge.service import Knowledge, open_knowledge
 from harvey.session.records import RagInfo, RagSource
 
 HEADING = "### Context (from knowledge base)"
+BELOW_FLOOR = "no passage above the floor"
 _END = "### Question"
 
 
@@ -43,9 +47,13 @@ class Passage:
     text: str
     score: float
     chunks: int = 1
+    page_start: int = 0  # pages of a PDF passage (0: not paged)
+    page_end: int = 0
 
     @property
     def label(self) -> str:
+        if self.page_start:
+            return f"{self.path}:{page_label((self.page_start, self.page_end))}"
         return f"{self.path}:L{self.start_line}-L{self.end_line}"
 
 
@@ -64,15 +72,22 @@ def merge(hits: list[Hit]) -> list[Passage]:
                 else:  # a whitespace-only chunk between them was never stored
                     last.text += "\n" + c.text
                 last.end, last.end_line = c.end, max(last.end_line, c.end_line)
+                last.page_end = max(last.page_end, c.page_end)
             last.score = max(last.score, hit.score)
             last.chunks += 1
             continue
         out.append(Passage(c.path, c.start, c.end, c.start_line, c.end_line, c.text, hit.score))
+        out[-1].page_start, out[-1].page_end = c.page_start, c.page_end
     return sorted(out, key=lambda p: -p.score)
 
 
 def render(passages: list[Passage]) -> str:
-    blocks = [HEADING, "", "Cite a passage by its path:Lstart-Lend when you use it.", ""]
+    blocks = [
+        HEADING,
+        "",
+        "Cite a passage by its path and span (path:Lstart-Lend, path:pN) when you use it.",
+        "",
+    ]
     for p in passages:
         blocks += [f"#### {p.label}", p.text.strip("\n"), ""]
     return "\n".join([*blocks, _END])
@@ -88,6 +103,7 @@ class Retrieval:
         self.settings = settings.rag
         self.warn = warn
         self.enabled = True
+        self.last_outcome = "none yet"  # for /rag status: what the last turn retrieved
 
     @classmethod
     def open(
@@ -101,8 +117,8 @@ class Retrieval:
 
     def passages(self, prompt: str, room_bytes: int) -> list[Passage]:
         """The passages for ``prompt`` that score enough and fit ``room_bytes``, best first."""
-        hits = self.knowledge.searcher.search(prompt, self.settings.top_k)
-        kept = [h for h in hits if h.score >= self.settings.min_score]
+        ranked = self.knowledge.searcher.ranked(prompt, self.settings.top_k)
+        kept = [h for h in ranked.hits if h.score >= self.settings.min_score]
         chosen: list[Passage] = []
         used = len(HEADING) + len(_END) + 4
         for passage in merge(kept):
@@ -110,6 +126,12 @@ class Retrieval:
             if used + size <= room_bytes:
                 chosen.append(passage)
                 used += size
+        if chosen:
+            self.last_outcome = f"{len(chosen)} passages sent"
+        elif not ranked.hits and ranked.below_floor:
+            self.last_outcome = f"{BELOW_FLOOR}, nothing sent"
+        else:
+            self.last_outcome = "no passage matched or fitted, nothing sent"
         return chosen
 
     def for_turn(
@@ -126,7 +148,10 @@ class Retrieval:
         if not chosen:
             return None
         info = RagInfo(sum(p.chunks for p in chosen), self.name, max(p.score for p in chosen))
-        sources = tuple(RagSource(p.path, p.start_line, p.end_line, p.score) for p in chosen)
+        sources = tuple(
+            RagSource(p.path, p.start_line, p.end_line, p.score, p.page_start, p.page_end)
+            for p in chosen
+        )
         return TurnContext(render(chosen), info, sources)
 
     def close(self) -> None:

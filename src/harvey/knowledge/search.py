@@ -15,7 +15,9 @@ Scores are on one 0–1 scale, so one ``rag.min_score`` serves every store:
   averaged, with a file's best chunk carrying the file's pooled evidence
   (see ``fuse``): first in both lists scores 1.0, found by one list only at
   most 0.5. The score is relative to the query's candidates (``min_score``
-  drops the weakest of them). Measured on the benchmark's questions, this
+  drops the weakest of them); whether any candidate is relevant at all is the
+  absolute floor's call (``harvey.knowledge.floor``), applied after fusion, so
+  fusion only orders what passed. Measured on the benchmark's questions, this
   beat reciprocal-rank fusion (k = 60) at chunk level, which lost to the
   embedding alone.
 * Embedding-only (the benchmark's row): the cosine itself, floored at 0.
@@ -36,6 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from harvey.knowledge.embedders import Embedder
+from harvey.knowledge.floor import (
+    CALIBRATED_EMBEDDER,
+    Floor,
+    bm25_ceiling,
+    bm25_share,
+    floored,
+    pooled,
+)
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
 
 POOL = 50  # candidates taken from each list before fusing
@@ -139,29 +149,55 @@ class VectorIndex:
         else:
             self.matrix = np.zeros((0, dims), dtype=np.float32)
 
-    def nearest(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        if not len(self.ids):
-            return []
+    def cosines(self, query: np.ndarray) -> np.ndarray:
+        """The query's cosine with every chunk, in ``ids`` order."""
         # einsum, not @: a matrix-vector product is memory-bound, and BLAS's threads only
         # add contention on a small machine (measured 2-3x slower at 100k x 256 here)
-        sims = np.einsum("ij,j->i", self.matrix, query.astype(np.float32))
+        return np.einsum("ij,j->i", self.matrix, query.astype(np.float32))
+
+    def nearest(self, sims: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` chunks of highest cosine (``sims`` from ``cosines``), best first."""
+        if not len(self.ids):
+            return []
         limit = min(limit, len(sims))
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top])]
         return [(int(self.ids[i]), float(sims[i])) for i in top]
 
+    def cosine_of(self, sims: np.ndarray, ids: list[int]) -> dict[int, float]:
+        """The cosines of chunks ``ids`` (those with a vector; ``ids`` are sorted)."""
+        if not len(self.ids) or not ids:
+            return {}
+        wanted = np.asarray(ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
+        return {int(c): float(sims[i]) for c, i in zip(wanted, at, strict=True) if self.ids[i] == c}
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A search's hits, best first, and how many candidates the floor kept out."""
+
+    hits: list[Hit]
+    below_floor: int
+
 
 class Searcher:
-    """Search one open store with its bound embedder (``None``: FTS only)."""
+    """Search one open store with its bound embedder (``None``: FTS only); ``floor``
+    (``None``: none) decides which candidates are sent at all (``harvey.knowledge.floor``)."""
 
-    def __init__(self, store: KnowledgeStore, embedder: Embedder | None) -> None:
+    def __init__(
+        self, store: KnowledgeStore, embedder: Embedder | None, floor: Floor | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
+        self.floor = floor if floor is not None else Floor(0.0, 0.0, 0.0)
         self._index: VectorIndex | None = None
+        self._chunks: int | None = None
 
     def invalidate(self) -> None:
         """The store changed (an ingest): reload the vectors on the next query."""
         self._index = None
+        self._chunks = None
 
     def _vectors(self) -> VectorIndex:
         if self._index is None:
@@ -169,47 +205,78 @@ class Searcher:
             self._index = VectorIndex(self.store, dims)
         return self._index
 
+    def _chunk_count(self) -> int:
+        if self._chunks is None:
+            self._chunks = self.store.counts()[1]
+        return self._chunks
+
     def search(self, text: str, k: int = 5, mode: str = "auto") -> list[Hit]:
-        """The ``k`` best chunks, best first; ``mode`` is auto, fts or vector."""
+        """The ``k`` best chunks above the floor, best first; ``mode`` is auto, fts or vector."""
+        return self.ranked(text, k, mode).hits
+
+    def ranked(self, text: str, k: int = 5, mode: str = "auto") -> Ranked:
+        """``search``, saying how many candidates the floor kept out."""
         pool = max(k, POOL)
         use_vectors = self.embedder is not None and mode in ("auto", "vector")
-        bm25 = [] if mode == "vector" else self._fts(text, pool if use_vectors else k)
+        gate = not self.floor.off
+        terms = fts_terms(text)
+        counts = (
+            self.store.match_counts(terms, ROW_BUDGET + 1) if terms and mode != "vector" else []
+        )
+        bm25 = (
+            [] if mode == "vector" else self._fts(terms, counts, pool if use_vectors or gate else k)
+        )
+        ceiling = bm25_ceiling(self._chunk_count(), counts) if gate else 0.0
+        shares = {cid: bm25_share(b, ceiling) for cid, b in bm25}
         if not use_vectors:
-            return self._bm25_hits(text, bm25[:k])
+            files = self.store.paths_of([c for c, _ in bm25]) if gate else {}
+            evidence = pooled(None, shares, files)
+            scored = self._bm25_hits(text, bm25)
+            kept = floored(scored, evidence, self.floor)
+            return self._hits(kept[:k], len(scored) - len(kept))
+        assert self.embedder is not None
+        # a prompt longer than the embedder takes is searched by its opening (stored
+        # chunks are never cut: an over-long one is an error at ingest)
+        query = self.embedder.embed([text[: self.embedder.max_chars]])[0]
+        index = self._vectors()
+        if len(index.ids) and index.matrix.shape[1] != query.shape[0]:
+            raise self.store.dimension_error(
+                index.matrix.shape[1], self.embedder.spec, query.shape[0]
+            )
+        sims = index.cosines(query) if len(index.ids) else np.zeros(0, dtype=np.float32)
+        dense = index.nearest(sims, pool)
+        lexical = [(cid, -b) for cid, b in bm25]
+        files = self.store.paths_of([c for c, _ in lexical] + [c for c, _ in dense])
+        if mode == "vector":
+            ranked = [(cid, max(0.0, s)) for cid, s in dense]
         else:
-            assert self.embedder is not None
-            # a prompt longer than the embedder takes is searched by its opening (stored
-            # chunks are never cut: an over-long one is an error at ingest)
-            query = self.embedder.embed([text[: self.embedder.max_chars]])[0]
-            index = self._vectors()
-            if len(index.ids) and index.matrix.shape[1] != query.shape[0]:
-                raise self.store.dimension_error(
-                    index.matrix.shape[1], self.embedder.spec, query.shape[0]
-                )
-            dense = index.nearest(query, pool)
-            if mode == "vector":
-                ranked = [(cid, max(0.0, s)) for cid, s in dense[:k]]
-            else:
-                lexical = [(cid, -b) for cid, b in bm25]
-                files = self.store.paths_of([c for c, _ in lexical] + [c for c, _ in dense])
-                ranked = fuse(lexical, dense, files)[:k]
-        rows = self.store.chunks_by_id([cid for cid, _ in ranked])
-        return [Hit(rows[cid], round(score, 4)) for cid, score in ranked if cid in rows]
+            ranked = fuse(lexical, dense, files)
+        kept = ranked
+        if gate:
+            # the cosine levels are wordllama's (calibrated); another model's cosines are on
+            # another scale, so its store is floored on the BM25 share alone
+            calibrated = self.embedder.spec == CALIBRATED_EMBEDDER
+            cosines = index.cosine_of(sims, sorted({c for c, _ in ranked})) if calibrated else None
+            kept = floored(ranked, pooled(cosines, shares, files), self.floor)
+        return self._hits(kept[:k], len(ranked) - len(kept))
 
-    def _bm25_hits(self, text: str, bm25: list[tuple[int, float]]) -> list[Hit]:
+    def _hits(self, ranked: list[tuple[int, float]], below: int) -> Ranked:
+        rows = self.store.chunks_by_id([cid for cid, _ in ranked])
+        hits = [Hit(rows[cid], round(score, 4)) for cid, score in ranked if cid in rows]
+        return Ranked(hits, below)
+
+    def _bm25_hits(self, text: str, bm25: list[tuple[int, float]]) -> list[tuple[int, float]]:
         rows = self.store.chunks_by_id([cid for cid, _ in bm25])
         words = [t.strip('"') for t in fts_terms(text)]
-        scored = [
+        return [
             (cid, max(bm25_score(b), COVERAGE_WEIGHT * coverage(words, rows[cid].text)))
             for cid, b in bm25
             if cid in rows
         ]
-        return [Hit(rows[cid], round(score, 4)) for cid, score in scored]
 
-    def _fts(self, text: str, limit: int) -> list[tuple[int, float]]:
-        terms = fts_terms(text)
+    def _fts(self, terms: list[str], counts: list[int], limit: int) -> list[tuple[int, float]]:
+        """BM25's best ``limit`` for ``terms``, each matching ``counts`` chunks (capped)."""
         if len(terms) > 1:
-            counts = self.store.match_counts(terms, ROW_BUDGET + 1)
             kept = prune_terms(terms, counts, ROW_BUDGET)
             if len(kept) == 1 and min(counts) > ROW_BUDGET:
                 # Every word is common: even the rarest alone is past the budget. Chunks

@@ -14,6 +14,7 @@ from pathlib import Path
 from harvey.config import Settings, base_url_for
 from harvey.errors import UsageError
 from harvey.knowledge.embedders import Embedder, check_spec, make_embedder
+from harvey.knowledge.floor import Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, open_store
@@ -71,4 +72,6 @@ def open_knowledge(
     except BaseException:
         store.close()
         raise
-    return Knowledge(store, model, Searcher(store, model), settings.rag.chunk_size_bytes)
+    rag = settings.rag
+    floor = Floor(rag.floor_cosine, rag.floor_bm25, rag.floor_cosine_alone)
+    return Knowledge(store, model, Searcher(store, model, floor), rag.chunk_size_bytes)

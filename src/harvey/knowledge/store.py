@@ -34,8 +34,9 @@ from harvey.knowledge.names import (  # re-exported: store.py is where callers l
     store_path,
     with_active,
 )
+from harvey.knowledge.schema import MIGRATIONS, SCHEMA_VERSION, adopt
 from harvey.store.connection import connect, transaction, translated
-from harvey.store.migrations import Migration, migrate, script
+from harvey.store.migrations import migrate
 
 __all__ = [
     "NAME_RE",
@@ -53,7 +54,6 @@ __all__ = [
     "with_active",
 ]
 
-SCHEMA_VERSION = 1  # also in PRAGMA user_version, which stores before _migrations relied on
 _BUSY_SECONDS = 5.0
 # A full disk: a write transaction that fails leaves its frames in the WAL past the last
 # commit, and a WAL whose committed frames are not yet copied into the database cannot be
@@ -63,39 +63,6 @@ _BUSY_SECONDS = 5.0
 # checkpointed with TRUNCATE, which gives its whole file back.
 _WAL_AUTOCHECKPOINT_PAGES = 64
 _WAL_SIZE_LIMIT = 1024 * 1024
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-    hash TEXT NOT NULL, ingested_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
-CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, content='chunks', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
-"""
-
-
-def _m001_initial(db: sqlite3.Connection) -> None:
-    script(db, _SCHEMA)
-    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-
-
-MIGRATIONS: list[Migration] = [("m001_initial", _m001_initial)]
-
-
-def _adopt(db: sqlite3.Connection) -> list[str]:
-    """A store made before ``_migrations`` said its schema in ``user_version`` alone."""
-    version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    return [name for name, _ in MIGRATIONS[:version]]
 
 
 @dataclass(frozen=True)
@@ -118,6 +85,8 @@ class ChunkRow:
     end_line: int
     hash: str
     text: str
+    page_start: int = 0  # pages of a PDF chunk (0: not a paged document)
+    page_end: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,6 +97,8 @@ class NewChunk:
     end_line: int
     hash: str
     text: str
+    page_start: int = 0
+    page_end: int = 0
 
 
 class KnowledgeStore:
@@ -165,7 +136,7 @@ class KnowledgeStore:
                     f"store {name!r} was made by a newer Harvey (schema {version}); "
                     "upgrade Harvey to use it"
                 )
-            migrate(db, MIGRATIONS, adopt=_adopt)
+            migrate(db, MIGRATIONS, adopt=adopt)
             db.execute("SELECT count(*) FROM meta").fetchone()
         except (sqlite3.DatabaseError, KnowledgeError) as exc:
             db.close()
@@ -251,9 +222,19 @@ class KnowledgeStore:
             self._delete_chunks(row.path)
             for c in chunks:
                 cur = self._db.execute(
-                    "INSERT INTO chunks(path, start, end, start_line, end_line, hash, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (row.path, c.start, c.end, c.start_line, c.end_line, c.hash, c.text),
+                    "INSERT INTO chunks(path, start, end, start_line, end_line, hash, text, "
+                    "page_start, page_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        row.path,
+                        c.start,
+                        c.end,
+                        c.start_line,
+                        c.end_line,
+                        c.hash,
+                        c.text,
+                        c.page_start,
+                        c.page_end,
+                    ),
                 )
                 self._db.execute(
                     "INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, c.text)
@@ -281,7 +262,8 @@ class KnowledgeStore:
         marks = ",".join("?" * len(ids))
         with self._translated():
             rows = self._db.execute(
-                "SELECT id, path, start, end, start_line, end_line, hash, text FROM chunks "
+                "SELECT id, path, start, end, start_line, end_line, hash, text, page_start, "
+                "page_end FROM chunks "
                 f"WHERE id IN ({marks})",
                 list(ids),
             )

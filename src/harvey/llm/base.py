@@ -152,6 +152,7 @@ def chat(
     a cancelled turn means (usually: raise ``Cancelled``).
     """
     from harvey.errors import Cancelled
+    from harvey.llm import metering
 
     result = ChatResult()
     parts: list[str] = []
@@ -176,6 +177,8 @@ def chat(
         if close is not None:
             close()
     result.text = "".join(parts)
+    if metering.meters:  # harvey run --output-format json: what the run cost
+        metering.observe(messages, result)
     return result
 
 

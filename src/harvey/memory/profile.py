@@ -63,17 +63,34 @@ def languages(workspace: Path) -> list[tuple[str, int]]:
     return counts.most_common(8)
 
 
+README_NAMES = (
+    "README.md",
+    "README.rst",
+    "README.txt",
+    "README",
+    "README.html",
+    "README.pdf",
+    "README.docx",
+    "HARVEY.md",
+)
+
+
 def _head(workspace: Path, name: str) -> str:
     """The first ``HEAD_LINES`` lines of a workspace file, or "" when it may not be read
     for the model (outside, a secret file, a hard link, not a regular file) or is absent."""
+    from harvey.documents import extract, is_document
     from harvey.tools.files import open_regular, readable_path
 
     try:
-        with open_regular(readable_path(workspace, name)) as handle:
-            raw = handle.read(HEAD_LINES * 400)
+        path = readable_path(workspace, name)
+        if is_document(path):  # README.pdf, README.html: their text, never their bytes
+            text = extract(path, name).text[: HEAD_LINES * 400]
+        else:
+            with open_regular(path) as handle:
+                text = handle.read(HEAD_LINES * 400).decode("utf-8", errors="replace")
     except (OSError, HarveyError):
         return ""
-    lines = raw.decode("utf-8", errors="replace").splitlines(keepends=True)
+    lines = text.splitlines(keepends=True)
     return "".join(lines[:HEAD_LINES])
 
 
@@ -87,7 +104,7 @@ def facts(workspace: Path) -> str:
     parts = [f"Top level: {', '.join(entries) or '(empty)'}"]
     langs = ", ".join(f"{name} ({n} files)" for name, n in languages(workspace))
     parts.append(f"Languages: {langs or 'none recognised'}")
-    for name in ("README.md", "README.rst", "README.txt", "README", "HARVEY.md"):
+    for name in README_NAMES:
         head = _head(workspace, name)
         if head:
             parts.append(f"Head of {name}:\n{head}")

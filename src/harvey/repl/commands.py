@@ -140,6 +140,21 @@ def open_editor(path: str) -> None:
         ) from exc
 
 
+def undo(repl: ReplSession, arg: str) -> None:
+    """Restore the files of this session's last N approved writes, each recorded."""
+    from harvey.session.checkpoints import Checkpoints, parse_count, undo_lines
+    from harvey.ui import printable
+
+    agent = repl.agent
+    if agent.harvey_home is None:
+        raise UsageError("this session keeps no checkpoints, so there is nothing to undo")
+    results = Checkpoints(agent.harvey_home, agent.session_id).undo(parse_count(arg))
+    if results and agent.recorder is not None:
+        agent.recorder.record_undo([(r.path, r.status) for r in results])
+    for line in undo_lines(results):
+        repl.console.print(Text(printable(line)))
+
+
 def show_todos(repl: ReplSession, _: str) -> None:
     todos = repl.rt.store.get_todos(repl.agent.session_id)
     if not todos:
@@ -183,6 +198,12 @@ def read_chunks(repl: ReplSession, arg: str) -> None:
     agent.record_analysis(request.file, instruction, result.text)
 
 
+def compact_now(repl: ReplSession, arg: str) -> None:
+    from harvey.chat.compaction import compact
+
+    repl.console.print(compact(repl.agent, arg), highlight=False)
+
+
 SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/help", "/help", "this list", show_help),
     SlashCommand("/model", "/model [NAME]", "list models, or switch to NAME", switch_model),
@@ -209,7 +230,20 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("/todos", "/todos", "show the todo list", show_todos),
     SlashCommand(
+        "/undo",
+        "/undo [N]",
+        "restore the files of the last N approved writes (default 1); a file changed since "
+        "by someone else is left alone",
+        undo,
+    ),
+    SlashCommand(
         "/clear", "/clear", "forget the conversation so far (the session keeps its record)", clear
+    ),
+    SlashCommand(
+        "/compact",
+        "/compact [INSTRUCTION]",
+        "summarise the older turns to free context (sessions.db keeps them)",
+        compact_now,
     ),
     SlashCommand("/new", "/new", "start a new session (nothing is deleted)", new_session),
     SlashCommand(

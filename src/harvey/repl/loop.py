@@ -23,6 +23,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from harvey.chat.agent import Agent, TurnOutcome
+from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
@@ -153,6 +154,7 @@ class Repl:
             shown = escape(f"{call.name}({args[:120]}{'…' if len(args) > 120 else ''})")
             self.console.print(f"[dim]→ {shown} — {status}[/]", markup=True)
 
+        compact_if_needed(self.agent, text)  # between turns, never inside one
         self.ui.pause = stop_live
         unsaved: TurnNotSaved | None = None
         try:

@@ -73,8 +73,11 @@ def rag_command(repl: ReplSession, arg: str) -> None:
         say(f"retrieval from {active.name} is {sub}", highlight=False)
     elif sub == "query" and rest:
         active = _need_active(repl)
-        for h in active.knowledge.searcher.search(" ".join(rest), active.settings.top_k):
+        ranked = active.knowledge.searcher.ranked(" ".join(rest), active.settings.top_k)
+        for h in ranked.hits:
             say(commands.hit_line(h), highlight=False)
+        if not ranked.hits:
+            say(commands.empty_line(ranked), highlight=False)
     elif sub == "ingest" and rest:
         active = _need_active(repl)
         report = commands.ingest(active.knowledge, repl.rt.paths.workspace, rest)

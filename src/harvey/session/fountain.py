@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -26,11 +26,13 @@ from harvey.session.escape import cue_name, decode_block, decode_inline, is_note
 from harvey.session.records import (
     ChunkFileNote,
     ChunkServed,
+    CompactionNote,
     ParsedChunkInfo,
     ParsedChunkResult,
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedUndoNote,
     ParsedWriteNote,
     RagInfo,
     RagSource,
@@ -90,6 +92,10 @@ class Scene:
         return self._read(n.read_write)
 
     @property
+    def undo_notes(self) -> list[ParsedUndoNote]:
+        return self._read(n.read_undo)
+
+    @property
     def rag(self) -> RagInfo | None:
         found = self._read(n.read_rag)
         return found[0] if found else None
@@ -125,6 +131,19 @@ class Scene:
     def synthesis(self) -> ParsedSynthesis | None:
         found = self._read(n.read_synthesis)
         return found[0] if found else None
+
+    @property
+    def compaction(self) -> CompactionNote | None:
+        """The ``[[compaction:]]`` note with its summary: HARVEY's line right after it."""
+        for index, element in enumerate(self.elements):
+            note = n.read_compaction(element.raw) if element.kind == "note" else None
+            if note is None:
+                continue
+            after = self.elements[index + 1 : index + 2]
+            if note.ok and after and after[0].kind == "dialogue" and after[0].character == HARVEY:
+                return replace(note, summary=after[0].text)
+            return note
+        return None
 
     @property
     def shell(self) -> ParsedShell | None:

@@ -15,12 +15,16 @@ import getpass
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvey.config import Paths, SessionSettings, Settings
 from harvey.errors import ConfigError, HarveyError
 from harvey.llm.base import LLMClient
 from harvey.own_files import Location, Refusals, UnsafePath
 from harvey.session.recorder import Recorder
+
+if TYPE_CHECKING:
+    from harvey.session.store import SessionStore
 
 WORKSPACE_FEATURES = "session recording, the plan file, offloaded output and knowledge stores"
 DEFAULT_SESSIONS = SessionSettings.model_fields["directory"].default
@@ -94,17 +98,29 @@ def open_recorder(
     *,
     user: str,
     continued_from: Path | None = None,
+    store: SessionStore | None = None,
+    session_id: str = "",
+    resumed: bool = False,
 ) -> Recorder | None:
     """The session file, unless recording is off or its folder is refused.
 
     ``session.directory`` is checked first (a ConfigError before anything is
-    written); ``continued_from`` is the resumed file a new recording names.
+    written); ``continued_from`` is the resumed file a new recording names. With
+    ``store``, the file is noted as ``session_id``'s, and a ``resumed`` session writes
+    into its own file again (``session/recordings.py``).
     """
     if not settings.session.record:
         return None
     sessions = session_location(paths, settings.session)
     if not _may_record(sessions, settings, refusals):
         return None
+    if store is not None:
+        from harvey.session.recordings import open_recording
+
+        return open_recording(
+            sessions, store, session_id, resumed, user=user, model=client.model,
+            backend=client.backend, warn=refusals.warn, continued_from=continued_from,
+        )  # fmt: skip
     return Recorder.open_in(
         sessions,
         user=user,

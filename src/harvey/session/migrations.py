@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from harvey.session import map_results
+from harvey.session import compactions, map_results, recordings
 from harvey.store.migrations import Migration, pending_migrations
 from harvey.store.migrations import migrate as _migrate
 from harvey.store.migrations import script as _script
@@ -115,6 +115,8 @@ MIGRATIONS: list[Migration] = [
     ("m005_map_results", map_results.migration),  # resumable analyses (issue 14)
     ("m006_calibration_doc_type", _m006_calibration_doc_type),
     ("m007_calibration_units", _m007_calibration_units),
+    ("m008_session_recordings", recordings.migration),  # a continued session's file (issue 22)
+    ("m009_compactions", compactions.migration),  # recorded, reversible compaction (issue 21)
 ]
 
 __all__ = ["MIGRATIONS", "Migration", "migrate", "pending_migrations"]

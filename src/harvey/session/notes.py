@@ -24,11 +24,13 @@ from harvey.session.escape import (
 from harvey.session.records import (
     ChunkFileNote,
     ChunkServed,
+    CompactionNote,
     ParsedChunkInfo,
     ParsedChunkResult,
     ParsedShell,
     ParsedSynthesis,
     ParsedToolNote,
+    ParsedUndoNote,
     ParsedWriteNote,
     RagInfo,
     RagSource,
@@ -71,6 +73,13 @@ def write_note(note: WriteNote) -> str:
     return format_note(f"write: {encode_field(redact(note.path))}{SEP}{status}")
 
 
+def undo_note(path: str, status: str) -> str:
+    """``[[undo: PATH — ok|skipped: …|error: …]]``: one write undone (``/undo``), redacted
+    and escaped like a write note."""
+    shown = encode_field(redact((status.strip() or "ok").splitlines()[0]))
+    return format_note(f"undo: {encode_field(redact(path))}{SEP}{shown}")
+
+
 def rag_note(rag: RagInfo) -> str:
     store = encode_field(rag.store, ",—")
     return format_note(f"rag: {rag.chunks} chunks from {store}, top score {rag.top_score:.2f}")
@@ -79,6 +88,9 @@ def rag_note(rag: RagInfo) -> str:
 def rag_source_note(source: RagSource) -> str:
     path = encode_field(source.path, "—")
     span = f"L{source.start_line}-L{source.end_line}"
+    if source.page_start:
+        first, last = source.page_start, max(source.page_end, source.page_start)
+        span = f"p{first}" if first == last else f"p{first}-p{last}"
     return format_note(f"rag-source: {path}:{span}{SEP}score {source.score:.2f}")
 
 
@@ -96,9 +108,11 @@ def chunk_note(
     chunk_size: int,
     endpoints: int | None = None,
     files: int | None = None,
+    pages: str = "",
 ) -> str:
-    """``endpoints`` (a pool's size) is written only for a pool and ``files`` only for a
-    whole-folder analysis, so a one-file, one-server note stays as it was."""
+    """``endpoints`` (a pool's size) is written only for a pool, ``files`` only for a
+    whole-folder analysis and ``pages`` only for a PDF, so a one-file, one-server note of
+    a text file stays as it was."""
 
     def f(value: str) -> str:
         return encode_field(value, ",—")
@@ -108,6 +122,7 @@ def chunk_note(
     return format_note(
         f"chunk: file={f(filename)}{several}, chunks={chunks}, model={f(model)}, "
         f"boundary={f(boundary)}, chunk-size={chunk_size}{pool}"
+        + (f", pages={f(pages)}" if pages else "")
     )
 
 
@@ -119,6 +134,7 @@ def chunk_file_note(note: ChunkFileNote) -> str:
     """``[[chunk-file: PATH — chunks=A-B, boundary=B, chunk-size=S, failed=F[, levels=L] —
     STATUS]]``; the path is escaped like a write note's."""
     levels = f", levels={note.levels}" if note.levels > 1 else ""
+    levels += f", pages={encode_field(note.pages, ',—')}" if note.pages else ""
     fields = (
         f"chunks={note.first}-{note.last}, boundary={encode_field(note.boundary, ',—')}, "
         f"chunk-size={note.chunk_size}, failed={note.failed}{levels}"
@@ -141,6 +157,14 @@ def shell_note(command: str, exit_code: int) -> str:
     return format_note(f"shell: {encode_field(command)}{SEP}exit {exit_code}")
 
 
+def compaction_note(note: CompactionNote) -> str:
+    """``[[compaction: turns A–B, N tokens → M tokens, model=MODEL — STATUS]]``."""
+    span = f"turns {note.first_turn}–{note.last_turn}"
+    sizes = f"{note.tokens_before} tokens → {note.tokens_after} tokens"
+    model = encode_field(note.model, ",—")
+    return format_note(f"compaction: {span}, {sizes}, model={model}{SEP}{_status(note.status)}")
+
+
 def omitted_note(count: int) -> str:
     return format_note(f"output: {count} lines omitted")
 
@@ -150,11 +174,15 @@ def omitted_note(count: int) -> str:
 _TOOL_HEAD = re.compile(r"^(?:([^a-z]*?)\.)?tool: ")
 _RAG = re.compile(rf"^rag: (\d+) chunks from (.*), top score {_SCORE}$", re.S)
 _RAG_SOURCE = re.compile(rf"^rag-source: (.*):L(\d+)-L(\d+){SEP}score {_SCORE}$", re.S)
+_RAG_PAGES = re.compile(rf"^rag-source: (.*):p(\d+)(?:-p(\d+))?{SEP}score {_SCORE}$", re.S)
 _CHUNK_SERVED = re.compile(r"^chunk-served: (\d+) of (\d+) endpoints$")
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 _CHUNK_RESULT = re.compile(rf"^chunk-result: {_INT}/{_INT}{SEP}(.*)$", re.S)
 _SHELL = re.compile(rf"^shell: (.*){SEP}exit {_INT}$", re.S)
 _OMITTED = re.compile(r"^output: (\d+) lines omitted$")
+_COMPACTION = re.compile(
+    r"^compaction: turns (\d+)–(\d+), (\d+) tokens → (\d+) tokens, model=(.*)$", re.S
+)
 
 
 def read_tool(body: str) -> ParsedToolNote | None:
@@ -194,6 +222,18 @@ def read_write(body: str) -> ParsedWriteNote | None:
     return ParsedWriteNote(decode_inline(parts[0]), status)
 
 
+def read_undo(body: str) -> ParsedUndoNote | None:
+    if not body.startswith("undo: "):
+        return None
+    parts = split_unescaped(body[len("undo: ") :], SEP)
+    if len(parts) != 2:
+        return None
+    status = decode_inline(parts[1])
+    if status != "ok" and not status.startswith(("skipped:", "error:")):
+        return None
+    return ParsedUndoNote(decode_inline(parts[0]), status)
+
+
 def read_rag(body: str) -> RagInfo | None:
     m = _RAG.match(body)
     if not m:
@@ -204,7 +244,13 @@ def read_rag(body: str) -> RagInfo | None:
 def read_rag_source(body: str) -> RagSource | None:
     m = _RAG_SOURCE.match(body)
     if not m:
-        return None
+        paged = _RAG_PAGES.match(body)
+        if not paged:
+            return None
+        first = int(paged.group(2))
+        last = int(paged.group(3) or first)
+        path, score = decode_inline(paged.group(1)), float(paged.group(4))
+        return RagSource(path, 0, 0, score, first, last)
     return RagSource(decode_inline(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4)))
 
 
@@ -244,6 +290,7 @@ def read_chunk(body: str) -> ParsedChunkInfo | None:
             int(f["chunk-size"]),
             int(f["endpoints"]) if "endpoints" in f else None,
             int(f["files"]) if "files" in f else None,
+            f.get("pages", ""),
         )
     except (KeyError, ValueError):
         return None
@@ -274,6 +321,7 @@ def read_chunk_file(body: str) -> ChunkFileNote | None:
             int(f["failed"]),
             decode_inline(parts[2]),
             int(f.get("levels", "1")),
+            f.get("pages", ""),
         )
     except (KeyError, ValueError):
         return None
@@ -309,3 +357,17 @@ def read_shell(body: str) -> ParsedShell | None:
 def read_omitted(body: str) -> int | None:
     m = _OMITTED.match(body)
     return int(m.group(1)) if m else None
+
+
+def read_compaction(body: str) -> CompactionNote | None:
+    parts = split_unescaped(body, SEP)
+    if len(parts) != 2:
+        return None
+    m = _COMPACTION.match(parts[0])
+    if not m:
+        return None
+    status = decode_inline(parts[1])
+    if status != "ok" and not status.startswith("error:"):
+        return None
+    first, last, before, after = (int(m.group(i)) for i in range(1, 5))
+    return CompactionNote(first, last, before, after, decode_inline(m.group(5)), status)

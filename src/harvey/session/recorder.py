@@ -42,7 +42,7 @@ from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnR
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.7"
+FORMAT_VERSION = "1.9"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -67,6 +67,7 @@ class Recorder:
         shell_tail_lines: int = 20,
         reserved: bool = False,
         where: Location | None = None,
+        continuing: bool = False,
     ) -> None:
         # reserved: ``open_in`` already created the (empty) file exclusively.
         # ``path`` given alone: its folder is a trusted root (tests, a caller's own folder).
@@ -81,6 +82,8 @@ class Recorder:
         self._last_was_note = False
         self._head = shell_head_lines
         self._tail = shell_tail_lines
+        if continuing:  # the session's own file again: its title page is there
+            return  # (``session/recordings.py`` took its THE END. off)
         now = clock()
         title = [
             ("Title", "Harvey Session"),
@@ -195,6 +198,10 @@ class Recorder:
         if turn.user_text is not None:
             self._dialogue(out, user, turn.user_text)
             self._dialogue(out, HARVEY, f"Forwarding to {name}.")
+        if turn.compaction is not None:  # made before the request: the summary is sent now
+            self._element(out, [notes.compaction_note(turn.compaction)], note=True)
+            if turn.compaction.summary is not None:
+                self._dialogue(out, HARVEY, turn.compaction.summary)
         route_who = name if turn.route else None
         writes = sorted(turn.write_notes, key=lambda w: w.call)  # stable: keeps their order
         for index, tool in enumerate(turn.tool_notes):
@@ -246,6 +253,7 @@ class Recorder:
         user_instruction: str,
         endpoints: int | None = None,
         files: int | None = None,
+        pages: str = "",
     ) -> None:
         """Open INT. CHUNK ANALYSIS — <file> with its [[chunk:]] header and the instruction;
         a whole-folder analysis passes ``files`` and its label (the folder) as ``filename``."""
@@ -253,7 +261,7 @@ class Recorder:
         shown = encode_inline(filename.replace("\n", " "))
         out = self._scene(f"INT. CHUNK ANALYSIS — {shown} {self._stamp()}")
         header = notes.chunk_note(
-            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints, files
+            filename, total_chunks, model, boundary, chunk_size_bytes, endpoints, files, pages
         )
         self._element(out, [header], note=True)
         self._dialogue(out, self.user_cue, user_instruction)
@@ -264,6 +272,13 @@ class Recorder:
         status = redact(status)
         out: list[str] = []
         self._element(out, [notes.chunk_result_note(i, n, status)], note=True)
+        self._write("".join(out))
+
+    def record_undo(self, undone: list[tuple[str, str]]) -> None:
+        """``/undo``: an INT. UNDO scene, one [[undo: PATH — ok|skipped: …|error: …]] note
+        per write taken back (``session/undo_notes.py`` writes the same for ``harvey undo``)."""
+        out = self._scene(f"INT. UNDO {self._stamp()}")
+        self._element(out, [notes.undo_note(path, status) for path, status in undone], note=True)
         self._write("".join(out))
 
     def record_chunk_served(self, served: int, endpoints: int) -> None:
@@ -306,8 +321,14 @@ def _redacted(turn: TurnRecord) -> TurnRecord:
         replace(note, arguments=redact_data(note.arguments), status=redact(note.status))
         for note in turn.tool_notes
     ]
+    compaction = turn.compaction
+    if compaction is not None:
+        compaction = replace(
+            compaction, status=redact(compaction.status), summary=text(compaction.summary)
+        )
     return replace(
         turn,
+        compaction=compaction,
         user_text=text(turn.user_text),
         reply=text(turn.reply),
         harvey_notice=text(turn.harvey_notice),

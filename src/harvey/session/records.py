@@ -114,12 +114,15 @@ class RagInfo:
 
 @dataclass(frozen=True)
 class RagSource:
-    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent."""
+    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent;
+    a passage of a paged document (a PDF) is ``PATH:p3`` or ``PATH:p3-p4`` instead."""
 
     path: str
     start_line: int
     end_line: int
     score: float
+    page_start: int = 0
+    page_end: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,28 @@ class RecallItem:
     id: str
     source: str
     score: float
+
+
+@dataclass(frozen=True)
+class CompactionNote:
+    """A ``[[compaction: turns A–B, N tokens → M tokens, model=MODEL — STATUS]]`` note.
+
+    ``summary`` is HARVEY's line written right after the note (what the turns are
+    sent as from then on); an ``error:`` status has none, the turns were left out.
+    The same type is written and read back (``Scene.compaction`` adds the summary).
+    """
+
+    first_turn: int
+    last_turn: int
+    tokens_before: int
+    tokens_after: int
+    model: str
+    status: str
+    summary: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
 
 @dataclass
@@ -149,6 +174,7 @@ class TurnRecord:
     harvey_notice: str | None = None
     timestamp: datetime | None = None
     write_notes: list[WriteNote] = field(default_factory=list)
+    compaction: CompactionNote | None = None  # made before this turn's request
 
 
 # ---------------------------------------------------------------- parsed notes
@@ -187,6 +213,14 @@ class ParsedWriteNote:
 
 
 @dataclass(frozen=True)
+class ParsedUndoNote:
+    """An ``[[undo: PATH — ok|skipped: …|error: …]]`` note read back."""
+
+    path: str
+    status: str
+
+
+@dataclass(frozen=True)
 class ParsedChunkInfo:
     """The ``[[chunk: …]]`` header: parameters of one chunked analysis.
 
@@ -201,6 +235,7 @@ class ParsedChunkInfo:
     chunk_size: int
     endpoints: int | None = None
     files: int | None = None
+    pages: str = ""  # "1-12": the pages of a PDF the analysis read ("" for other files)
 
 
 @dataclass(frozen=True)
@@ -227,6 +262,7 @@ class ChunkFileNote:
     failed: int
     status: str
     levels: int = 1
+    pages: str = ""  # "1-12" for a PDF
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from harvey.session.notes import (
     read_chunk_file,
     read_chunk_result,
     read_chunk_served,
+    read_compaction,
     read_rag,
     read_rag_source,
     read_recall,
@@ -82,6 +83,7 @@ def _note_class(raw: str) -> str:
         ("chunk-result", read_chunk_result),
         ("chunk-file", read_chunk_file),
         ("synthesis", read_synthesis),
+        ("compaction", read_compaction),
     )
     for kind, reader in stated:
         parsed = reader(raw)

@@ -23,8 +23,10 @@ from harvey.context.budget import BYTES_PER_TOKEN, MAX_SAMPLES, calibrated_ratio
 from harvey.errors import StoreError, WorkspaceError
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact, redact_data
+from harvey.session.compactions import CompactionsMixin
 from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
+from harvey.session.recordings import RecordingsMixin
 from harvey.store.connection import open_home, transaction
 from harvey.tools.todo import Todo
 
@@ -58,7 +60,7 @@ class SessionInfo:
     message_count: int = 0
 
 
-class SessionStore(MapResultsMixin):
+class SessionStore(MapResultsMixin, CompactionsMixin, RecordingsMixin):
     """All access to sessions.db. Thread-safe through one lock per store."""
 
     def __init__(self, path: Path) -> None:
@@ -68,6 +70,7 @@ class SessionStore(MapResultsMixin):
         # Sessions handed out by reserve_session whose row is not written yet:
         # id -> (workspace, model, title). See reserve_session.
         self._reserved: dict[str, tuple[str, str, str]] = {}
+        self._recordings: dict[str, str] = {}  # session -> its .spmd, until its row is written
         try:
             # HARVEY_HOME 0700, the file 0600 and no link (harvey.store.connection)
             self._db = open_home(path, busy_timeout=BUSY_TIMEOUT)
@@ -153,6 +156,11 @@ class SessionStore(MapResultsMixin):
             "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
             (session_id, workspace, title, model, now, now),
         )
+        recording = self._recordings.pop(session_id, None)  # its .spmd (session/recordings.py)
+        if recording is not None:
+            db.execute(
+                "INSERT OR REPLACE INTO session_recordings VALUES (?, ?)", (session_id, recording)
+            )
 
     @contextmanager
     def _session_tx(self, session_id: str) -> Iterator[sqlite3.Connection]:

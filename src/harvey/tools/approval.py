@@ -110,6 +110,8 @@ def write_preview(request: WriteRequest) -> WritePreview:
     Texts are redacted whole before they are split into lines (a private-key block spans
     lines) and before long lines are cut (a cut token would no longer look like one)."""
     path = printable(redact(request.path))
+    if request.diff is not None:
+        return _edit_preview(request, path)
     new_size = len(request.content.encode("utf-8", errors="surrogatepass"))
     new_lines = _lines(redact(request.content))
     if request.is_new:
@@ -143,6 +145,18 @@ def write_preview(request: WriteRequest) -> WritePreview:
     )
     if not diff:
         return WritePreview(title, [], "[no change: the new content is identical]")
+    shown = [_shown_line(line) for line in diff[:MAX_DIFF_LINES]]
+    rest = len(diff) - len(shown)
+    cut = f"[diff cut: {rest} more line{'s' * (rest != 1)} not shown]" if rest > 0 else None
+    return WritePreview(title, shown, cut)
+
+
+def _edit_preview(request: WriteRequest, path: str) -> WritePreview:
+    """An ``edit_file`` change: the changed lines with their context (already redacted)."""
+    n = request.changes
+    sizes = f"{_size(request.old_size or 0)} → {_size(request.new_size or 0)}"
+    title = f"Edit {path} ({n} change{'s' * (n != 1)}, {sizes})"
+    diff = list(request.diff or ())
     shown = [_shown_line(line) for line in diff[:MAX_DIFF_LINES]]
     rest = len(diff) - len(shown)
     cut = f"[diff cut: {rest} more line{'s' * (rest != 1)} not shown]" if rest > 0 else None

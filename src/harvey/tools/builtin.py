@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.config import Settings
+from harvey.tools.edit import EditFileTool
 from harvey.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from harvey.tools.hooks import HookRegistry, ToolHook
 from harvey.tools.offload import OffloadHook
@@ -30,7 +31,8 @@ def build_registry(
     plan_writer: PlanWriter | None = None,
     extra_tools: Iterable[Tool] = (),
 ) -> ToolRegistry:
-    """read_file, write_file, list_files, search_files, run_shell, and todo_write with a store."""
+    """read_file, write_file, list_files, search_files, run_shell, edit_file, and todo_write
+    with a store."""
     security = settings.security
     tools: list[Tool] = [
         Deferred(ReadFileTool, ReadFileTool),
@@ -44,6 +46,7 @@ def build_registry(
             ),
         ),
     ]
+    tools.append(Deferred(EditFileTool, EditFileTool))  # beside write_file: targeted edits
     if todo_store is not None:
         store = todo_store
         tools.append(Deferred(TodoWriteTool, lambda: TodoWriteTool(store, plan_writer)))

@@ -21,21 +21,24 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from harvey import secret_files
 from harvey.analysis.chunking import detect_doc_type
 from harvey.errors import ToolError, WorkspaceError
-from harvey.fsutil import atomic_write
+from harvey.session.checkpoints import write_checkpointed
 from harvey.tools.approval import describe_write
+from harvey.tools.document_read import is_document_file, read_document
 from harvey.tools.registry import ToolContext
-from harvey.workspace_files import (
+from harvey.workspace_files import (  # open_regular and file_kind live there (documents/)
     HARD_LINK,
     SECRET_FILE,
     check_not_secret,
     check_readable,
+    file_kind,
     hard_link_refused,
-    secret_refused,
+    open_regular,
+    secret_refused,  # noqa: F401 - re-exported for the readers that import it here
 )
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
@@ -89,52 +92,6 @@ def readable_path(workspace: Path | str, path: Path | str) -> Path:
     return resolved
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISLNK, "a symbolic link"),
-)
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, for an error line ("a named pipe (FIFO)", ...)."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
-def open_regular(path: Path) -> IO[bytes]:
-    """Open ``path`` for reading only if it is a regular file, without ever blocking.
-
-    ``stat`` decides before the open, because opening a FIFO for reading waits
-    for a writer; the open itself is non-blocking and refuses a final symlink
-    (``path`` is already resolved, so one there was swapped in since), and
-    ``fstat`` re-checks what was actually opened. Raises ``WorkspaceError`` for
-    a non-regular file, ``FileRefused`` for a secret file (by name) or a hard
-    link (on the opened descriptor, so a swap after the check changes nothing),
-    and ``OSError`` when it cannot be opened. Every reader whose bytes reach the
-    model opens through here; nothing else should.
-    """
-    if secret_files.active().matches(path.name):
-        raise secret_refused(path.name)
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise WorkspaceError(f"{path} is {file_kind(mode)}, not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceError(f"{path} is {file_kind(info.st_mode)}, not a regular file")
-        if info.st_nlink > 1:
-            raise hard_link_refused(path.name, info.st_nlink)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def display_path(workspace: Path, path: Path) -> str:
     """The workspace-relative spelling a model can pass straight back to a tool."""
     try:
@@ -176,7 +133,8 @@ class ReadFileTool:
 
     name = "read_file"
     description = (
-        "Read a UTF-8 text file in the workspace, a page of bytes at a time. "
+        "Read a UTF-8 text file in the workspace, a page of bytes at a time; a PDF, DOCX, "
+        "HTML or EPUB is read as its text (offset/limit in characters; pages='3-5'). "
         f"offset = first byte (default 0), limit = bytes to read (default {DEFAULT_READ_LIMIT}; "
         f"0 = whole file, up to {MAX_READ_BYTES:,} bytes a call). "
         "When more remains the result ends with the offset to continue from."
@@ -187,6 +145,7 @@ class ReadFileTool:
             "path": {"type": "string", "description": "file path relative to the workspace"},
             "offset": {"type": "integer", "minimum": 0, "description": "first byte to read"},
             "limit": {"type": "integer", "minimum": 0, "description": "bytes to read; 0 = all"},
+            "pages": {"type": "string", "description": "PDF pages to read, e.g. '3' or '3-5'"},
         },
         "required": ["path"],
     }
@@ -217,6 +176,9 @@ class ReadFileTool:
             return f"error: {shown} is {kind}, not a regular file; read_file reads regular files"
         if info.st_nlink > 1:  # before the guard: an oversized one must not reach analysis
             return f"error: {hard_link_refused(shown, info.st_nlink)}"
+        if is_document_file(path):  # PDF, DOCX, HTML, EPUB: pages of their text
+            chars = self.default_limit if "limit" not in args else limit
+            return read_document(ctx, path, shown, args, chars, MAX_READ_BYTES)
         if offset >= size:
             return (
                 f"[offset={offset} is at or past the end of {shown} ({size} bytes); "
@@ -329,19 +291,19 @@ class WriteFileTool:
         if ctx.approve_write is None:  # nobody can approve: fail closed
             return f"error: write refused: no one can approve writes here; {shown} was not written"
         request = describe_write(path, shown, content)
-        return ctx.approve_write(request, lambda: _write_atomically(ctx.workspace, path, content))
+        return ctx.approve_write(request, lambda: _write_atomically(ctx, path, content))
 
 
-def _write_atomically(workspace: Path, path: Path, content: str) -> str:
-    shown = display_path(workspace, path)
+def _write_atomically(ctx: ToolContext, path: Path, content: str) -> str:
+    # Folders made and the file renamed in without following a link (harvey.own_files);
+    # keeps e.g. a script's x bit; readers never see half a file; the previous content
+    # is kept for undo (session/checkpoints.py).
     data = content.encode("utf-8")
-    try:
-        # Folders made and the file renamed in without following a link (harvey.own_files);
-        # keeps e.g. a script's x bit; readers never see half a file.
-        atomic_write(path, data, root=Path(workspace).resolve())
-    except OSError as exc:
-        raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from exc
-    return f"wrote {len(data)} bytes to {shown}"
+    recording = ctx.extras.get("recording")  # where `harvey undo` records taking it back
+    done = write_checkpointed(
+        ctx.harvey_home, ctx.session_id, ctx.workspace, path, [data], recording
+    )
+    return f"wrote {len(data)} bytes to {display_path(ctx.workspace, path)}{done.note}"
 
 
 class ListFilesTool:

@@ -50,9 +50,10 @@ class HookRegistry:
     def hooks(self) -> tuple[ToolHook, ...]:
         return tuple(self._hooks)
 
-    def add(self, hook: ToolHook) -> None:
-        """Append a hook: it runs its before-step last and its after-step first."""
-        self._hooks.append(hook)
+    def add(self, hook: ToolHook, *, outermost: bool = False) -> None:
+        """Append a hook: it runs its before-step last and its after-step first
+        (``outermost``: first and last, around every other hook)."""
+        self._hooks.insert(0 if outermost else len(self._hooks), hook)
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.inner.schemas()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError, ToolError
 from harvey.tools.registry import ToolContext
 
@@ -58,15 +59,20 @@ class SearchKnowledgeTool:
         if retrieval is None or not retrieval.enabled:
             raise ToolError("no knowledge store is in use")
         try:
-            hits = retrieval.knowledge.searcher.search(query, k)
+            ranked = retrieval.knowledge.searcher.ranked(query, k)
         except KnowledgeError as exc:
             raise ToolError(str(exc)) from exc
+        hits = ranked.hits
+        if not hits and ranked.below_floor:
+            return f"no passage in {retrieval.name} above the floor for {query!r}"
         if not hits:
             return f"no passages in {retrieval.name} match {query!r}"
         parts: list[str] = []
         used = 0
         for h in hits:
-            head = f"{h.chunk.path}:L{h.chunk.start_line}-L{h.chunk.end_line} — score {h.score:.2f}"
+            c = h.chunk
+            where = page_label((c.page_start, c.page_end)) or f"L{c.start_line}-L{c.end_line}"
+            head = f"{c.path}:{where} — score {h.score:.2f}"  # report.pdf:p3-p4 for a PDF
             block = f"{head}\n{h.chunk.text.strip()}\n"
             if used + len(block) > MAX_OUTPUT_CHARS and parts:
                 break

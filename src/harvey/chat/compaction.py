@@ -1,0 +1,325 @@
+"""Compaction: the oldest turns summarised by the model, recorded, and reversible.
+
+When a conversation will not fit the model's window (a long REPL session, a
+resumed one, ``harvey run --continue``), the oldest whole turns are summarised
+by the model and the summary replaces them in what is sent; the newest turns
+are kept as they were. ``/compact [INSTRUCTION]`` does it on demand.
+
+Why it is safe to do:
+
+* nothing is lost: ``sessions.db`` keeps every original message and a row
+  saying which turns the summary stands for (``session/compactions.py``), so a
+  resumed session sends the summary and ``recall_turns`` reads the originals;
+* it is audited: the turn it happened in gets a ``[[compaction: turns A–B, N
+  tokens → M tokens, model=MODEL — ok|error: …]]`` note and the summary as
+  HARVEY's line (``docs/FOUNTAIN_FORMAT.md``);
+* it never overflows: the summary request is built to fit the window, and
+  turns larger than the window go through the analysis engine (map over groups
+  of whole turns, then a synthesis sized to the window);
+* it keeps the model's cache: it runs only between turns, and the summary goes
+  at the head of the history, so every later request extends the first one
+  after it byte for byte (a compaction is the one place the prefix breaks);
+* it fails exactly: when the model cannot summarise, nothing changes and the
+  history is cut to its newest turns with today's notice (``history_fit``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harvey.chat.clients import split_mention
+from harvey.chat.history_fit import split_turns, turn_tokens
+from harvey.context.budget import budget_report, estimate_tokens, serialize_history
+from harvey.errors import BackendError, Cancelled, HarveyError, StoreError, UsageError
+from harvey.llm.base import LLMClient, chat
+from harvey.messages import Message
+from harvey.session.compactions import (
+    StoredCompaction,
+    compacted,
+    summarised_span,
+    summary_messages,
+)
+from harvey.session.records import CompactionNote, shorten
+from harvey.tools.recall_turns import render_turns
+
+if TYPE_CHECKING:
+    from harvey.chat.agent import Agent
+    from harvey.session.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+KEEP_SHARE = 0.5  # of the room left for history: the newest turns, kept as they were
+SUMMARY_SHARE = 0.25  # of that room: the most the summary may take
+ON_DEMAND_KEEP_TURNS = 2  # /compact keeps at most this many newest turns
+# After a failed summary, the next automatic try waits this many turns: a model that
+# cannot summarise (or times out) must not cost a failing call before every turn.
+RETRY_AFTER_TURNS = 3
+_failed_at: weakref.WeakKeyDictionary[Agent, int] = weakref.WeakKeyDictionary()
+TOOL_RESULT_CHARS = 1_500  # a tool result's share of the summary's input
+SUMMARISER = (
+    "You summarise the earlier part of a conversation between a user and an assistant "
+    "working in the user's workspace, so the conversation can go on without it. Keep "
+    "what later turns may need: the user's goals and decisions, facts and names found, "
+    "files read or changed, commands run and their outcomes, open questions. Write "
+    "plain prose or short bullet points, no preamble."
+)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which turns to summarise and how much room the summary has."""
+
+    summarised: list[list[Message]]
+    kept: list[Message]
+    first: int  # original turn numbers the summary will stand for
+    last: int
+    covered: int  # original messages the summary will stand for, from the start
+    summary_tokens: int
+
+
+def resumed_history(store: SessionStore, session_id: str) -> list[Message]:
+    """A stored session as it is sent: its newest summary, then the turns after it."""
+    found = store.compactions(session_id)
+    return compacted(store.messages(session_id), found[-1] if found else None)
+
+
+def compact_if_needed(
+    agent: Agent, user_text: str = "", cancel: threading.Event | None = None
+) -> CompactionNote | None:
+    """Before a turn: compact when the history and ``user_text`` will not fit.
+
+    The one call a front end makes before ``Agent.turn`` (the REPL, ``harvey run
+    --continue``). The note goes into the next turn's scene. Returns None when
+    everything fits or nothing can be summarised (the turn then cuts as it always did).
+    """
+    route, text = split_mention(user_text)
+    client = agent.clients.resolve(route) if route else agent.client
+    pending = [Message("user", text)] if text else []
+    if not agent.budget.snapshot(client).fitted_history(pending).omitted_messages:
+        return None
+    turns = len(split_turns(agent.history))
+    failed = _failed_at.get(agent)
+    if failed is not None and turns < failed + RETRY_AFTER_TURNS:
+        return None  # the leave-out goes on meanwhile
+    plan = _plan(agent, client, pending, on_demand=False)
+    if plan is None:
+        return None
+    note = _run(agent, client, plan, "", cancel)
+    if note.ok:
+        _failed_at.pop(agent, None)
+        agent.ui.warn(_told(note, client))
+    else:
+        _failed_at[agent] = turns
+        agent.ui.warn(
+            f"could not summarise turns {note.first_turn}–{note.last_turn} ({note.status}); "
+            "the oldest turns are left out of the prompt instead"
+        )
+    agent.turns.pending_compaction = note
+    return note
+
+
+def compact(agent: Agent, instruction: str = "", cancel: threading.Event | None = None) -> str:
+    """``/compact [INSTRUCTION]``: summarise all but the newest turns now; one line to show.
+
+    Recorded as a scene of its own. Raises ``UsageError`` when there is nothing to
+    summarise; a model that fails leaves the history as it was (and says so).
+    """
+    client = agent.client
+    plan = _plan(agent, client, [], on_demand=True)
+    if plan is None:
+        raise UsageError("nothing to compact: the conversation has no older turns to summarise")
+    note = _run(agent, client, plan, instruction, cancel)
+    agent.turns.compaction(client, note)
+    if not note.ok:
+        raise UsageError(
+            f"could not compact turns {note.first_turn}–{note.last_turn}: "
+            f"{note.status.removeprefix('error: ')}"
+        )
+    return _told(note, client)
+
+
+def _plan(
+    agent: Agent, client: LLMClient, pending: Sequence[Message], *, on_demand: bool
+) -> _Plan | None:
+    history = agent.history
+    turns = split_turns(history)
+    snap = agent.budget.snapshot(client)
+    room = budget_report(
+        snap.window,
+        history=list(pending),
+        system_prompt=snap.system_prompt,
+        injected=snap.injected + snap.turn_texts,
+        bytes_per_token=snap.bytes_per_token,
+    ).remaining
+    kept = 0
+    used = 0
+    for turn in reversed(turns[1:]):  # the oldest turn is always summarised
+        cost = turn_tokens(turn, snap.bytes_per_token)
+        if used + cost > room * KEEP_SHARE or (on_demand and kept >= ON_DEMAND_KEEP_TURNS):
+            break
+        used += cost
+        kept += 1
+    summarised = turns[: len(turns) - kept]
+    span = summarised_span(history)
+    done = span[1] if span is not None else 0  # original turns the head summary covers
+    fresh = len(summarised) - (1 if span is not None else 0)
+    if fresh < 1:
+        return None  # only the summary itself is old: nothing new to summarise
+    kept_messages = [m for turn in turns[len(turns) - kept :] for m in turn]
+    covered, last = _covered(agent, kept_messages, done + fresh)
+    allowance = int(room * SUMMARY_SHARE)
+    if allowance < 32:
+        return None
+    return _Plan(summarised, kept_messages, 1, last, covered, allowance)
+
+
+def _covered(agent: Agent, kept: list[Message], fallback_last: int) -> tuple[int, int]:
+    """How many original messages (and turns) lie before ``kept``, counted in sessions.db:
+    the truth a resumed session and ``recall_turns`` go by."""
+    store = agent.store
+    if store is None:
+        return 0, fallback_last
+    try:
+        originals = store.messages(agent.session_id) + list(agent._unstored)
+    except StoreError:
+        return 0, fallback_last
+    covered = max(0, len(originals) - len(kept))
+    return covered, len(split_turns(originals[:covered])) or fallback_last
+
+
+def _run(
+    agent: Agent,
+    client: LLMClient,
+    plan: _Plan,
+    instruction: str,
+    cancel: threading.Event | None,
+) -> CompactionNote:
+    before = sum(turn_tokens(t, agent.budget.bytes_per_token(client)) for t in plan.summarised)
+    try:
+        summary = _summarise(agent, client, plan, instruction, cancel)
+    except Cancelled:
+        raise
+    except HarveyError as exc:
+        status = shorten(f"error: {' '.join(str(exc).split())}", 200)
+        return CompactionNote(plan.first, plan.last, before, 0, client.model, status)
+    head = summary_messages(plan.first, plan.last, summary)
+    after = turn_tokens(head, agent.budget.bytes_per_token(client))
+    agent.history[:] = head + plan.kept  # in place: the budget reads this list
+    row = StoredCompaction(
+        plan.first, plan.last, plan.covered, summary, client.model, before, after, instruction
+    )
+    if agent.store is not None and plan.covered:
+        try:
+            agent.store.add_compaction(agent.session_id, row)
+        except StoreError as exc:
+            agent.ui.warn(f"the summary was not saved (a resumed session sends the turns): {exc}")
+    return CompactionNote(plan.first, plan.last, before, after, client.model, "ok", summary)
+
+
+def _told(note: CompactionNote, client: LLMClient) -> str:
+    return (
+        f"compacted turns {note.first_turn}–{note.last_turn} into a summary "
+        f"({note.tokens_before:,} → {note.tokens_after:,} tokens, {client.model}); "
+        "sessions.db keeps the originals and recall_turns reads them back"
+    )
+
+
+def _summarise(
+    agent: Agent,
+    client: LLMClient,
+    plan: _Plan,
+    instruction: str,
+    cancel: threading.Event | None,
+) -> str:
+    """One request when the turns fit the window, the analysis engine when they do not."""
+    ratio = agent.budget.bytes_per_token(client)
+    window = agent.budget.capabilities(client).context_window
+    ask = _ask(plan, instruction)
+    text = render_turns(plan.summarised, 1, TOOL_RESULT_CHARS)
+    prompt = [Message("system", SUMMARISER), Message("user", f"{text}\n\n{ask}")]
+    room = budget_report(window, bytes_per_token=ratio).remaining - plan.summary_tokens
+    if estimate_tokens(serialize_history(prompt), ratio) <= room:
+        result = chat(client, prompt, None, None, cancel)
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("cancelled")
+        summary = result.text.strip()
+    else:
+        summary = _analysed(agent, client, plan, ask, cancel)
+    if not summary:
+        raise BackendError("the model returned an empty summary")
+    return _fitted(summary, plan.summary_tokens, ratio)
+
+
+def _ask(plan: _Plan, instruction: str) -> str:
+    words = max(20, int(plan.summary_tokens * 0.6))
+    extra = f" {instruction.strip()}" if instruction.strip() else ""
+    return f"Summarise the conversation above in at most {words} words.{extra}"
+
+
+def _fitted(summary: str, tokens: int, ratio: float) -> str:
+    """The summary within its room: cut at its last whole sentence when the model ran long
+    (the originals stay one ``recall_turns`` away)."""
+    if estimate_tokens(summary, ratio) <= tokens:
+        return summary
+    cut = summary[: max(1, int(tokens * ratio * 0.8))]
+    end = max(cut.rfind(". "), cut.rfind(".\n"), cut.rfind("\n"))
+    return (cut[: end + 1] if end > len(cut) // 2 else cut).rstrip() + " (summary cut to fit)"
+
+
+def _analysed(
+    agent: Agent,
+    client: LLMClient,
+    plan: _Plan,
+    ask: str,
+    cancel: threading.Event | None,
+) -> str:
+    """Turns larger than the window: the analysis engine maps groups of whole turns
+    (each group well inside the window) and synthesises one summary. More groups than
+    ``chunking.max_chunks`` are asked about first, as ``harvey analyze`` asks."""
+    from harvey.analysis.chunking import ChunkConfig
+    from harvey.analysis.engine import run_chunked_analysis
+    from harvey.analysis.params import ChunkAnalysisParams
+    from harvey.analysis.progress import NullProgress
+
+    window = agent.budget.capabilities(client).context_window
+    ratio = agent.budget.bytes_per_token(client)
+    size = max(500, int(window * 0.4 * ratio))  # bytes of transcript per map call
+    chunks: list[str] = []
+    current = ""
+    for number, turn in enumerate(plan.summarised, start=1):
+        text = render_turns([turn], number, TOOL_RESULT_CHARS)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        for piece in pieces:
+            if current and len(current) + len(piece) > size:
+                chunks.append(current)
+                current = ""
+            current = f"{current}\n{piece}" if current else piece
+    if current:
+        chunks.append(current)
+    limit = agent.settings.chunking.max_chunks
+    if len(chunks) > limit and not agent.ui.confirm(
+        f"Summarising turns {plan.first}–{plan.last} takes {len(chunks)} model calls, "
+        f"more than max_chunks ({limit}). Make them?"
+    ):
+        raise UsageError(f"{len(chunks)} summary calls were declined")
+    params = ChunkAnalysisParams(
+        filename=f"turns {plan.first}–{plan.last}",
+        chunks=chunks,
+        instruction=f"{SUMMARISER}\n\n{ask}",
+        model=client.model,
+        config=ChunkConfig(chunk_size_bytes=size, max_chunks=max(1, len(chunks)), concurrency=1),
+    )
+    result = run_chunked_analysis(
+        client,
+        params,
+        progress=NullProgress(),
+        cancel=cancel,
+        context_window=window,
+        bytes_per_token=ratio,
+    )
+    return result.text.strip()

@@ -1,0 +1,253 @@
+"""The front of the document layer: ``extract(path) -> Document``, cached by content.
+
+Which files are documents is decided by name (``.pdf``, ``.docx``, ``.html``,
+``.epub``; ``.doc``, ``.odt`` and friends are refused as unsupported) and, for a
+file without a known suffix, by the ``%PDF-`` signature. Everything else stays
+plain text for the readers that already handle it.
+
+The bytes are read once through ``open_regular`` (a secret file, a hard link, a
+FIFO or a link swapped in are refused as for any read), at most
+``MAX_DOCUMENT_BYTES``. Their SHA-256 names the cache entry in
+``HARVEY_HOME/cache/documents/``, written through ``own_files`` (never through a
+link): a second read, an analysis rerun or a re-ingest of the same bytes does not
+extract again. A document opened with a password is never cached, and the
+password is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harvey.documents.model import DOCUMENT_SUFFIXES, UNSUPPORTED_SUFFIXES, Document
+from harvey.documents.pdf import PASSWORD_ENV, Limits, extract_pdf
+from harvey.errors import DocumentError, HarveyError, WorkspaceError
+from harvey.workspace_files import open_regular as _open_regular
+
+if TYPE_CHECKING:
+    from harvey.own_files import Folder
+
+MAX_DOCUMENT_BYTES = 200 * 1024 * 1024
+CACHE_VERSION = 1
+_SAMPLE_PAGES = 3
+
+
+def document_kind(path: Path, head: bytes = b"") -> str | None:
+    """``"pdf"``/``"docx"``/``"html"``/``"epub"``, ``"unsupported"``, or None (plain text)."""
+    suffix = path.suffix.lower()
+    if suffix in DOCUMENT_SUFFIXES:
+        return DOCUMENT_SUFFIXES[suffix]
+    if suffix in UNSUPPORTED_SUFFIXES:
+        return "unsupported"
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    return None
+
+
+def is_document(path: Path, head: bytes = b"") -> bool:
+    return document_kind(path, head) is not None
+
+
+def is_document_file(path: Path) -> bool:
+    """A document by its name, or a file without a suffix that starts like a PDF (a file
+    with any other suffix is never opened here: a size-only check stays size-only)."""
+    if document_kind(path) is not None:
+        return True
+    if path.suffix:
+        return False
+    try:
+        with _open_regular(path) as handle:
+            return handle.read(5) == b"%PDF-"
+    except (OSError, HarveyError):  # a refusal is reported by the plain-text reader
+        return False
+
+
+def _password(password: str | None) -> str | None:
+    return password if password is not None else (os.environ.get(PASSWORD_ENV) or None)
+
+
+def _read_bytes(path: Path, name: str) -> bytes:
+    try:
+        with _open_regular(path) as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise DocumentError(
+            f"{name}: over {MAX_DOCUMENT_BYTES // 2**20} MB — too large to extract", "too-large"
+        )
+    return data
+
+
+def harvey_home() -> Path:
+    """``config.default_harvey_home``'s rule, restated: importing ``config`` from here
+    would close an import cycle (config → llm → context → documents)."""
+    if os.environ.get("HARVEY_HOME"):
+        return Path(os.environ["HARVEY_HOME"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("harvey", appauthor=False))
+
+
+def _cache_folder(create: bool) -> Folder:
+    from harvey.own_files import Location
+
+    where = Location.under(harvey_home(), "cache/documents", home=True)
+    return where.open(create=create)
+
+
+def _cache_name(digest: str, kind: str) -> str:
+    return f"{digest}-{kind}-v{CACHE_VERSION}.json"
+
+
+def _cached(name: str) -> Document | None:
+    try:
+        with _cache_folder(create=False) as folder:
+            raw = folder.read_bytes(name)
+        return Document.from_json(json.loads(raw)) if raw else None
+    except (OSError, WorkspaceError, ValueError, KeyError, TypeError):
+        return None  # an unusable cache is a miss, never an error
+
+
+def _store(name: str, document: Document) -> None:
+    try:
+        with _cache_folder(create=True) as folder:
+            folder.replace(name, json.dumps(document.to_json()).encode("utf-8"), 0o600)
+    except (OSError, WorkspaceError):
+        pass  # a read still works without its cache
+
+
+def _extract_kind(
+    data: bytes, kind: str, name: str, limits: Limits, password: str | None
+) -> Document:
+    if kind == "pdf":
+        return extract_pdf(data, name, limits, password)
+    from harvey.documents import html, packages
+
+    if kind == "html":
+        return html.extract_html(data)
+    if kind == "docx":
+        return packages.extract_docx(data, name)
+    return packages.extract_epub(data, name)
+
+
+def extract(
+    path: Path,
+    name: str | None = None,
+    *,
+    password: str | None = None,
+    limits: Limits | None = None,
+) -> Document:
+    """The text of the document at ``path`` (already checked to be in the workspace and
+    not secret by the caller); ``DocumentError`` with one line when it cannot be read."""
+    name = name or path.name
+    return extract_data(_read_bytes(path, name), path, name, password=password, limits=limits)
+
+
+def extract_data(
+    data: bytes,
+    path: Path,
+    name: str,
+    *,
+    password: str | None = None,
+    limits: Limits | None = None,
+) -> Document:
+    """``extract`` of bytes a caller already read (through ``open_regular``): a reader
+    that hashes what it read (ingest) extracts exactly those bytes."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise DocumentError(
+            f"{name}: over {MAX_DOCUMENT_BYTES // 2**20} MB — too large to extract", "too-large"
+        )
+    kind = document_kind(path, data[:8])
+    if kind is None or kind == "unsupported":
+        raise DocumentError(
+            f"{name}: unsupported format {path.suffix or '(no suffix)'} — Harvey reads PDF, "
+            "DOCX, HTML, EPUB and plain text",
+            "unsupported",
+        )
+    password = _password(password)
+    entry = _cache_name(hashlib.sha256(data).hexdigest(), kind)
+    known = _known(entry, password)
+    if known is not None:
+        return known
+    document = _extract_kind(data, kind, name, limits or Limits(), password)
+    _remember(entry, document, password)
+    return document
+
+
+#: Documents opened with a password, kept in this process only (never on disk), so the
+#: steps of one run (size, chunks, pages) do not extract a locked PDF again each.
+_UNLOCKED: dict[tuple[str, str], Document] = {}
+_UNLOCKED_MAX = 4
+
+
+def _key(entry: str, password: str) -> tuple[str, str]:
+    return entry, hashlib.sha256(password.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _known(entry: str, password: str | None) -> Document | None:
+    """An earlier extraction of these bytes: the disk cache, or this process's memory
+    for one opened with a password."""
+    if password is None:
+        return _cached(entry)
+    return _UNLOCKED.get(_key(entry, password))
+
+
+def _remember(entry: str, document: Document, password: str | None) -> None:
+    if any("time limit" in note for note in document.notes):
+        return  # another try may get further
+    if password is None:
+        _store(entry, document)
+        return
+    while len(_UNLOCKED) >= _UNLOCKED_MAX:
+        _UNLOCKED.pop(next(iter(_UNLOCKED)))
+    _UNLOCKED[_key(entry, password)] = document
+
+
+def document_problem(path: Path) -> str | None:
+    """Why a document will be skipped by a folder reader (``"encrypted — needs a
+    password …"``, ``"no text layer …"``), or None when it extracts: the extraction is
+    cached, so the analysis or ingest that follows does not repeat it."""
+    try:
+        extract(path)
+    except DocumentError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
+
+
+def estimated_text_bytes(path: Path, name: str | None = None) -> int:
+    """The UTF-8 size the extracted text will have, without extracting a long PDF whole:
+    a cached document's exact size, else a PDF's first pages scaled to its page count.
+    Other formats are extracted (bounded, and cached for the read that follows)."""
+    name = name or path.name
+    data = _read_bytes(path, name)
+    kind = document_kind(path, data[:8])
+    if kind == "pdf":
+        password = _password(None)
+        entry = _cache_name(hashlib.sha256(data).hexdigest(), kind)
+        known = _known(entry, password)
+        if known is not None:
+            return len(known.text.encode("utf-8"))
+        sample = extract_pdf(data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password)
+        if len(sample.page_starts) >= sample.page_count:  # the sample is the whole file
+            _remember(entry, sample, password)
+            return len(sample.text.encode("utf-8"))
+        sampled = max(1, len(sample.page_starts))
+        per_page = len(sample.text.encode("utf-8")) / sampled
+        return int(per_page * min(sample.page_count, Limits().max_pages))
+    return len(extract(path, name).text.encode("utf-8"))
+
+
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "document_kind",
+    "document_problem",
+    "estimated_text_bytes",
+    "extract",
+    "extract_data",
+    "is_document",
+    "is_document_file",
+]

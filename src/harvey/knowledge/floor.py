@@ -1,0 +1,123 @@
+"""The absolute relevance floor: whether a passage is worth sending at all.
+
+Fusion (``search.fuse``) scales BM25 and cosine to 0–1 within each query's own
+candidates, so the best candidate of any query scores at least 0.5, even of
+"zzqx qqxz" or "hello". That score orders passages; it cannot say whether any
+of them is relevant. The floor does, from two scales that do not depend on the
+other candidates:
+
+* the embedder's cosine between the query and the chunk;
+* BM25 on its own scale: the chunk's FTS5 BM25 as a share of the most BM25 the
+  query's words could give (each word's IDF times ``k1 + 1``, FTS5's constants),
+  so 1.0 would be every query word, each saturated; a chunk holding each word
+  once, in a chunk of average length, scores about 0.45; a query word no chunk
+  holds (gibberish, a place name) counts against every chunk as a rare word.
+
+A chunk passes when its cosine is at least ``cosine`` and either its BM25 share
+is at least ``bm25`` or its cosine alone is at least ``cosine_alone``. The cosine
+is the chunk's own (the passage sent must itself be about the prompt); the BM25
+share is its file's best among the candidates, as fusion pools a file's evidence,
+since the words of a question are often spread over a file's passages (pooling
+the cosine too lost 1.6 points of hit@5 on the benchmark, for no more silence).
+A store without an embedder, or with one
+other than the calibrated ``local`` (wordllama), is floored on the BM25 share alone.
+The defaults were calibrated by ``bench/bench_rag.py`` on its 61 answerable and 30
+unanswerable questions (see ``BENCHMARKS.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# FTS5's bm25() constants (fts5_aux.c): k1 = 1.2, b = 0.75; an IDF at or under 0 is 1e-6.
+K1 = 1.2
+_MIN_IDF = 1e-6
+# The embedder whose cosines the levels were calibrated on; other models' cosines are on
+# other scales (an OpenAI model's related texts sit near 0.3, a nomic model's near 0.6),
+# so their stores are floored on the BM25 share alone.
+CALIBRATED_EMBEDDER = "local"
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The levels a passage must reach (``rag.floor_*``); all 0 turns the floor off."""
+
+    cosine: float = 0.26
+    bm25: float = 0.2
+    cosine_alone: float = 0.38
+
+    @property
+    def off(self) -> bool:
+        return self.cosine <= 0 and self.bm25 <= 0 and self.cosine_alone <= 0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A chunk's absolute relevance: cosine (``None`` without an embedder) and BM25 share."""
+
+    cosine: float | None
+    bm25: float
+
+
+def idf(chunks: int, matching: int) -> float:
+    """FTS5's IDF of a word ``matching`` of ``chunks`` chunks hold."""
+    value = math.log((chunks - matching + 0.5) / (matching + 0.5))
+    return value if value > 0 else _MIN_IDF
+
+
+def bm25_ceiling(chunks: int, counts: Iterable[int]) -> float:
+    """The most BM25 a chunk could score for a query whose words match ``counts`` chunks.
+
+    A word no chunk holds weighs as one a single chunk holds: in a store of a few notes
+    the IDF of an absent word is several times a present one's, and one everyday word
+    missing ("how *often* should I...") would outweigh every word that matched."""
+    return (K1 + 1) * sum(idf(chunks, max(1, n)) for n in counts)
+
+
+def bm25_share(bm25: float, ceiling: float) -> float:
+    """FTS5's BM25 (more negative is better) as a 0–1 share of ``ceiling``."""
+    if ceiling <= 0:
+        return 0.0
+    return min(1.0, max(0.0, -bm25) / ceiling)
+
+
+def admits(evidence: Evidence, floor: Floor) -> bool:
+    """Whether a chunk with ``evidence`` is sent."""
+    if floor.off:
+        return True
+    if evidence.cosine is None:
+        return evidence.bm25 >= floor.bm25
+    return evidence.cosine >= floor.cosine and (
+        evidence.bm25 >= floor.bm25 or evidence.cosine >= floor.cosine_alone
+    )
+
+
+def pooled(
+    cosines: Mapping[int, float] | None, shares: Mapping[int, float], files: Mapping[int, str]
+) -> dict[int, Evidence]:
+    """Each candidate's evidence: its own cosine (``None`` for a store floored on BM25
+    alone; a chunk without a vector counts as -1) and its file's best BM25 share."""
+    ids = set(shares) | set(cosines or {})
+    best_bm25: dict[str, float] = {}
+    for c in ids:
+        f = files.get(c, f"#{c}")
+        best_bm25[f] = max(best_bm25.get(f, 0.0), shares.get(c, 0.0))
+    return {
+        c: Evidence(
+            cosines.get(c, -1.0) if cosines is not None else None,
+            best_bm25[files.get(c, f"#{c}")],
+        )
+        for c in ids
+    }
+
+
+def floored(
+    ranked: list[tuple[int, float]], evidence: Mapping[int, Evidence], floor: Floor
+) -> list[tuple[int, float]]:
+    """The ranked candidates the floor admits, in the same order (fusion only orders);
+    a candidate without evidence is not admitted unless the floor is off."""
+    if floor.off:
+        return list(ranked)
+    return [(c, s) for c, s in ranked if c in evidence and admits(evidence[c], floor)]
