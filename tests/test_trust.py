@@ -252,3 +252,12 @@ def test_sessions_trusting_at_once_all_keep_their_entry(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert sorted(e.workspace for e in store.entries()) == sorted(str(f) for f in folders)
+
+
+def test_tool_modes_narrow_but_only_as_modes() -> None:
+    """``tools.mode`` and ``tools.models`` choose how calls are read; every call still
+    meets the registry, approval and confinement, so they apply untrusted."""
+    kept = screen({"tools": {"mode": "text", "models": {"qwen2.5:0.5b": "constrained"}}})
+    assert not kept.widening and kept.kept["tools"]["models"] == {"qwen2.5:0.5b": "constrained"}
+    odd = screen({"tools": {"models": {"qwen": "everything"}}})
+    assert [s.path for s in odd.widening] == ["tools.models.qwen"]

@@ -72,6 +72,10 @@ NARROWING: Mapping[str, Rule] = {
     "user": _always,
     "tools.enabled": _always,
     "tools.max_rounds": _always,
+    # How calls are read (native, from text, grammar-constrained) or none: every call
+    # still runs through the same registry, approval and confinement.
+    "tools.mode": _one_of("auto", "native", "text", "constrained", "off"),
+    "tools.models": _one_of("auto", "native", "text", "constrained", "off"),
     "session.record": _always,
     # A route may name a model on the user's own server; its base_url/endpoints widen.
     "routes[].name": _always,
@@ -167,7 +171,10 @@ def _is_table_list(value: Any) -> bool:
 
 def narrows(setting: Setting) -> bool:
     """True when the table lets an untrusted file set this leaf to this value."""
-    rule = NARROWING.get(setting.rule_key)
+    key = setting.rule_key
+    if setting.loc[:2] == ("tools", "models") and len(setting.loc) == 3:
+        key = "tools.models"  # one rule for the mode of every model named
+    rule = NARROWING.get(key)
     return rule is not None and bool(rule(setting.value))
 
 

@@ -44,6 +44,7 @@ class FakeOpenAI(_FakeServer):
         # whose words a too-long prompt gets: "llama.cpp", "openai" or "llama-cpp-python"
         self.too_long_style = too_long_style
         self.props = props
+        self.chat_template = ""  # llama.cpp reports its Jinja template in /props
         self.api_key = api_key
         self._counter = 0
 
@@ -74,7 +75,7 @@ class FakeOpenAI(_FakeServer):
                 {
                     "default_generation_settings": {"n_ctx": self.context_window},
                     "total_slots": 1,
-                    "chat_template": "",
+                    "chat_template": self.chat_template,
                 },
             )
         elif method == "POST" and path == "/chat/completions":

@@ -26,16 +26,17 @@ from typing import TYPE_CHECKING
 from harvey.chat.clients import Clients, split_mention
 from harvey.chat.history_fit import FittedHistory, omitted_notice
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
+from harvey.chat.tool_rounds import ToolRounds
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
-from harvey.llm.base import LLMClient, ModelCapabilities, Usage, chat
+from harvey.llm.base import LLMClient, ModelCapabilities, Usage
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.location import default_user_name
 from harvey.session.recorder import Recorder
-from harvey.session.records import ToolNote, WriteNote
+from harvey.session.records import WriteNote
 from harvey.session.store import SessionStore
 from harvey.tools.approval import WriteGate
 from harvey.tools.registry import ToolContext, ToolExecutor, TurnAnswered
@@ -217,7 +218,7 @@ class Agent:
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
         self._gather_context(state, client, text)
         answer = None
-        if not self.budget.tools_enabled(client):
+        if self.budget.tool_mode(client) in ("off", "constrained"):  # named files attached
             budget = self.budget.snapshot(client, state.context_texts)
             attached = self.chunks.attach_mentioned(text, self._read_turn(state, budget))
             text, answer = attached.text, attached.answer
@@ -241,12 +242,14 @@ class Agent:
     ) -> TurnOutcome:
         client = state.client
         use_tools = self.budget.tools_enabled(client)
-        schemas = self.executor.schemas() if use_tools else None
+        rounds = ToolRounds(
+            self.budget.tool_mode(client), self.executor.schemas() if use_tools else None
+        )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds
             budget = self.budget.snapshot(client, state.context_texts)  # once per round
             prompt = self.build_prompt(budget, state.new_messages)
-            result = chat(client, prompt, None if last_round else schemas, on_text, cancel)
+            result = rounds.ask(client, prompt, not last_round, on_text, cancel)
             usage = result.usage
             self.budget.calibrate(client, prompt, usage)
             if not result.tool_calls or last_round:
@@ -264,18 +267,15 @@ class Agent:
                 if cancel.is_set():
                     raise Cancelled("cancelled")
                 try:
-                    res = self.executor.execute(ctx, call)
+                    res = rounds.execute(self.executor, ctx, call)
                 except TurnAnswered as answered:  # the round's other calls still run
                     assert answered.result is not None, "the registry adds the call's result"
                     res, answer = answered.result, answered.reply
                 state.results.append(res)
                 if state.on_tool is not None:
                     state.on_tool(call, res)
-                state.notes.append(
-                    ToolNote.from_result(
-                        call, res.content, character=state.route.upper() if state.route else None
-                    )
-                )
+                who = state.route.upper() if state.route else None
+                state.notes.append(rounds.note(call, res.content, who))
                 state.new_messages.append(res.to_message())
             if answer is not None:
                 return self._answered(state, answer, usage)

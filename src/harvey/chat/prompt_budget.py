@@ -127,7 +127,14 @@ class PromptBudget:
         return f"estimated: {ratio:.2f} bytes/token from {samples} samples"
 
     def tools_enabled(self, client: LLMClient | None = None) -> bool:
-        return self.settings.tools.enabled and self.capabilities(client).supports_tools
+        return self.tool_mode(client) != "off"
+
+    def tool_mode(self, client: LLMClient | None = None) -> str:
+        """``native``, ``text``, ``constrained`` or ``off`` (``harvey.llm.tool_choice``)."""
+        from harvey.llm.tool_choice import tool_mode
+
+        client = self._client(client)
+        return tool_mode(self.settings.tools, client, self.capabilities(client).supports_tools)
 
     def system_prompt(self, client: LLMClient | None = None) -> str:
         """Built once per session (it reads HARVEY.md): every request of the session starts

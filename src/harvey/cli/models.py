@@ -28,6 +28,7 @@ def models(
 
     _paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     from harvey.llm.pool_setup import endpoint_lines
+    from harvey.llm.tool_choice import tool_mode
 
     client = make_client(settings)
     try:
@@ -44,6 +45,6 @@ def models(
         click.echo(f"{marker} {name}")
     click.echo(
         f"# {client.model}: context window {caps.context_window} tokens "
-        f"({caps.context_source}), tools: {'yes' if caps.supports_tools else 'no'}",
+        f"({caps.context_source}), tools: {tool_mode(settings.tools, client, caps.supports_tools)}",
         err=True,
     )

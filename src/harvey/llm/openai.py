@@ -150,6 +150,7 @@ class OpenAIClient(HttpClient):
     ) -> None:
         self.context_window = context_window
         self._props_answered: bool | None = None  # llama.cpp's /props, once it was asked
+        self._template_tools = True  # False once /props shows a chat template without tools
         super().__init__(base_url, model, **options)
 
     def _endpoint(self) -> Endpoint:
@@ -258,10 +259,11 @@ class OpenAIClient(HttpClient):
         if self.context_window is not None:
             return ModelCapabilities(self.context_window, True, "context_window (config)")
         n_ctx = self._props_n_ctx()
+        tools = self._template_tools
         if n_ctx is not None:
-            return ModelCapabilities(n_ctx, True, "server (/props n_ctx)")
+            return ModelCapabilities(n_ctx, tools, "server (/props n_ctx)")
         return ModelCapabilities(
-            DEFAULT_CONTEXT, True, f"default {DEFAULT_CONTEXT} (set context_window in harvey.yaml)"
+            DEFAULT_CONTEXT, tools, f"default {DEFAULT_CONTEXT} (set context_window in harvey.yaml)"
         )
 
     def _props_n_ctx(self) -> int | None:
@@ -277,6 +279,11 @@ class OpenAIClient(HttpClient):
         self._props_answered = isinstance(props, dict)
         if not isinstance(props, dict):
             return None
+        template = props.get("chat_template")
+        if isinstance(template, str) and template.strip():
+            # a template that never mentions tools renders none: the model was not
+            # trained to call them natively (found out, not assumed)
+            self._template_tools = "tool" in template
         settings = props.get("default_generation_settings")
         for source in (settings if isinstance(settings, dict) else {}, props):
             value = source.get("n_ctx")

@@ -57,8 +57,9 @@ def tool_note(note: ToolNote, character: str | None = None) -> str:
     who = note.character or character
     prefix = f"{encode_field(cue_name(character_cue(who, 'MODEL')), '—')}." if who else ""
     name = encode_field(note.name, "(—")
+    via = f"{SEP}{encode_field(note.via)}" if note.via else ""
     return format_note(
-        f"{prefix}tool: {name}({encode_field(note.args_text())}){SEP}{_status(note.status)}"
+        f"{prefix}tool: {name}({encode_field(note.args_text())}){SEP}{_status(note.status)}{via}"
     )
 
 
@@ -193,9 +194,9 @@ def read_tool(body: str) -> ParsedToolNote | None:
             return None
         who, rest = head.group(1), body[head.end() :]
     parts = split_unescaped(rest, SEP)
-    if len(parts) != 2:
+    if len(parts) not in (2, 3):
         return None
-    call, status = parts
+    call, status = parts[:2]
     name_args = split_unescaped(call, "(", maxsplit=1)
     if len(name_args) != 2 or not name_args[1].endswith(")"):
         return None
@@ -205,6 +206,7 @@ def read_tool(body: str) -> ParsedToolNote | None:
         args_text=decode_inline(name_args[1][:-1]),
         status=decode_inline(status),
         character=character,
+        via=decode_inline(parts[2]) if len(parts) == 3 else None,
     )
 
 

@@ -42,7 +42,7 @@ from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnR
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.8"
+FORMAT_VERSION = "1.9"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"

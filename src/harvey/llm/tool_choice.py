@@ -1,0 +1,246 @@
+"""Checking a call against the tools offered, and the constrained "answer or call" turn.
+
+A call rescued from text, or read from a grammar-constrained reply, runs only
+when it names a tool that was offered and its arguments fit that tool's
+schema. :func:`check_call` decides that with a small validator for the subset of
+JSON Schema Harvey's tool schemas use (object, string, integer, number, boolean,
+array; ``required``, ``enum``, ``minimum``/``maximum``, ``additionalProperties``).
+
+In constrained mode each model turn must be one JSON object, valid for
+:func:`choice_schema`: ``{"tool": "answer", "text": …}`` or ``{"tool": NAME,
+"arguments": {…}}`` for one of the offered tools. Backends that can constrain
+output (llama.cpp grammars for the embedded model, a llama.cpp server's
+``json_schema``, Ollama's ``format``) turn that schema into a grammar, so even a
+135M model can only write a valid choice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harvey.config import ToolsSettings
+    from harvey.llm.base import LLMClient
+
+ANSWER = "answer"
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+}
+
+
+def function_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``function`` part of an OpenAI-style tool schema (or the schema itself)."""
+    inner = schema.get("function")
+    return inner if isinstance(inner, dict) else schema
+
+
+def tool_names(schemas: Sequence[dict[str, Any]]) -> list[str]:
+    return [str(function_of(s).get("name", "")) for s in schemas]
+
+
+def check_call(
+    schemas: Sequence[dict[str, Any]], name: str, arguments: Any
+) -> tuple[dict[str, Any], str | None]:
+    """``(arguments as a dict, None)`` for a call that may run, else ``({}, why not)``."""
+    for schema in schemas:
+        function = function_of(schema)
+        if function.get("name") != name:
+            continue
+        if isinstance(arguments, str):  # some models send the arguments as a JSON string
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                return {}, f"the arguments of {name} are not valid JSON"
+        if arguments is None:
+            arguments = {}
+        problem = check_value(function.get("parameters") or {"type": "object"}, arguments, "")
+        if problem is not None:
+            return {}, f"invalid arguments for {name}: {problem}"
+        return arguments, None
+    known = ", ".join(sorted(tool_names(schemas))) or "none"
+    return {}, f"unknown tool {name!r} (known: {known})"
+
+
+def check_value(schema: dict[str, Any], value: Any, where: str) -> str | None:
+    """Why ``value`` does not fit ``schema`` (a path and a reason), or None."""
+    label = where or "arguments"
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _TYPES:
+        wanted = _TYPES[kind]
+        wrong_bool = isinstance(value, bool) and kind in ("integer", "number")
+        if not isinstance(value, wanted) or wrong_bool:
+            return f"{label} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{label} must be one of {', '.join(map(str, schema['enum']))}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{label} must be at least {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{label} must be at most {schema['maximum']}"
+    if isinstance(value, dict):
+        return _check_object(schema, value, where)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            problem = check_value(schema["items"], item, f"{label}[{index}]")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _check_object(schema: dict[str, Any], value: dict[str, Any], where: str) -> str | None:
+    properties = schema.get("properties") or {}
+    for key in schema.get("required") or []:
+        if key not in value:
+            return f"missing {_join(where, key)}"
+    for key, item in value.items():
+        if key in properties:
+            problem = check_value(properties[key], item, _join(where, key))
+            if problem is not None:
+                return problem
+        elif schema.get("additionalProperties") is False:
+            return f"unknown argument {_join(where, key)}"
+    return None
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+# -- the constrained turn -----------------------------------------------------------
+
+
+def choice_schema(
+    schemas: Sequence[dict[str, Any]], named_paths: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One JSON object: the answer, or a call of one offered tool with valid arguments.
+
+    A tool's optional arguments are left out when it has required ones (a small model
+    fills every field it is offered: ``read_file`` with ``limit: 2`` reads two bytes),
+    and when the turn names files (``named_paths``) a required ``path`` is one of them:
+    a 135M model copies names well and invents them badly.
+    """
+    choices: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": ANSWER}, "text": {"type": "string", "minLength": 1}},
+            "required": ["tool", "text"],
+            "additionalProperties": False,
+        }
+    ]
+    for schema in schemas:
+        function = function_of(schema)
+        parameters = _narrowed(dict(function.get("parameters") or {"type": "object"}), named_paths)
+        choices.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"const": function["name"]}, "arguments": parameters},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    return {"oneOf": choices}
+
+
+def _narrowed(parameters: dict[str, Any], named_paths: Sequence[str]) -> dict[str, Any]:
+    properties = dict(parameters.get("properties") or {})
+    required = list(parameters.get("required") or [])
+    if required:
+        properties = {k: v for k, v in properties.items() if k in required}
+    if named_paths and "path" in required and properties.get("path", {}).get("type") == "string":
+        properties["path"] = {**properties["path"], "enum": list(dict.fromkeys(named_paths))}
+    return {**parameters, "properties": properties, "additionalProperties": False}
+
+
+def named_paths(text: str) -> list[str]:
+    """The file names a prompt mentions (``notes.md``, ``src/app.py``), in order."""
+    found = re.findall(
+        r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])", text
+    )
+    return list(dict.fromkeys(p.rstrip(".") for p in found))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A constrained turn read back: an answer (``name`` is None) or one call."""
+
+    text: str = ""
+    name: str | None = None
+    arguments: Any = None
+
+
+def read_choice(reply: str) -> Choice | None:
+    """The choice ``reply`` makes, or None when it is not a choice object (a server
+    that ignored the schema, or a reply cut at the token cap)."""
+    try:
+        value = json.loads(reply)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        return None
+    if value["tool"] == ANSWER:
+        text = value.get("text")
+        return Choice(text=text) if isinstance(text, str) else None
+    return Choice(name=value["tool"], arguments=value.get("arguments", {}))
+
+
+#: A small model learns the reply's shape from examples far better than from a rule.
+CONSTRAINED_EXAMPLES = """\
+Reply with one JSON object. To answer, when a tool result or the conversation has \
+what you need:
+{"tool": "answer", "text": "(the answer, from the tool result)"}
+To look first:
+User: Where is parse_date defined?
+{"tool": "search_files", "arguments": {"pattern": "parse_date"}}
+User: What does plan.txt say about the budget?
+{"tool": "read_file", "arguments": {"path": "plan.txt"}}"""
+
+
+def describe_tools(schemas: Sequence[dict[str, Any]], *, constrained: bool) -> str:
+    """The tools as the system prompt tells a model that gets no native tool schemas."""
+    lines = ["Tools you can use:"]
+    for schema in schemas:
+        function = function_of(schema)
+        params = (function.get("parameters") or {}).get("properties") or {}
+        required = set((function.get("parameters") or {}).get("required") or [])
+        if constrained and required:  # as choice_schema offers them
+            params = {k: v for k, v in params.items() if k in required}
+        args = ", ".join(
+            f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in params.items()
+        )
+        lines.append(f"- {function['name']}({args}): {function.get('description', '')}")
+    if constrained:
+        lines.append(CONSTRAINED_EXAMPLES)
+    else:
+        lines.append(
+            "To use a tool, reply with only this, and nothing after it:\n"
+            '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>\n'
+            "The result comes back in the next message."
+        )
+    return "\n".join(lines)
+
+
+def tool_mode(tools: ToolsSettings, client: LLMClient, supports_tools: bool) -> str:
+    """How this model gets its tools: ``native``, ``text``, ``constrained`` or ``off``.
+
+    ``tools.models`` (per model) overrides ``tools.mode``; ``auto`` sends native
+    schemas to a model whose server says it calls tools (reading calls written as
+    text too), constrains the embedded model's every turn with a grammar, and
+    offers no tools to the rest (they get the files their prompt names instead).
+    """
+    if not tools.enabled:
+        return "off"
+    mode = tools.models.get(client.model, tools.mode)
+    if mode != "auto":
+        return mode
+    if supports_tools:
+        return "native"
+    return "constrained" if client.backend == "local" else "off"

@@ -1,0 +1,135 @@
+"""harvey.llm.tool_choice: a call checked against the offered schemas, and the constrained
+turn's schema and reading."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harvey.config import ToolsSettings
+from harvey.llm.scripted import ScriptedClient
+from harvey.llm.tool_choice import (
+    Choice,
+    check_call,
+    choice_schema,
+    describe_tools,
+    named_paths,
+    read_choice,
+    tool_mode,
+)
+
+
+def tool_schema(name: str, description: str, parameters: dict) -> dict:  # type: ignore[type-arg]
+    """The OpenAI-style schema ``ToolRegistry.schemas`` gives."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+SCHEMAS = [
+    tool_schema(
+        "read_file",
+        "Read a file",
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 0},
+                "mode": {"type": "string", "enum": ["text", "bytes"]},
+            },
+            "required": ["path"],
+        },
+    ),
+    tool_schema("list_files", "List", {"type": "object", "properties": {}}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "problem"),
+    [
+        ("read_file", {"path": "a"}, None),
+        ("read_file", '{"path": "a"}', None),
+        ("list_files", None, None),
+        ("open", {"path": "a"}, "unknown tool 'open' (known: list_files, read_file)"),
+        ("read_file", {}, "invalid arguments for read_file: missing path"),
+        ("read_file", {"path": 3}, "invalid arguments for read_file: path must be a string"),
+        ("read_file", {"path": "a", "offset": -1}, "offset must be at least 0"),
+        ("read_file", {"path": "a", "offset": True}, "offset must be an integer"),
+        ("read_file", {"path": "a", "mode": "x"}, "mode must be one of text, bytes"),
+        ("read_file", "{not json", "the arguments of read_file are not valid JSON"),
+        ("read_file", ["a"], "arguments must be an object"),
+    ],
+)
+def test_check_call(name: str, arguments: object, problem: str | None) -> None:
+    checked, why = check_call(SCHEMAS, name, arguments)
+    if problem is None:
+        assert why is None and isinstance(checked, dict)
+    else:
+        assert why is not None and problem in why and checked == {}
+
+
+def test_choice_schema_offers_the_answer_and_each_tool() -> None:
+    schema = choice_schema(SCHEMAS)
+    consts = [c["properties"]["tool"]["const"] for c in schema["oneOf"]]
+    assert consts == ["answer", "read_file", "list_files"]
+    assert schema["oneOf"][1]["properties"]["arguments"]["required"] == ["path"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "choice"),
+    [
+        ('{"tool": "answer", "text": "4"}', Choice(text="4")),
+        (
+            '{"tool": "read_file", "arguments": {"path": "a"}}',
+            Choice("", "read_file", {"path": "a"}),
+        ),
+        ("The answer is 4.", None),
+        ('{"tool": "answer"}', None),
+        ('{"tool": "answer", "text": "cut', None),
+    ],
+)
+def test_read_choice(reply: str, choice: Choice | None) -> None:
+    assert read_choice(reply) == choice
+
+
+def test_descriptions_name_each_tool_and_the_form() -> None:
+    text = describe_tools(SCHEMAS, constrained=False)
+    assert "- read_file(path: string, offset?: integer, mode?: string)" in text
+    assert "<tool_call>" in text
+    constrained = describe_tools(SCHEMAS, constrained=True)
+    assert "- read_file(path: string): Read a file" in constrained
+    assert json.dumps({"tool": "read_file", "arguments": {"path": "plan.txt"}}) in constrained
+    assert constrained.rstrip().endswith("}")
+
+
+def test_named_paths_narrow_a_required_path_and_optional_arguments_go() -> None:
+    assert named_paths("Read notes.md, e.g. src/app.py (v1.2) or README.md.") == [
+        "notes.md",
+        "src/app.py",
+        "README.md",
+    ]
+    schema = choice_schema(SCHEMAS, ["notes.md"])
+    arguments = schema["oneOf"][1]["properties"]["arguments"]
+    assert arguments["properties"] == {"path": {"type": "string", "enum": ["notes.md"]}}
+    assert arguments["additionalProperties"] is False
+    assert schema["oneOf"][0]["properties"]["text"]["minLength"] == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "backend", "native", "mode"),
+    [
+        ({}, "openai", True, "native"),
+        ({}, "openai", False, "off"),
+        ({}, "local", False, "constrained"),
+        ({"mode": "text"}, "openai", False, "text"),
+        ({"models": {"m": "off"}}, "openai", True, "off"),
+        ({"mode": "text", "models": {"other": "off"}}, "openai", True, "text"),
+        ({"enabled": False, "mode": "text"}, "local", False, "off"),
+    ],
+)
+def test_tool_mode(settings: dict, backend: str, native: bool, mode: str) -> None:  # type: ignore[type-arg]
+    client = ScriptedClient([], model="m")
+    client.backend = backend
+    assert tool_mode(ToolsSettings(**settings), client, native) == mode
