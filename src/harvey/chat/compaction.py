@@ -80,6 +80,7 @@ class _Plan:
     last: int
     covered: int  # original messages the summary will stand for, from the start
     summary_tokens: int
+    on_demand: bool = False  # /compact: a person asked, so a long run may be asked about
 
 
 def resumed_history(store: SessionStore, session_id: str) -> list[Message]:
@@ -175,7 +176,7 @@ def _plan(
     allowance = int(room * SUMMARY_SHARE)
     if allowance < 32:
         return None
-    return _Plan(summarised, kept_messages, 1, last, covered, allowance)
+    return _Plan(summarised, kept_messages, 1, last, covered, allowance, on_demand)
 
 
 def _covered(agent: Agent, kept: list[Message], fallback_last: int) -> tuple[int, int]:
@@ -280,7 +281,8 @@ def _analysed(
 ) -> str:
     """Turns larger than the window: the analysis engine maps groups of whole turns
     (each group well inside the window) and synthesises one summary. More groups than
-    ``chunking.max_chunks`` are asked about first, as ``harvey analyze`` asks."""
+    ``chunking.max_chunks`` are asked about first on ``/compact``, as ``harvey analyze``
+    asks; before a turn they are not made (the leave-out takes over, with its notice)."""
     from harvey.analysis.chunking import ChunkConfig
     from harvey.analysis.engine import run_chunked_analysis
     from harvey.analysis.params import ChunkAnalysisParams
@@ -302,6 +304,10 @@ def _analysed(
     if current:
         chunks.append(current)
     limit = agent.settings.chunking.max_chunks
+    if len(chunks) > limit and not plan.on_demand:  # never a question in the way of a prompt
+        raise UsageError(
+            f"{len(chunks)} summary calls are more than max_chunks ({limit}); /compact asks"
+        )
     if len(chunks) > limit and not agent.ui.confirm(
         f"Summarising turns {plan.first}–{plan.last} takes {len(chunks)} model calls, "
         f"more than max_chunks ({limit}). Make them?"

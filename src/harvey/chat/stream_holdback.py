@@ -14,17 +14,25 @@ empty-reply check) compose with it instead of editing the same function.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-
-import regex
+from typing import Any
 
 from harvey.llm.text_tool_calls import MARKERS
 
-#: Where a call may begin: a marker at a line start (after blanks).
-_LINE_CALL = regex.compile(r"[ \t]*(?:" + "|".join(regex.escape(m) for m in MARKERS) + r")")
-#: A reply that begins (after blanks and thinking) like a whole-reply JSON call.
-_REPLY_CALL = regex.compile(r"\s*(?:\{|\[\s*\{|```[ \t]*(?:json)?[ \t]*\n\s*\{)", regex.I)
-_THINK = regex.compile(r"\s*<think>.*?</think>", regex.S)
+
+@functools.cache
+def _patterns() -> tuple[Any, Any, Any]:
+    """The line-call, reply-call and think patterns, compiled on first use: ``regex`` (for
+    partial matches) costs 10-20 ms to import, which a ``harvey run`` start never pays."""
+    import regex
+
+    # where a call may begin: a marker at a line start (after blanks)
+    line_call = regex.compile(r"[ \t]*(?:" + "|".join(regex.escape(m) for m in MARKERS) + r")")
+    # a reply that begins (after blanks and thinking) like a whole-reply JSON call
+    reply_call = regex.compile(r"\s*(?:\{|\[\s*\{|```[ \t]*(?:json)?[ \t]*\n\s*\{)", regex.I)
+    think = regex.compile(r"\s*<think>.*?</think>", regex.S)
+    return line_call, reply_call, think
 
 
 class HoldBack:
@@ -58,14 +66,14 @@ class HoldBack:
         start = self._reply_start()
         if start is None:  # still inside a leading <think> block: thinking is shown
             return len(text)
-        if _REPLY_CALL.match(text, pos=start, partial=True):
+        if _patterns()[1].match(text, pos=start, partial=True):
             return min(start, len(text))
         at = max(self.shown, start)
         if at > start and text[at - 1] != "\n":  # only line starts can open a call
             at = text.find("\n", at)
             at = len(text) if at < 0 else at + 1
         while at < len(text):
-            if _LINE_CALL.match(text, pos=at, partial=True):
+            if _patterns()[0].match(text, pos=at, partial=True):
                 return at
             newline = text.find("\n", at)
             if newline < 0:
@@ -78,7 +86,7 @@ class HoldBack:
         None while an opening ``<think>`` is still unclosed (or only partly written)."""
         at = 0
         while True:
-            match = _THINK.match(self.text, pos=at)
+            match = _patterns()[2].match(self.text, pos=at)
             if match is None:
                 break
             at = match.end()
