@@ -30,6 +30,7 @@ from harvey.errors import UsageError
 from harvey.inputs import clean_text, read_stdin
 
 if TYPE_CHECKING:
+    from harvey.cli.oneshot import AnalyzeRequest
     from harvey.config import Paths, Settings
 
 
@@ -249,71 +250,59 @@ def analyze(
     node_modules/ and what .gitignore ignores); each file is synthesised, then
     the files' results into one answer.
     """
+    from harvey.cli.oneshot import AnalyzeRequest
     from harvey.cli.scripting import reporting
+    from harvey.config import ChunkingSettings
 
     output = JsonOutput(output_format, "analyze") if output_format in JSON_FORMATS else None
     with reporting(output):
         shared = ctx.find_object(dict) or {}
         record = not (no_record or shared.get("no_record"))
-        code = _analyze(ctx, targets, instruction, include, exclude, per_file, workspace,
-                        backend, base_url, endpoints, model, chunk_size, overlap, concurrency,
-                        max_chunks, yes, fresh, executor, ray_address, record, output)  # fmt: skip
+        request = AnalyzeRequest(
+            clean_text(instruction),
+            ChunkingSettings.partial(
+                chunk_size_bytes=chunk_size,
+                overlap=overlap,
+                concurrency=concurrency,
+                max_chunks=max_chunks,
+            ),
+            auto_yes=yes,
+            record=record,
+            fresh=fresh,
+            executor=executor,
+            ray_address=ray_address,
+            include=include,
+            exclude=exclude,
+            per_file=per_file,
+            output=output,
+        )
+        model_choice = (backend, base_url, model, endpoints)
+        code = _analyze(ctx, targets, workspace, model_choice, request)
     sys.exit(code)
 
 
 def _analyze(
     ctx: click.Context,
     targets: tuple[Path, ...],
-    instruction: str,
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
-    per_file: bool,
     workspace: Path | None,
-    backend: str | None,
-    base_url: str | None,
-    endpoints: tuple[str, ...],
-    model: str | None,
-    chunk_size: int | None,
-    overlap: str | None,
-    concurrency: int | None,
-    max_chunks: int | None,
-    yes: bool,
-    fresh: bool,
-    executor: str | None,
-    ray_address: str | None,
-    record: bool,
-    output: JsonOutput | None,
+    model_choice: tuple[str | None, str | None, str | None, tuple[str, ...]],
+    request: AnalyzeRequest,
 ) -> int:
-    from harvey.cli.oneshot import AnalyzeRequest, analyze_folder_once, analyze_once
+    """One ``harvey analyze``: one file, or folders and several files."""
+    from harvey.cli.oneshot import analyze_folder_once, analyze_once
     from harvey.cli.scripting import analysis_finished
-    from harvey.config import ChunkingSettings
 
-    instruction = clean_text(instruction)
+    backend, base_url, model, endpoints = model_choice
     paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
-    options = ChunkingSettings.partial(
-        chunk_size_bytes=chunk_size, overlap=overlap, concurrency=concurrency, max_chunks=max_chunks
-    )
     # os.path.isdir, not Path.is_dir: a name too long for the file system is "not a folder"
     # here and gets its one-line error from the file checks, not a traceback
     one_file = len(targets) == 1 and not os.path.isdir(targets[0])
-    if one_file and (include or exclude or per_file):
+    if one_file and (request.include or request.exclude or request.per_file):
         raise UsageError(
             "--include, --exclude and --per-file are for folders and several files; "
             f"{targets[0]} is one file"
         )
-    request = AnalyzeRequest(
-        instruction,
-        options,
-        auto_yes=yes,
-        record=record,
-        fresh=fresh,
-        executor=executor,
-        ray_address=ray_address,
-        include=include,
-        exclude=exclude,
-        per_file=per_file,
-        output=output,
-    )
+    output = request.output
     if one_file:
         return analysis_finished(output, analyze_once(paths, settings, targets[0], request))
     return analysis_finished(output, analyze_folder_once(paths, settings, targets, request))
