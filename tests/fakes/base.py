@@ -378,11 +378,13 @@ class _FakeServer(ABC):
         self._capped_end(h, model, 10_000)
         h.end_stream()
 
+    @abstractmethod
     def _capped_end(self, h: _Handler, model: str, tokens: int) -> None:
-        raise NotImplementedError(f"{type(self).__name__} has no token-cap ending")
+        """How the server's stream ends when the reply hit the token cap (``Capped``)."""
 
+    @abstractmethod
     def _interrupted_end(self, h: _Handler, model: str) -> None:
-        raise NotImplementedError(f"{type(self).__name__} has no interrupted ending")
+        """How the server's stream ends when it stops without a finish reason (``Interrupted``)."""
 
     def _emit(self, h: _Handler, text: str) -> None:
         if self.chunk_delay:

@@ -100,6 +100,9 @@ class FakeOllama(_FakeServer):
         final.update(done=True, done_reason="length", prompt_eval_count=10, eval_count=tokens)
         self._emit(h, self._line(final))
 
+    def _interrupted_end(self, h: _Handler, model: str) -> None:
+        """Nothing: the NDJSON stream just stops, with no ``done: true`` line."""
+
     def _text_event(self, model: str, text: str) -> str:
         return self._line(
             {

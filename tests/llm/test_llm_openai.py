@@ -151,9 +151,19 @@ def test_connection_refused_names_the_endpoint(sleeps: SleepRecorder) -> None:
 
 @pytest.mark.parametrize("step", [Malformed("a "), Truncated("a "), Truncated("a ", abrupt=True)])
 def test_broken_streams_raise_stream_error(step: object) -> None:
-    srv = FakeOpenAI([step])  # type: ignore[list-item]
+    srv = FakeOpenAI([step, step])  # type: ignore[list-item]
     with srv, pytest.raises(StreamError):
         chat(client(srv.url), HI)
+
+
+def test_a_stream_cut_before_its_end_marker_is_asked_for_once_more() -> None:
+    """A connection closed before ``[DONE]`` ended early, like a stream without a finish
+    reason: nothing was shown, so the reply is asked for again, and never kept half."""
+    with FakeOpenAI([Truncated("The main"), Reply("Three events.")]) as srv:
+        assert chat(client(srv.url), HI).text == "Three events."
+    with FakeOpenAI([Truncated("The main"), Truncated("The")]) as srv:
+        with pytest.raises(StreamError, match=r"^stream ended early .*\(asked twice\)"):
+            chat(client(srv.url), HI)
 
 
 def test_concurrent_requests_are_served_in_parallel() -> None:

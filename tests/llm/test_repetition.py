@@ -147,6 +147,14 @@ def test_a_stream_that_ends_without_a_finish_reason_is_asked_for_again_then_fail
     assert str(info.value).startswith("stream ended early from m at ")
 
 
+def test_an_ollama_stream_without_its_done_line_is_asked_for_again_then_fails() -> None:
+    with FakeOllama([Interrupted("The main"), Reply("Three events.")], models=["m"]) as srv:
+        assert chat(OllamaClient(srv.url, "m"), HI).text == "Three events."
+    srv = FakeOllama([Interrupted(""), Interrupted("The main")], models=["m"])
+    with srv, pytest.raises(StreamError, match=r"^stream ended early from m at "):
+        chat(OllamaClient(srv.url, "m"), HI)
+
+
 def test_a_stream_that_ended_early_after_text_was_shown_is_not_asked_again() -> None:
     with FakeOpenAI([Interrupted("A whole line.\nand half"), Reply("unused")]) as srv:
         seen: list[str] = []

@@ -362,13 +362,6 @@ def bounded_lines(texts: Iterable[str], endpoint: Endpoint) -> Iterator[str]:
         yield pending
 
 
-def truncated(endpoint: Endpoint, marker: str) -> StreamError:
-    return StreamError(
-        f"{endpoint.where}: the stream ended before {marker} — the server may have crashed "
-        "or the connection dropped; retry"
-    )
-
-
 def malformed(endpoint: Endpoint, line: str) -> StreamError:
     line = redact(line)  # before shortening, so a half key is never shown
     shown = line if len(line) <= 60 else line[:57] + "..."

@@ -38,7 +38,7 @@ from harvey.llm.base import (
     new_call_id,
     parse_arguments,
 )
-from harvey.llm.http import Endpoint, malformed, truncated
+from harvey.llm.http import Endpoint, malformed
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.messages import Message, ToolCall
 from harvey.redact import active
@@ -184,7 +184,9 @@ class OllamaClient(HttpClient):
                 watch.progress()
             else:
                 watch.check()  # a line with nothing new in it is not progress
-        raise truncated(where, 'the final "done" line')
+        # The connection closed before the ``done`` line: a stream that ended early, which
+        # ``chat()`` asks for once more or reports.
+        yield Finish(None)
 
     def _check_truncation(self, payload: dict[str, Any], counted: Any) -> None:
         sent = sum(estimate_tokens(str(m.get("content") or "")) for m in payload["messages"])

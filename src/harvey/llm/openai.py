@@ -41,7 +41,7 @@ from harvey.llm.base import (
     new_call_id,
     parse_arguments,
 )
-from harvey.llm.http import Endpoint, malformed, truncated
+from harvey.llm.http import Endpoint, malformed
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact
@@ -252,7 +252,11 @@ class OpenAIClient(HttpClient):
                 watch.progress()
             else:
                 watch.check()  # an empty delta, a role, usage alone: not a token
-        raise truncated(where, "data: [DONE]")
+        # The connection closed before ``[DONE]``: a stream that ended early, which
+        # ``chat()`` asks for once more or reports, like one that ended without a reason.
+        yield from (ToolCallEvent(c) for c in assembler.drain())
+        yield Finish(None)
+        yield usage
 
     def _probe_capabilities(self) -> ModelCapabilities:
         """Configuration, else llama.cpp's ``/props``, else ``DEFAULT_CONTEXT``."""
