@@ -161,9 +161,9 @@ def test_a_stream_cut_before_its_end_marker_is_asked_for_once_more() -> None:
     reason: nothing was shown, so the reply is asked for again, and never kept half."""
     with FakeOpenAI([Truncated("The main"), Reply("Three events.")]) as srv:
         assert chat(client(srv.url), HI).text == "Three events."
-    with FakeOpenAI([Truncated("The main"), Truncated("The")]) as srv:
-        with pytest.raises(StreamError, match=r"^stream ended early .*\(asked twice\)"):
-            chat(client(srv.url), HI)
+    srv = FakeOpenAI([Truncated("The main"), Truncated("The")])
+    with srv, pytest.raises(StreamError, match=r"^stream ended early .*\(asked twice\)"):
+        chat(client(srv.url), HI)
 
 
 def test_concurrent_requests_are_served_in_parallel() -> None:
