@@ -245,10 +245,13 @@ def analyze(
 ) -> None:
     """Analyse PATHs chunk by chunk (map-reduce) and print the synthesized result.
 
-    One FILE is analysed as before. Folders and several files go through one map
-    phase (the walk skips binary files, .git/, .harvey/, virtualenvs,
-    node_modules/ and what .gitignore ignores); each file is synthesised, then
-    the files' results into one answer.
+    Each chunk gets the instruction (the map calls), then their results are
+    synthesised into one answer; a run cut short resumes from the results it
+    stored. Documents (PDF, Word, HTML, EPUB) are analysed as their text.
+    Folders and several files go through one map phase (the walk skips binary
+    files, .git/, .harvey/, virtualenvs, node_modules/ and what .gitignore
+    ignores); each file is synthesised, then the files' results into one
+    answer.
     """
     from harvey.cli.oneshot import AnalyzeRequest
     from harvey.cli.scripting import reporting
