@@ -193,8 +193,28 @@ def test_fountain_doc_has_version_and_all_notes() -> None:
         "[[compaction:",
     ):
         assert note in FOUNTAIN, note
-    for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "EXT."):
+    for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "UNDO", "EXT."):
         assert scene in FOUNTAIN, scene
+
+
+def test_every_note_the_reader_knows_is_documented() -> None:
+    """Each ``read_X`` of session/notes.py is a note form (``[[X:``; ``read_omitted`` is
+    ``[[output:``), so a note added to the format without a line in the doc fails here."""
+    from harvey.session import notes
+
+    names = [n.removeprefix("read_") for n in dir(notes) if n.startswith("read_")]
+    assert len(names) >= 10
+    for name in names:
+        note = "[[output:" if name == "omitted" else f"[[{name.replace('_', '-')}:"
+        assert note in FOUNTAIN, note
+
+
+def test_the_title_page_example_names_the_current_version() -> None:
+    """The example title page's ``Format:`` line was left at an older version once."""
+    from harvey.session.recorder import FORMAT_VERSION
+
+    versions = set(re.findall(r"Harvey Fountain (\d+\.\d+)", FOUNTAIN))
+    assert versions == {FORMAT_VERSION}
 
 
 def test_architecture_has_a_row_for_every_module() -> None:
@@ -210,6 +230,17 @@ def test_architecture_has_a_row_for_every_module() -> None:
     }
     missing = sorted(modules - rows)
     assert not missing, f"modules without a row in docs/ARCHITECTURE.md: {missing}"
+    module_rows = [
+        r
+        for r in (line.split("`")[1] for line in text.splitlines() if line.startswith("| `"))
+        if r.endswith(".py")
+    ]
+    gone = sorted(
+        set(module_rows) - {p.relative_to(package).as_posix() for p in package.rglob("*.py")}
+    )
+    assert not gone, f"rows in docs/ARCHITECTURE.md for modules that do not exist: {gone}"
+    twice = sorted({r for r in module_rows if module_rows.count(r) > 1})
+    assert not twice, f"modules with two rows in docs/ARCHITECTURE.md: {twice}"
 
 
 def documented_config_keys() -> set[str]:
