@@ -391,3 +391,18 @@ def test_every_anchored_link_leads_to_a_heading(doc: str, target: str, anchor: s
     assert anchor in anchors((ROOT / target).read_text()), (
         f"{doc}: {target}#{anchor} has no heading"
     )
+
+
+def test_every_environment_variable_is_documented() -> None:
+    """Each ``HARVEY_*`` name the code spells as a string (what it reads from the
+    environment) has a row in CONFIGURATION.md's Environment table."""
+    package = ROOT / "src" / "harvey"
+    names = {
+        name
+        for path in package.rglob("*.py")
+        for name in re.findall(r"[\"'](HARVEY_[A-Z_]+)[\"']", path.read_text(encoding="utf-8"))
+    }
+    assert {"HARVEY_HOME", "HARVEY_PDF_PASSWORD"} <= names
+    environment = CONFIGURATION.partition("## Environment")[2]
+    missing = sorted(n for n in names if f"`{n}" not in environment)
+    assert not missing, f"environment variables not in CONFIGURATION.md: {missing}"
