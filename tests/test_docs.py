@@ -406,3 +406,21 @@ def test_every_environment_variable_is_documented() -> None:
     environment = CONFIGURATION.partition("## Environment")[2]
     missing = sorted(n for n in names if f"`{n}" not in environment)
     assert not missing, f"environment variables not in CONFIGURATION.md: {missing}"
+
+
+def test_every_narrowing_key_is_in_the_trust_table() -> None:
+    """trust.py's NARROWING (what an untrusted workspace may set) against CONFIGURATION.md's
+    trust table (a key whose value decides, such as ``memory.embedder``, may sit in the
+    right column with its narrowing values); ``max_in_flight`` was once missing."""
+    from harvey.trust import NARROWING
+
+    section = CONFIGURATION.partition("## Workspace trust")[2].partition("\n## ")[0]
+    table = " ".join(line for line in section.splitlines() if line.startswith("| "))
+    named = set(re.findall(r"`([^`]+)`", table))
+    missing = [
+        key
+        for key in NARROWING
+        if not any(n == key or n.startswith(f"{key}:") for n in named)
+        and f"{key.split('.')[0]}.*" not in named
+    ]
+    assert not missing, f"narrowing keys not in the trust table: {missing}"
