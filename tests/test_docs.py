@@ -444,3 +444,19 @@ def test_every_table_row_has_its_header_s_cells(doc: str) -> None:
         if cells is None:
             cells = count
         assert count == cells, f"{doc}:{number}: {count} cells, the header has {cells}"
+
+
+def test_every_named_test_file_and_module_exists() -> None:
+    """The docs cite test files (SECURITY.md's "attacked by") and modules by name; a
+    file renamed or removed leaves a citation that points nowhere."""
+    docs = [ROOT / "README.md", ROOT / "tests" / "README.md", *(ROOT / "docs").glob("*.md")]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in docs)
+    tests = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    cited = set(re.findall(r"\b(test_[a-z0-9_]+\.py)\b", text))
+    assert len(cited) > 10
+    assert not sorted(cited - tests), f"test files cited but missing: {sorted(cited - tests)}"
+    modules = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", text))
+    gone = sorted(
+        m for m in modules if not (ROOT / "src" / "harvey" / m).exists() and not (ROOT / m).exists()
+    )
+    assert not gone, f"modules cited but missing: {gone}"
