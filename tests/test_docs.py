@@ -460,3 +460,17 @@ def test_every_named_test_file_and_module_exists() -> None:
         m for m in modules if not (ROOT / "src" / "harvey" / m).exists() and not (ROOT / m).exists()
     )
     assert not gone, f"modules cited but missing: {gone}"
+
+
+def test_every_tool_is_in_the_usage_table() -> None:
+    """Each tool class's ``name`` under src/harvey/tools/ has a row in USAGE.md's table of
+    the model's tools (there was no such list before)."""
+    tools = {
+        name
+        for path in (ROOT / "src" / "harvey" / "tools").glob("*.py")
+        for name in re.findall(r'^    name = "([a-z_]+)"$', path.read_text(encoding="utf-8"), re.M)
+    }
+    assert {"read_file", "edit_file", "run_shell"} <= tools
+    rows = "\n".join(line for line in USAGE.splitlines() if line.startswith("| `"))
+    missing = sorted(t for t in tools if f"`{t}`" not in rows)
+    assert not missing, f"tools without a row in docs/USAGE.md: {missing}"
