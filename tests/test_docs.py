@@ -474,3 +474,13 @@ def test_every_tool_is_in_the_usage_table() -> None:
     rows = "\n".join(line for line in USAGE.splitlines() if line.startswith("| `"))
     missing = sorted(t for t in tools if f"`{t}`" not in rows)
     assert not missing, f"tools without a row in docs/USAGE.md: {missing}"
+
+
+def test_the_full_configuration_example_is_valid() -> None:
+    """CONFIGURATION.md's "A full example" is a harvey.yaml the settings model accepts
+    (unknown keys are refused, so a renamed key in the example fails here)."""
+    section = CONFIGURATION.partition("## A full example")[2]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    settings = Settings.model_validate(yaml.safe_load(block.group(1)))
+    assert settings.tools.models
