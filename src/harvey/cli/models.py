@@ -23,7 +23,12 @@ def models(
     endpoints: tuple[str, ...],
     model: str | None,
 ) -> None:
-    """List the models the backend offers."""
+    """List the models the backend offers.
+
+    stdout lists the names, the current one marked *; stderr says the backend, each
+    endpoint of a pool, and the current model's context window and how it gets
+    tools (native, text, constrained or off: tools.mode).
+    """
     from harvey.llm.factory import make_client
 
     _paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
