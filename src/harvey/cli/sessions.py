@@ -113,7 +113,8 @@ def show(session_id: str, workspace: Path | None) -> None:
 @workspace_option
 @handle_errors
 def delete(session_id: str, workspace: Path | None) -> None:
-    """Delete a session: its messages, todos and offloaded tool output."""
+    """Delete a session: its messages, todos, compactions, stored map results,
+    offloaded tool output and undo checkpoints (its .spmd recording is kept)."""
     from harvey.chat.runtime import delete_session
 
     with _session(workspace, session_id) as (store, info):
@@ -132,7 +133,8 @@ def delete(session_id: str, workspace: Path | None) -> None:
 @workspace_option
 @handle_errors
 def prune(days: float, workspace: Path | None) -> None:
-    """Delete every session older than DAYS (all workspaces)."""
+    """Delete every session older than DAYS (all workspaces), each as `delete` does,
+    and undo checkpoints left by sessions that were never kept."""
     from harvey.chat.runtime import delete_session
 
     paths, store = _store(workspace)
