@@ -209,3 +209,38 @@ def test_edit_file_is_refused_where_reading_is_and_keeps_no_copy_of_a_secret(
     assert "not kept: a secret file" in outputs[-1]
     result.assert_outside_untouched(before)
     result.assert_secret_absent()
+
+
+def test_undo_never_follows_a_link_planted_after_the_write(
+    attack: Attack, victim_workspace: Path, outside: Path
+) -> None:
+    """After an approved write, a command or a `git pull` swaps the written file's folder
+    for a link out of the workspace, to files holding exactly what Harvey wrote (so the
+    "changed since" check passes through the link). ``harvey undo`` must neither remove
+    the outside copy of the file the write created nor write the old content out there:
+    restore goes through the same link-refusing writer as the write."""
+    from tests.harvey_process import run_harvey
+
+    ws = victim_workspace
+    (ws / "sub").mkdir()
+    (ws / "sub" / "old.txt").write_text("before\n")
+    calls = [
+        ("write_file", {"path": "sub/new.txt", "content": "created\n"}),
+        ("write_file", {"path": "sub/old.txt", "content": "after\n"}),
+    ]
+    result = attack(calls, "--allow-writes")
+    assert result.proc.returncode == 0, result.proc.stderr
+    assert (ws / "sub" / "old.txt").read_text() == "after\n"
+    target = outside / "victim"
+    target.mkdir()
+    (target / "new.txt").write_text("created\n")
+    (target / "old.txt").write_text("after\n")
+    (ws / "sub").rename(ws / "moved")
+    (ws / "sub").symlink_to(target)
+    before = snapshot(outside)
+    proc = run_harvey("undo", "2", cwd=ws, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all("— error:" in line for line in lines), lines
+    result.assert_outside_untouched(before)
+    assert (ws / "moved" / "old.txt").read_text() == "after\n"  # nothing restored anywhere
