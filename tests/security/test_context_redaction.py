@@ -252,3 +252,38 @@ def test_json_output_carries_no_key_and_no_raw_escape(
             proc, [], victim_workspace, isolated_env, victim_workspace
         ).assert_secret_absent()
         assert GITHUB_TOKEN not in proc.stdout
+
+
+def test_recall_turns_reads_only_this_session_and_no_key(tmp_path: Path) -> None:
+    """Compaction's ``recall_turns`` reads originals back from sessions.db: only the
+    running session's (its id comes from the session, never from the model's arguments),
+    and with the key masked as it was stored."""
+    from harvey.messages import Message, ToolCall
+    from harvey.session.store import SessionStore
+    from harvey.tools.recall_turns import RecallTurnsTool
+    from harvey.tools.registry import ToolContext
+
+    store = SessionStore(tmp_path / "home" / "sessions.db")
+    try:
+        mine = store.create_session(tmp_path / "a", "m")
+        other = store.create_session(tmp_path / "b", "m")
+        call = ToolCall("c1", "read_file", {"path": "cfg"})
+        store.add_turn(
+            mine,
+            [
+                Message("user", f"my key is {API_KEY}"),
+                Message("assistant", "", [call]),
+                Message("tool", f"token={GITHUB_TOKEN}", tool_call_id="c1", name="read_file"),
+                Message("assistant", "noted"),
+            ],
+        )
+        store.add_turn(other, [Message("user", "OTHER-SESSION"), Message("assistant", "x")])
+        tool = RecallTurnsTool(store.messages)
+        ctx = ToolContext(workspace=tmp_path / "a", session_id=mine)
+        hostile = {"from": 1, "to": 1, "session_id": other, "session": other}
+        text = tool.run(ctx, hostile)
+    finally:
+        store.close()
+    assert "my key is sk-[REDACTED]" in text and "noted" in text
+    assert API_KEY not in text and GITHUB_TOKEN not in text
+    assert "OTHER-SESSION" not in text
