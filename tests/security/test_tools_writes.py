@@ -293,3 +293,26 @@ def test_calls_written_as_text_pass_the_same_gates_and_only_the_models_own(
             assert not (ws / "cmds.txt").exists()
     assert (ws / "cmds.txt").read_text() == PAYLOAD  # with --allow-writes, inside: written
     assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("session_id", ["../../outside", "..", "a/b", "/etc", "x\x00", ""])
+def test_a_session_id_never_leaves_harvey_home_checkpoints(tmp_path: Path, session_id: str) -> None:
+    """A session id (from --session, or a stored index) names one folder under
+    HARVEY_HOME/checkpoints, nothing else: a path in its place is refused, and
+    deleting such a session's checkpoints removes nothing."""
+    from harvey.errors import WorkspaceError
+    from harvey.session.checkpoints import Checkpoints, remove_checkpoints, write_checkpointed
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    (home / "checkpoints").mkdir(parents=True)
+    ws.mkdir()
+    (tmp_path / "outside").mkdir()
+    (ws / "a.txt").write_text("before\n")
+    with pytest.raises(WorkspaceError):
+        Checkpoints(home, session_id)
+    done = write_checkpointed(home, session_id, ws, ws / "a.txt", [b"after\n"])
+    assert (ws / "a.txt").read_text() == "after\n"
+    assert session_id == "" or "cannot be undone" in done.note
+    remove_checkpoints(home, session_id)
+    assert (tmp_path / "outside").is_dir() and (home / "checkpoints").is_dir()
+    assert sorted(p.name for p in tmp_path.rglob("*.old")) == []
