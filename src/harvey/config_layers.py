@@ -129,10 +129,10 @@ def load_layers(
     layers: list[Mapping[str, Any]] = []
     user_file = paths.user_config_file
     data, text, _raw = read_config(user_file)
-    if data:
-        layers.append(validate(data, user_file, text).model_dump(exclude_unset=True))
+    own = validate(data, user_file, text).model_dump(exclude_unset=True) if data else {}
+    layers.append(own)
     if not _same_file(user_file, paths.config_file):
-        layers.append(workspace_layer(paths, validate, decide))
+        layers.append(workspace_layer(paths, validate, decide, own))
     layers.append({key: env[var] for var, key in ENV_KEYS.items() if env.get(var)})
     layers.append(overrides or {})
     merged: dict[str, Any] = {}
@@ -143,14 +143,19 @@ def load_layers(
     return settings
 
 
-def workspace_layer(paths: Paths, validate: Validate[Any], decide: Decide | None) -> dict[str, Any]:
+def workspace_layer(
+    paths: Paths,
+    validate: Validate[Any],
+    decide: Decide | None,
+    own: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """What the workspace's harvey.yaml adds: all of it when trusted, else its narrowing part
-    (or a refusal)."""
+    (or a refusal); ``own`` is the user's file, whose limits narrowing keys may not lift."""
     data, text, raw = read_config(paths.config_file)
     if not data:
         return {}
     given = validate(data, paths.config_file, text).model_dump(exclude_unset=True)
-    screened = screen(given)
+    screened = screen(given, own)
     if screened.forbidden:
         raise ConfigError(key_in_workspace(paths, screened, text))
     if not screened.widening:

@@ -178,9 +178,42 @@ def narrows(setting: Setting) -> bool:
     return rule is not None and bool(rule(setting.value))
 
 
-def screen(data: Mapping[str, Any]) -> Screened:
+_UNSET = object()
+
+
+def _get(data: Mapping[str, Any], *loc: str) -> Any:
+    for part in loc:
+        if not isinstance(data, Mapping) or part not in data:
+            return _UNSET
+        data = data[part]
+    return data
+
+
+def within_user(setting: Setting, user: Mapping[str, Any]) -> bool:
+    """False when a leaf the table lets through would undo a limit the user's own file
+    sets: tools turned off (``tools.enabled: false``, ``tools.mode: off``, a model's
+    ``tools.models`` entry ``off``) or fewer tool rounds. A cloned file may narrow
+    further, never turn the model's tools back on behind the user's back."""
+    value, loc = setting.value, setting.loc
+    if loc == ("tools", "enabled"):
+        return value is False or _get(user, "tools", "enabled") is not False
+    if loc == ("tools", "mode"):
+        return value == "off" or _get(user, "tools", "mode") != "off"
+    if loc[:2] == ("tools", "models") and len(loc) == 3:
+        own = _get(user, "tools", "models", str(loc[2]))
+        own = _get(user, "tools", "mode") if own is _UNSET else own
+        return value == "off" or own != "off"
+    if loc == ("tools", "max_rounds"):
+        limit = _get(user, "tools", "max_rounds")
+        return limit is _UNSET or (isinstance(value, int) and value <= limit)
+    return True
+
+
+def screen(data: Mapping[str, Any], user: Mapping[str, Any] | None = None) -> Screened:
     """Split validated settings (``model_dump(exclude_unset=True)``) into the part that
-    applies untrusted and the leaves that widen or are never allowed.
+    applies untrusted and the leaves that widen or are never allowed; ``user`` is the
+    user's own file's settings, whose limits a narrowing key may not lift
+    (``within_user``).
 
     A list of mappings is one value: one widening item (a route with a
     ``base_url``) holds the whole list back, so "not now" never leaves a route
@@ -190,7 +223,7 @@ def screen(data: Mapping[str, Any]) -> Screened:
     for setting in leaves(data):
         if setting.rule_key in NEVER_IN_WORKSPACE:
             result.forbidden.append(setting)
-        elif not narrows(setting):
+        elif not narrows(setting) or not within_user(setting, user or {}):
             result.widening.append(setting)
     refused = result.widening + result.forbidden
     held = {s.loc[0] for s in refused if _in_list(s.loc)}

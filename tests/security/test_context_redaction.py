@@ -9,6 +9,7 @@ have reached (the server, sessions.db, the .spmd, offload files, the screen).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -56,19 +57,19 @@ def _stored(workspace: Path, home: Path) -> bytes:
 
 
 def _run_against_started(
-    srv: FakeOpenAI, workspace: Path, env: dict[str, str] | None = None
+    srv: FakeOpenAI, workspace: Path, env: dict[str, str] | None = None, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     return run_harvey(
         "run", "hello", "--backend", "openai", "--base-url", srv.url, "--model", "m",
-        cwd=workspace, env=env,
+        *extra, cwd=workspace, env=env,
     )  # fmt: skip
 
 
 def _run_against(
-    server: FakeOpenAI, workspace: Path, env: dict[str, str]
+    server: FakeOpenAI, workspace: Path, env: dict[str, str], *extra: str
 ) -> subprocess.CompletedProcess[str]:
     with server as srv:
-        return _run_against_started(srv, workspace, env)
+        return _run_against_started(srv, workspace, env, *extra)
 
 
 def test_a_key_and_a_token_in_a_workspace_file_never_reach_the_model(
@@ -212,3 +213,77 @@ def test_the_environment_read_back_through_an_allowed_command_is_redacted(
         result.assert_secret_absent(secret)
     leaked = [out for out in result.tool_outputs if "GITHUB_TOKEN=" in out]
     assert all("GITHUB_TOKEN=[REDACTED]" in out for out in leaked)
+
+
+@pytest.mark.slow  # two harvey runs in subprocesses
+def test_json_output_carries_no_key_and_no_raw_escape(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    """--output-format json/stream-json, for machines, is still redacted as text mode is,
+    and ASCII (text mode: shown safely): a hostile server's tool name, arguments, file name and reply holding the
+    key or escape sequences reach stdout masked and escaped, never raw."""
+    evil = f"\x1b]52;c;aGk=\x07\x9b31m{API_KEY}\u202e"
+    (victim_workspace / f"n{evil[:9]}.md").write_text(f"notes {evil}\n")
+    script = [
+        Reply(tool_calls=[(f"tool_{API_KEY}", {"x": evil})]),
+        Reply(
+            tool_calls=[
+                ("list_files", {"path": "."}),
+                ("write_file", {"path": evil, "content": evil}),
+            ]
+        ),
+        Reply(f"Done {evil} {GITHUB_TOKEN}"),
+    ]
+    for fmt in ("text", "json", "stream-json"):
+        server = FakeOpenAI(script, api_key=API_KEY)
+        extra = () if fmt == "text" else ("--output-format", fmt)
+        proc = _run_against(server, victim_workspace, {"OPENAI_API_KEY": API_KEY}, *extra)
+        assert proc.returncode == 0, proc.stderr
+        for raw in ("\x1b", "\x9b", "\u202e"):
+            assert raw not in proc.stdout + proc.stderr, f"{raw!r} reached the terminal raw"
+        at = proc.stdout.find(API_KEY)
+        assert at < 0, proc.stdout[max(0, at - 300) : at + 60]
+        if fmt != "text":
+            assert proc.stdout.isascii(), "JSON lines are ASCII"
+            result = [json.loads(line) for line in proc.stdout.splitlines()][-1]
+            assert "[REDACTED]" in result["reply"], result
+            assert len(result["tool_calls"]) == 3, result
+        AttackResult(
+            proc, [], victim_workspace, isolated_env, victim_workspace
+        ).assert_secret_absent()
+        assert GITHUB_TOKEN not in proc.stdout
+
+
+def test_recall_turns_reads_only_this_session_and_no_key(tmp_path: Path) -> None:
+    """Compaction's ``recall_turns`` reads originals back from sessions.db: only the
+    running session's (its id comes from the session, never from the model's arguments),
+    and with the key masked as it was stored."""
+    from harvey.messages import Message, ToolCall
+    from harvey.session.store import SessionStore
+    from harvey.tools.recall_turns import RecallTurnsTool
+    from harvey.tools.registry import ToolContext
+
+    store = SessionStore(tmp_path / "home" / "sessions.db")
+    try:
+        mine = store.create_session(tmp_path / "a", "m")
+        other = store.create_session(tmp_path / "b", "m")
+        call = ToolCall("c1", "read_file", {"path": "cfg"})
+        store.add_turn(
+            mine,
+            [
+                Message("user", f"my key is {API_KEY}"),
+                Message("assistant", "", [call]),
+                Message("tool", f"token={GITHUB_TOKEN}", tool_call_id="c1", name="read_file"),
+                Message("assistant", "noted"),
+            ],
+        )
+        store.add_turn(other, [Message("user", "OTHER-SESSION"), Message("assistant", "x")])
+        tool = RecallTurnsTool(store.messages)
+        ctx = ToolContext(workspace=tmp_path / "a", session_id=mine)
+        hostile = {"from": 1, "to": 1, "session_id": other, "session": other}
+        text = tool.run(ctx, hostile)
+    finally:
+        store.close()
+    assert "my key is sk-[REDACTED]" in text and "noted" in text
+    assert API_KEY not in text and GITHUB_TOKEN not in text
+    assert "OTHER-SESSION" not in text

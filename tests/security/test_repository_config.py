@@ -321,3 +321,50 @@ def test_the_repl_without_a_terminal_refuses_like_harvey_run(victim_workspace: P
         timeout=60,
     )  # fmt: skip
     assert_one_line_error(proc, 2, "harvey trust", "security.allowed_commands")
+
+
+LIFTS_THE_USERS_LIMIT = {  # (the user's own harvey.yaml, the cloned one)
+    "mode_back_on": ("tools:\n  mode: 'off'\n", "tools:\n  mode: text\n"),
+    "per_model_back_on": ("tools:\n  mode: 'off'\n", "tools:\n  models: {m: native}\n"),
+    "model_entry_back_on": ("tools:\n  models: {m: 'off'}\n", "tools:\n  models: {m: text}\n"),
+    "enabled_back_on": ("tools:\n  enabled: false\n", "tools:\n  enabled: true\n"),
+    "more_rounds": ("tools:\n  max_rounds: 2\n", "tools:\n  max_rounds: 50\n"),
+}
+
+
+def _screened(own: str, config: str) -> list[str]:
+    """The leaves of ``config`` that wait for trust beside the user's own file ``own``."""
+    import yaml
+
+    from harvey.config import validate
+    from harvey.trust import screen
+
+    def dump(text: str) -> dict[str, Any]:
+        data = yaml.safe_load(text) or {}
+        return validate(data, "harvey.yaml", text).model_dump(exclude_unset=True)
+
+    return [s.path for s in screen(dump(config), dump(own)).widening]
+
+
+@pytest.mark.parametrize(
+    ("own", "config"), LIFTS_THE_USERS_LIMIT.values(), ids=LIFTS_THE_USERS_LIMIT.keys()
+)
+def test_a_narrowing_key_cannot_lift_a_limit_of_the_users_own_file(own: str, config: str) -> None:
+    """tools.mode/tools.models (this week) and tools.enabled/max_rounds narrow only as
+    far as the user's own file allows: a clone cannot turn the model's tools back on."""
+    assert _screened(own, config), "the clone lifts the user's limit untrusted"
+    assert _screened("", config) == []  # beside the defaults it only chooses
+
+
+@pytest.mark.slow  # two harvey runs in subprocesses
+def test_a_clone_turning_tools_back_on_is_refused_and_narrowing_further_applies(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    own = "backend: openai\nmodel: m\ntools:\n  mode: 'off'\n  max_rounds: 5\n"
+    (isolated_env / "harvey.yaml").write_text(own)
+    refused = hostile(victim_workspace, "tools:\n  models: {m: native}\n")
+    assert_refused(refused, "harvey trust", "not trusted")
+    cloned = "tools:\n  mode: 'off'\n  max_rounds: 3\n  models: {m: 'off'}\n"
+    outcome = hostile(victim_workspace, cloned)
+    assert outcome.proc.returncode == 0, outcome.proc.stderr
+    assert outcome.proc.stdout == "honest reply\n"

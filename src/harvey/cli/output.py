@@ -149,9 +149,9 @@ class JsonOutput:
 
         self.flush_text()
         entry = {
-            "name": call.name,
+            "name": redact(call.name),
             "arguments": redact_data(dict(call.arguments)),
-            "status": status_from_result(result.content),
+            "status": redact(status_from_result(result.content)),
         }
         self.tool_calls.append(entry)
         self.event("tool", **entry)

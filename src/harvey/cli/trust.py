@@ -139,7 +139,9 @@ def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
     if raw is None:
         click.echo(f"Nothing to trust: {shown} has no harvey.yaml.")
         return
-    screened = screen(validate(data, paths.config_file, text).model_dump(exclude_unset=True))
+    mine, mine_text, _ = read_config(paths.user_config_file)  # whose limits it may not lift
+    own = validate(mine, paths.user_config_file, mine_text).model_dump(exclude_unset=True)
+    screened = screen(validate(data, paths.config_file, text).model_dump(exclude_unset=True), own)
     if screened.forbidden:  # refused even when trusted: trusting it would change nothing
         raise ConfigError(key_in_workspace(paths, screened, text))
     store.trust(paths.workspace, digest(raw))

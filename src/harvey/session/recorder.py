@@ -318,7 +318,12 @@ def _redacted(turn: TurnRecord) -> TurnRecord:
         return None if value is None else redact(value)
 
     tools = [
-        replace(note, arguments=redact_data(note.arguments), status=redact(note.status))
+        replace(
+            note,
+            name=redact(note.name),  # a hostile server may call a "tool" named after the key
+            arguments=redact_data(note.arguments),
+            status=redact(note.status),
+        )
         for note in turn.tool_notes
     ]
     compaction = turn.compaction

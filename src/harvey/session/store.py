@@ -297,7 +297,11 @@ class SessionStore(MapResultsMixin, CompactionsMixin, RecordingsMixin):
                 calls = (
                     json.dumps(
                         [
-                            {"id": c.id, "name": c.name, "arguments": redact_data(c.arguments)}
+                            {
+                                "id": redact(c.id),  # a hostile server names calls, too
+                                "name": redact(c.name),
+                                "arguments": redact_data(c.arguments),
+                            }
                             for c in m.tool_calls
                         ]
                     )
@@ -307,7 +311,15 @@ class SessionStore(MapResultsMixin, CompactionsMixin, RecordingsMixin):
                 db.execute(
                     "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, "
                     "created_at, name) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, m.role, _storable(m.content), calls, m.tool_call_id, now, m.name),
+                    (
+                        session_id,
+                        m.role,
+                        _storable(m.content),
+                        calls,
+                        None if m.tool_call_id is None else redact(m.tool_call_id),
+                        now,
+                        None if m.name is None else redact(m.name),
+                    ),
                 )
             db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
 
