@@ -17,6 +17,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import assume, given
@@ -565,3 +566,28 @@ def test_pat_as_a_word_and_token_anywhere_are_always_secret(head: str, tail: str
     assert is_secret_env_name(f"{head}token{head}")
     values = secret_env_values({f"{head}_PAT": "value-of-the-pat-1234"})
     assert values == ["value-of-the-pat-1234"]
+
+
+def test_the_pdf_child_gets_no_key_in_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PDFium parses a hostile file's bytes: the child it runs in holds none of the
+    user's keys, tokens or the PDF password, whatever their names."""
+    from harvey.documents import extract, pdf
+    from tests.documents.makers import pdf_bytes
+
+    for name in ("OPENAI_API_KEY", "GH_PAT", "AWS_SECRET_ACCESS_KEY", "HARVEY_PDF_PASSWORD"):
+        monkeypatch.setenv(name, API_KEY)
+    monkeypatch.setenv("MY_SERVICE_URL", f"https://user:{FILE_SECRET}@host")
+    seen: list[dict[str, str]] = []
+    real_run = subprocess.run
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        seen.append(dict(kwargs["env"]))
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(pdf.subprocess, "run", run)
+    (tmp_path / "r.pdf").write_bytes(pdf_bytes([["The dam held."]]))
+    monkeypatch.setenv("HARVEY_HOME", str(tmp_path / "home"))
+    assert extract(tmp_path / "r.pdf").text == "The dam held."
+    assert seen and all(API_KEY not in str(env) and FILE_SECRET not in str(env) for env in seen)
