@@ -406,8 +406,9 @@ def test_a_document_that_is_a_link_to_a_secret_is_never_extracted(
     victim_workspace: Path, outside: Path
 ) -> None:
     """A README.pdf or report.pdf leading to .env or a key: refused by name before any
-    extraction, by read_file, the profile and mentioned files alike."""
-    from harvey.errors import FileRefused
+    extraction, by read_file, the profile and mentioned files alike; a document that is
+    a link out, or a hard link to a file outside, is refused by read_file too."""
+    from harvey.errors import FileRefused, WorkspaceError
     from harvey.memory.profile import facts
     from harvey.tools.files import ReadFileTool
     from harvey.tools.registry import ToolContext
@@ -417,9 +418,15 @@ def test_a_document_that_is_a_link_to_a_secret_is_never_extracted(
     (victim_workspace / "report.pdf").symlink_to("keys/id_ed25519")
     shown = facts(victim_workspace)
     assert "Head of README.pdf" not in shown
+    from tests.documents.makers import docx_bytes, pdf_bytes
+
+    (outside / "out.pdf").write_bytes(pdf_bytes([[f"outside {FILE_SECRET}"]]))
+    (outside / "out.docx").write_bytes(docx_bytes([("p", f"outside {FILE_SECRET}")]))
+    (victim_workspace / "out.pdf").symlink_to(outside / "out.pdf")
+    os.link(outside / "out.docx", victim_workspace / "hard.docx")
     ctx = ToolContext(workspace=victim_workspace.resolve())
-    for name in ("README.pdf", "report.pdf"):
-        with pytest.raises(FileRefused):
+    for name in ("README.pdf", "report.pdf", "out.pdf", "hard.docx"):
+        with pytest.raises((FileRefused, WorkspaceError)):
             ReadFileTool().run(ctx, {"path": name, "pages": "1"})
     assert_no_pieces({"the profile's facts": shown}, FILE_SECRET)
 
