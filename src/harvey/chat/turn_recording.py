@@ -83,6 +83,21 @@ class TurnRecorder:
 
     def analysis(self, client: LLMClient, reply: str) -> None:
         """The reply scene of a direct chunk analysis, after its CHUNK ANALYSIS scene."""
+        self._scene(client, "analysis", reply=reply)
+
+    def compaction(self, client: LLMClient, note: CompactionNote) -> None:
+        """A compaction outside a turn (``/compact``): a scene with its note and summary."""
+        self._scene(client, "compaction", compaction=note)
+
+    def _scene(
+        self,
+        client: LLMClient,
+        mode: str,
+        *,
+        reply: str | None = None,
+        compaction: CompactionNote | None = None,
+    ) -> None:
+        """A scene of HARVEY's alone (no user text): an analysis's reply, a compaction."""
         if self.recorder is None:
             return
         self.recorder.record_turn(
@@ -92,25 +107,9 @@ class TurnRecorder:
                 workspace=str(self.workspace),
                 user_text=None,
                 reply=reply,
-                mode="analysis",
+                mode=mode,
                 remote=is_remote_endpoint(client.endpoint),
-            )
-        )
-
-    def compaction(self, client: LLMClient, note: CompactionNote) -> None:
-        """A compaction outside a turn (``/compact``): a scene with its note and summary."""
-        if self.recorder is None:
-            return
-        self.recorder.record_turn(
-            TurnRecord(
-                user=self.user,
-                model=client.model,
-                workspace=str(self.workspace),
-                user_text=None,
-                reply=None,
-                mode="compaction",
-                remote=is_remote_endpoint(client.endpoint),
-                compaction=note,
+                compaction=compaction,
             )
         )
 

@@ -42,15 +42,19 @@ def memory_db(harvey_home: Path) -> Path:
 
 def anything_to_recall(db_path: Path, workspace: Path) -> bool:
     """Whether memory.db may hold an active memory for ``workspace``: one query on the file
-    as it is (no migration). A file that cannot answer says True, so the full open reports
-    what is wrong with it."""
+    as it is (no migration), opened the one way every store is (``store.connection``:
+    no link, the user's own file). A file that cannot answer says True, so the full open
+    reports what is wrong with it."""
     import sqlite3
+
+    from harvey.errors import WorkspaceError
+    from harvey.store.connection import open_home
 
     if not db_path.exists():
         return False
     try:
-        db = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=rw", uri=True, timeout=10.0)
-    except sqlite3.Error:
+        db = open_home(db_path)
+    except (sqlite3.Error, OSError, WorkspaceError):
         return True
     try:
         row = db.execute(
