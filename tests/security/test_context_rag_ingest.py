@@ -157,3 +157,81 @@ def test_hostile_search_knowledge_calls(
     assert "Traceback" not in result.proc.stderr
     result.assert_secret_absent(API_KEY)
     result.assert_outside_untouched(before)
+
+
+def _zip_with_hostile_members(chapter: str, *, climbing: bool) -> bytes:
+    """An EPUB whose manifest climbs out with ``../`` and names an absolute path, and
+    which holds a member stored as a symbolic link to ``/etc/passwd`` and one named
+    ``../../escape.txt``: a ZIP is read in memory, so none of them reaches a file."""
+    import io
+    import stat
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        package.writestr(
+            "META-INF/container.xml",
+            '<container><rootfiles><rootfile full-path="OEBPS/c.opf"/></rootfiles></container>',
+        )
+        items = '<item id="c" href="link.xhtml"/><item id="d" href="c.xhtml"/>'
+        if climbing:
+            items += '<item id="a" href="../../../../outside/secret.txt"/>'
+            items += '<item id="b" href="/etc/passwd"/>'
+        spine = "".join(f'<itemref idref="{i}"/>' for i in "dcba")
+        package.writestr(
+            "OEBPS/c.opf",
+            '<package xmlns="http://www.idpf.org/2007/opf">'
+            f"<manifest>{items}</manifest><spine>{spine}</spine></package>",
+        )
+        package.writestr("OEBPS/c.xhtml", chapter)
+        link = zipfile.ZipInfo("OEBPS/link.xhtml")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        package.writestr(link, "/etc/passwd")
+        package.writestr("../../escape.txt", "escaped")
+    return out.getvalue()
+
+
+def test_documents_linked_out_or_with_hostile_zip_members_are_not_ingested(
+    victim_workspace: Path, outside: Path, tmp_path: Path
+) -> None:
+    """A PDF that is a link out, a DOCX hard-linked to one outside, a DOCX that is a link
+    to .env, and an EPUB whose members climb out: nothing outside is read or written."""
+    import os
+
+    from tests.documents.makers import docx_bytes, pdf_bytes
+    from tests.harvey_process import invoke_harvey
+
+    (outside / "out.pdf").write_bytes(pdf_bytes([["outside secret in a PDF"]]))
+    (outside / "out.docx").write_bytes(docx_bytes([("p", "outside secret in a DOCX")]))
+    docs = victim_workspace / "docs"
+    docs.mkdir()
+    (victim_workspace / ".env").write_text("OUTSIDE_TOKEN=outside secret in .env\n")
+    (docs / "link.pdf").symlink_to(outside / "out.pdf")
+    os.link(outside / "out.docx", docs / "hard.docx")
+    (docs / "env.docx").symlink_to("../.env")
+    chapter = "<p>inside chapter</p>"
+    (docs / "book.epub").write_bytes(_zip_with_hostile_members(chapter, climbing=False))
+    (docs / "climb.epub").write_bytes(_zip_with_hostile_members(chapter, climbing=True))
+    before = snapshot(outside)
+    home = tmp_path / "home"
+    env = {"HARVEY_HOME": str(home)}
+    made = invoke_harvey("rag", "new", "s", "--embedder", "none", cwd=victim_workspace, env=env)
+    assert made.returncode == 0, made.stderr
+    walked = invoke_harvey("rag", "ingest", "s", "docs", cwd=victim_workspace, env=env)
+    assert walked.returncode == 0, walked.stderr
+    assert "skipped docs/climb.epub: damaged — /etc/passwd is missing" in walked.stderr
+    for name in ("link.pdf", "hard.docx", "env.docx", "climb.epub"):
+        direct = invoke_harvey("rag", "ingest", "s", f"docs/{name}", cwd=victim_workspace, env=env)
+        skipped = "skipped" in direct.stderr and ": 0 added" in direct.stdout
+        assert direct.returncode != 0 or skipped, (name, direct.stdout)
+    rows = invoke_harvey(
+        "rag", "query", "s", "inside chapter", "--json", cwd=victim_workspace, env=env
+    )
+    texts = [row["text"] for row in json.loads(rows.stdout)]
+    assert any("inside chapter" in text for text in texts)
+    assert all("outside secret" not in text and "root:" not in text for text in texts)
+    stored = b"".join(p.read_bytes() for p in victim_workspace.rglob("*.db*"))
+    stored += b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"outside secret" not in stored and b"root:x:" not in stored
+    assert snapshot(outside) == before
+    assert not (tmp_path / "escape.txt").exists() and not (victim_workspace / "escape.txt").exists()

@@ -287,3 +287,29 @@ def test_recall_turns_reads_only_this_session_and_no_key(tmp_path: Path) -> None
     assert "my key is sk-[REDACTED]" in text and "noted" in text
     assert API_KEY not in text and GITHUB_TOKEN not in text
     assert "OTHER-SESSION" not in text
+
+
+@pytest.mark.slow  # a harvey run with a PDF child: about 2 s on two cores
+def test_a_document_holding_a_key_is_not_cached_with_it(
+    attack: Attack, victim_workspace: Path
+) -> None:
+    """The model gets a document's key redacted, and the extraction cache in HARVEY_HOME,
+    a store that outlives the session, does not keep the text with the key in it; a
+    document without one is still cached."""
+    from harvey.messages import ToolCall
+    from tests.documents.makers import docx_bytes, pdf_bytes
+
+    (victim_workspace / "r.pdf").write_bytes(pdf_bytes([[f"the key is {API_KEY} ok"]]))
+    (victim_workspace / "w.docx").write_bytes(docx_bytes([("Heading1", f"key {API_KEY}")]))
+    (victim_workspace / "plain.docx").write_bytes(docx_bytes([("p", "The dam held.")]))
+    reads = [
+        ToolCall(id="1", name="read_file", arguments={"path": "r.pdf", "pages": "1"}),
+        ToolCall(id="2", name="read_file", arguments={"path": "w.docx"}),
+        ToolCall(id="3", name="read_file", arguments={"path": "plain.docx"}),
+    ]
+    result = attack([reads, reads[:2]])
+    assert result.proc.returncode == 0, result.proc.stderr
+    assert any("the key is [REDACTED] ok" in out for out in result.tool_outputs)
+    result.assert_secret_absent()
+    cached = list((result.home / "cache" / "documents").iterdir())
+    assert [p.name.split("-")[1] for p in cached] == ["docx"]  # plain.docx only

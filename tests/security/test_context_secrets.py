@@ -17,6 +17,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import assume, given
@@ -405,8 +406,9 @@ def test_a_document_that_is_a_link_to_a_secret_is_never_extracted(
     victim_workspace: Path, outside: Path
 ) -> None:
     """A README.pdf or report.pdf leading to .env or a key: refused by name before any
-    extraction, by read_file, the profile and mentioned files alike."""
-    from harvey.errors import FileRefused
+    extraction, by read_file, the profile and mentioned files alike; a document that is
+    a link out, or a hard link to a file outside, is refused by read_file too."""
+    from harvey.errors import FileRefused, WorkspaceError
     from harvey.memory.profile import facts
     from harvey.tools.files import ReadFileTool
     from harvey.tools.registry import ToolContext
@@ -416,10 +418,18 @@ def test_a_document_that_is_a_link_to_a_secret_is_never_extracted(
     (victim_workspace / "report.pdf").symlink_to("keys/id_ed25519")
     shown = facts(victim_workspace)
     assert "Head of README.pdf" not in shown
+    from tests.documents.makers import docx_bytes, pdf_bytes
+
+    (outside / "out.pdf").write_bytes(pdf_bytes([[f"outside {FILE_SECRET}"]]))
+    (outside / "out.docx").write_bytes(docx_bytes([("p", f"outside {FILE_SECRET}")]))
+    (victim_workspace / "out.pdf").symlink_to(outside / "out.pdf")
+    os.link(outside / "out.docx", victim_workspace / "hard.docx")
     ctx = ToolContext(workspace=victim_workspace.resolve())
-    for name in ("README.pdf", "report.pdf"):
-        with pytest.raises(FileRefused):
+    for name in ("README.pdf", "report.pdf", "out.pdf"):
+        with pytest.raises((FileRefused, WorkspaceError)):
             ReadFileTool().run(ctx, {"path": name, "pages": "1"})
+    refused = ReadFileTool().run(ctx, {"path": "hard.docx", "pages": "1"})
+    assert refused.startswith("error: hard.docx has 2 hard links")
     assert_no_pieces({"the profile's facts": shown}, FILE_SECRET)
 
 
@@ -565,3 +575,28 @@ def test_pat_as_a_word_and_token_anywhere_are_always_secret(head: str, tail: str
     assert is_secret_env_name(f"{head}token{head}")
     values = secret_env_values({f"{head}_PAT": "value-of-the-pat-1234"})
     assert values == ["value-of-the-pat-1234"]
+
+
+def test_the_pdf_child_gets_no_key_in_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PDFium parses a hostile file's bytes: the child it runs in holds none of the
+    user's keys, tokens or the PDF password, whatever their names."""
+    from harvey.documents import extract, pdf
+    from tests.documents.makers import pdf_bytes
+
+    for name in ("OPENAI_API_KEY", "GH_PAT", "AWS_SECRET_ACCESS_KEY", "HARVEY_PDF_PASSWORD"):
+        monkeypatch.setenv(name, API_KEY)
+    monkeypatch.setenv("MY_SERVICE_URL", f"https://user:{FILE_SECRET}@host")
+    seen: list[dict[str, str]] = []
+    real_run = subprocess.run
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        seen.append(dict(kwargs["env"]))
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(pdf.subprocess, "run", run)
+    (tmp_path / "r.pdf").write_bytes(pdf_bytes([["The dam held."]]))
+    monkeypatch.setenv("HARVEY_HOME", str(tmp_path / "home"))
+    assert extract(tmp_path / "r.pdf").text == "The dam held."
+    assert seen and all(API_KEY not in str(env) and FILE_SECRET not in str(env) for env in seen)

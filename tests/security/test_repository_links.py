@@ -400,3 +400,43 @@ def test_rendering_a_recording_replaces_a_planted_link(
     assert done.returncode == 0, done.stderr
     assert snapshot(outside) == before
     assert not html.is_symlink() and "<html" in html.read_text().lower()
+
+
+@pytest.mark.parametrize("planted", ["cache", "cache/documents", "entry"])
+def test_the_document_cache_never_goes_through_a_link(
+    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    """HARVEY_HOME/cache, its documents folder or one entry planted as a link: the
+    extraction neither writes outside nor reads a forged entry from there."""
+    import hashlib
+    import json
+
+    from harvey.documents import extract
+    from tests.documents.makers import docx_bytes
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HARVEY_HOME", str(home))
+    data = docx_bytes([("p", "The dam held.")])
+    (tmp_path / "a.docx").write_bytes(data)
+    forged = {
+        "text": "FORGED",
+        "kind": "docx",
+        "page_starts": [],
+        "headings": [],
+        "page_count": 0,
+        "notes": [],
+    }
+    (outside / "entry.json").write_text(json.dumps(forged))
+    if planted == "entry":
+        (home / "cache" / "documents").mkdir(parents=True, mode=0o700)
+        (home / "cache").chmod(0o700)
+        entry = f"{hashlib.sha256(data).hexdigest()}-docx-v1.json"
+        (home / "cache" / "documents" / entry).symlink_to(outside / "entry.json")
+    else:
+        (home / planted).parent.mkdir(exist_ok=True)
+        (home / planted).symlink_to(outside)
+    before = snapshot(outside)
+    for _ in range(2):
+        assert extract(tmp_path / "a.docx").text == "The dam held."
+    assert snapshot(outside) == before

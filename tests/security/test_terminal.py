@@ -406,3 +406,32 @@ def test_a_memory_the_model_adds_is_stored_as_the_question_showed_it(
     listed = harvey(victim_workspace, "memory", "list")
     assert_nothing_raw(listed.stdout, "harvey memory list")
     assert_shown(listed.stdout, visible)
+
+
+@pytest.mark.slow  # three harvey processes and a PDF child
+def test_rag_query_pages_of_documents_with_escapes(victim_workspace: Path) -> None:
+    """A PDF, an HTML page and an EPUB chapter whose text carries the sequences: the
+    extraction keeps them as text, and ``rag ingest``/``rag query`` (with its page
+    fields) show them made visible."""
+    import html
+
+    from tests.documents.makers import epub_bytes, pdf_bytes
+
+    text = HOSTILE.replace("\x00", "")
+    docs = victim_workspace / "docs"
+    docs.mkdir()
+    body = f"<h1>Deploy{html.escape(TITLE)}</h1><p>the deploy key {html.escape(text)}</p>"
+    (docs / "page.html").write_text(body)
+    (docs / "book.epub").write_bytes(epub_bytes([("c.xhtml", body)]))
+    printable = "".join(c for c in text if c.isprintable() or c == "\x1b")
+    (docs / "r.pdf").write_bytes(pdf_bytes([["the deploy key " + printable]]))
+    assert harvey(victim_workspace, "rag", "new", "kb", "--embedder", "none").returncode == 0
+    ingested = harvey(victim_workspace, "rag", "ingest", "kb", "docs")
+    assert ingested.returncode == 0, ingested.stderr
+    assert b"3 added" in ingested.stdout
+    assert_nothing_raw(ingested.stdout + ingested.stderr, "rag ingest")
+    query = harvey(victim_workspace, "rag", "query", "kb", "deploy key")
+    assert query.returncode == 0, query.stderr
+    assert_nothing_raw(query.stdout + query.stderr, "rag query")
+    assert_shown(query.stdout, "docs/r.pdf:p1", "the deploy key Sure. ^[]52;c;")
+    assert_shown(query.stdout, "# Deploy^[]0;pwned title^G")

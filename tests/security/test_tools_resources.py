@@ -239,3 +239,34 @@ def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
         peaks.append(peak_rss(tmp_path / "peak"))
     small, large = peaks
     assert large - small < 60 * MB, f"peak RSS {small / MB:.0f} MB, then {large / MB:.0f} MB"
+
+
+def test_an_epub_whose_spine_repeats_one_compressed_chapter_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each member is capped, but a 2 KB EPUB naming one 1 MB chapter fifty times
+    (thousands, with a 64 MB one) would inflate without end: the package has one budget."""
+    import io
+    import zipfile
+
+    from harvey.documents import extract
+    from harvey.errors import DocumentError
+
+    monkeypatch.setattr("harvey.documents.packages.MAX_PACKAGE_BYTES", 4 * MB)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr(
+            "META-INF/container.xml",
+            '<container><rootfiles><rootfile full-path="OEBPS/c.opf"/></rootfiles></container>',
+        )
+        spine = '<itemref idref="c"/>' * 50
+        package.writestr(
+            "OEBPS/c.opf",
+            '<package xmlns="http://www.idpf.org/2007/opf"><manifest>'
+            f'<item id="c" href="c.xhtml"/></manifest><spine>{spine}</spine></package>',
+        )
+        package.writestr("OEBPS/c.xhtml", "<p>" + "word " * (MB // 5) + "</p>")
+    assert len(out.getvalue()) < 8192
+    (tmp_path / "book.epub").write_bytes(out.getvalue())
+    with pytest.raises(DocumentError, match="inflate past 4 MB together"):
+        extract(tmp_path / "book.epub")

@@ -11,7 +11,10 @@ FIFO or a link swapped in are refused as for any read), at most
 ``HARVEY_HOME/cache/documents/``, written through ``own_files`` (never through a
 link): a second read, an analysis rerun or a re-ingest of the same bytes does not
 extract again. A document opened with a password is never cached, and the
-password is never written anywhere.
+password is never written anywhere. Nor is a document whose text holds a secret
+(what ``redact`` would remove: a configured key, a token-shaped string): the cache
+is a store that outlives the session, and the text is kept unredacted there so its
+page and heading offsets stay true, so such a document is kept in memory only.
 """
 
 from __future__ import annotations
@@ -178,8 +181,9 @@ def extract_data(
     return document
 
 
-#: Documents opened with a password, kept in this process only (never on disk), so the
-#: steps of one run (size, chunks, pages) do not extract a locked PDF again each.
+#: Documents opened with a password or holding a secret, kept in this process only
+#: (never on disk), so the steps of one run (size, chunks, pages) do not extract them
+#: again each.
 _UNLOCKED: dict[tuple[str, str], Document] = {}
 _UNLOCKED_MAX = 4
 
@@ -190,21 +194,31 @@ def _key(entry: str, password: str) -> tuple[str, str]:
 
 def _known(entry: str, password: str | None) -> Document | None:
     """An earlier extraction of these bytes: the disk cache, or this process's memory
-    for one opened with a password."""
+    for one opened with a password or holding a secret."""
     if password is None:
-        return _cached(entry)
-    return _UNLOCKED.get(_key(entry, password))
+        cached = _cached(entry)
+        if cached is not None:
+            return cached
+    return _UNLOCKED.get(_key(entry, password or ""))
+
+
+def _holds_secret(document: Document) -> bool:
+    from harvey.redact import active
+
+    redactor = active()
+    texts = [document.text, *(heading.title for heading in document.headings)]
+    return any(redactor.redact(text) != text for text in texts)
 
 
 def _remember(entry: str, document: Document, password: str | None) -> None:
     if any("time limit" in note for note in document.notes):
         return  # another try may get further
-    if password is None:
+    if password is None and not _holds_secret(document):
         _store(entry, document)
         return
     while len(_UNLOCKED) >= _UNLOCKED_MAX:
         _UNLOCKED.pop(next(iter(_UNLOCKED)))
-    _UNLOCKED[_key(entry, password)] = document
+    _UNLOCKED[_key(entry, password or "")] = document
 
 
 def document_problem(path: Path) -> str | None:

@@ -3,9 +3,12 @@
 A ZIP can claim small sizes and inflate to gigabytes, and XML can declare entities
 that expand exponentially. So every member is read through ``_member`` (at most
 ``MAX_MEMBER_BYTES`` inflated, whatever the header claims), at most
-``MAX_MEMBERS`` members are read, and XML holding a DOCTYPE is refused before it
-is parsed: Word and EPUB 3 never need one (XHTML chapters of EPUB 2 declare one,
-so those go through the HTML reader, which expands nothing).
+``MAX_MEMBERS`` members are read, all of them together inflate at most
+``MAX_PACKAGE_BYTES`` (an EPUB of 2 KB whose spine names one highly compressed
+chapter two thousand times would otherwise grow to gigabytes of text), and XML
+holding a DOCTYPE is refused before it is parsed: Word and EPUB 3 never need one
+(XHTML chapters of EPUB 2 declare one, so those go through the HTML reader, which
+expands nothing).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from harvey.errors import DocumentError
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 2000
+MAX_PACKAGE_BYTES = 128 * 1024 * 1024
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
@@ -32,7 +36,27 @@ def _open_zip(data: bytes, name: str, kind: str) -> zipfile.ZipFile:
         raise DocumentError(message, "damaged") from exc
 
 
-def _member(package: zipfile.ZipFile, member: str, name: str) -> bytes:
+class _Package:
+    """A ZIP package and what has been inflated from it so far, against one budget."""
+
+    def __init__(self, package: zipfile.ZipFile) -> None:
+        self.zip = package
+        self.inflated = 0
+
+
+def _member(package: _Package, member: str, name: str) -> bytes:
+    data = _inflate(package.zip, member, name)
+    package.inflated += len(data)
+    if package.inflated > MAX_PACKAGE_BYTES:
+        raise DocumentError(
+            f"{name}: its members inflate past {MAX_PACKAGE_BYTES // 2**20} MB together — "
+            "refused (a ZIP bomb or a huge document)",
+            "too-large",
+        )
+    return data
+
+
+def _inflate(package: zipfile.ZipFile, member: str, name: str) -> bytes:
     try:
         with package.open(member) as handle:
             data = handle.read(MAX_MEMBER_BYTES + 1)
@@ -100,7 +124,7 @@ def _table(table: ET.Element) -> str:
 def extract_docx(data: bytes, name: str) -> Document:
     """Headings as ``#`` lines, paragraphs as blocks, tables as Markdown tables."""
     with _open_zip(data, name, "DOCX") as package:
-        root = _xml(_member(package, "word/document.xml", name), name)
+        root = _xml(_member(_Package(package), "word/document.xml", name), name)
     body = root.find(_W + "body")
     out = TextBuilder()
     for child in body if body is not None else []:
@@ -116,7 +140,7 @@ def extract_docx(data: bytes, name: str) -> Document:
     return out.build("docx")
 
 
-def _opf_path(package: zipfile.ZipFile, name: str) -> str:
+def _opf_path(package: _Package, name: str) -> str:
     container = _xml(_member(package, "META-INF/container.xml", name), name)
     for node in container.iter():
         if node.tag.endswith("rootfile") and node.get("full-path"):
@@ -128,7 +152,8 @@ def extract_epub(data: bytes, name: str) -> Document:
     """The spine's chapters in reading order, each one's headings kept; a chapter with
     no heading of its own gets its file name as one, so every chapter can be named."""
     out = TextBuilder()
-    with _open_zip(data, name, "EPUB") as package:
+    with _open_zip(data, name, "EPUB") as opened:
+        package = _Package(opened)
         opf_path = _opf_path(package, name)
         opf = _xml(_member(package, opf_path, name), name)
         base = posixpath.dirname(opf_path)

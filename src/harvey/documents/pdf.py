@@ -12,6 +12,8 @@ at a wall-clock deadline. The child stops on its own at ``max_pages`` or
 
 A password (``HARVEY_PDF_PASSWORD``, or the one a command was given) goes to the
 child on stdin, never on its command line or environment, and is never stored.
+The child's environment is an allow-list (``_child_env``): PDFium parses hostile
+bytes, so the process it runs in holds none of the user's keys or tokens.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from harvey.documents.model import Document
 from harvey.errors import DocumentError
 
 PASSWORD_ENV = "HARVEY_PDF_PASSWORD"
+#: What the child may see of the environment: enough to run Python, nothing secret.
+_CHILD_ENV = ("PATH", "LANG", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,14 @@ def _limit_child(limits: Limits) -> None:  # pragma: no cover - runs in the chil
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
+def _child_env() -> dict[str, str]:
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name in _CHILD_ENV or name.startswith("LC_")
+    }
+
+
 def extract_pdf(data: bytes, name: str, limits: Limits, password: str | None) -> Document:
     """The text layer of ``data`` page by page; ``DocumentError`` for every failure."""
     header = {
@@ -57,7 +69,7 @@ def extract_pdf(data: bytes, name: str, limits: Limits, password: str | None) ->
         "seconds": limits.seconds,
     }
     stdin = json.dumps(header).encode() + b"\n" + data
-    env = {k: v for k, v in os.environ.items() if k != PASSWORD_ENV}
+    env = _child_env()
     try:
         proc = subprocess.run(
             # The script by path: ``-m`` would import ``harvey`` (the public API) first.
