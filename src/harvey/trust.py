@@ -189,24 +189,48 @@ def _get(data: Mapping[str, Any], *loc: str) -> Any:
     return data
 
 
+def _turned_off(value: Any, own: Any) -> bool:
+    """The user switched it off and the workspace switches it back on."""
+    return own is False and value is not False
+
+
+def _more_than(value: Any, own: Any) -> bool:
+    """The user set a ceiling and the workspace raises it."""
+    return isinstance(own, int) and not (isinstance(value, int) and value <= own)
+
+
+def _mode_back_on(value: Any, own: Any) -> bool:
+    """The user's tool mode is ``off`` and the workspace names another."""
+    return own == "off" and value != "off"
+
+
+#: The limits a person sets in their own harvey.yaml that a workspace key the table
+#: lets through may tighten but never lift: the key, and how a workspace value would
+#: lift the user's. One table, so a limit added later is one line here, not a branch.
+USER_LIMITS: Mapping[str, Callable[[Any, Any], bool]] = {
+    "tools.enabled": _turned_off,
+    "tools.max_rounds": _more_than,
+    "tools.mode": _mode_back_on,
+    "tools.models": _mode_back_on,  # a model's own entry, else the user's tools.mode
+    "memory.enabled": _turned_off,
+    "chunking.max_chunks": _more_than,  # the question before more model calls
+}
+
+
 def within_user(setting: Setting, user: Mapping[str, Any]) -> bool:
-    """False when a leaf the table lets through would undo a limit the user's own file
-    sets: tools turned off (``tools.enabled: false``, ``tools.mode: off``, a model's
-    ``tools.models`` entry ``off``) or fewer tool rounds. A cloned file may narrow
-    further, never turn the model's tools back on behind the user's back."""
-    value, loc = setting.value, setting.loc
-    if loc == ("tools", "enabled"):
-        return value is False or _get(user, "tools", "enabled") is not False
-    if loc == ("tools", "mode"):
-        return value == "off" or _get(user, "tools", "mode") != "off"
-    if loc[:2] == ("tools", "models") and len(loc) == 3:
-        own = _get(user, "tools", "models", str(loc[2]))
-        own = _get(user, "tools", "mode") if own is _UNSET else own
-        return value == "off" or own != "off"
-    if loc == ("tools", "max_rounds"):
-        limit = _get(user, "tools", "max_rounds")
-        return limit is _UNSET or (isinstance(value, int) and value <= limit)
-    return True
+    """False when a leaf the table lets through would lift a limit the user's own file
+    sets (``USER_LIMITS``): a cloned file may narrow further, never turn the model's tools or
+    memory back on, or allow more rounds or calls, behind the user's back."""
+    loc = setting.loc
+    per_model = loc[:2] == ("tools", "models") and len(loc) == 3
+    key = "tools.models" if per_model else setting.rule_key
+    lifts = USER_LIMITS.get(key)
+    if lifts is None:
+        return True
+    own = _get(user, *(str(part) for part in loc))
+    if per_model and own is _UNSET:
+        own = _get(user, "tools", "mode")
+    return own is _UNSET or not lifts(setting.value, own)
 
 
 def screen(data: Mapping[str, Any], user: Mapping[str, Any] | None = None) -> Screened:

@@ -329,6 +329,16 @@ LIFTS_THE_USERS_LIMIT = {  # (the user's own harvey.yaml, the cloned one)
     "model_entry_back_on": ("tools:\n  models: {m: 'off'}\n", "tools:\n  models: {m: text}\n"),
     "enabled_back_on": ("tools:\n  enabled: false\n", "tools:\n  enabled: true\n"),
     "more_rounds": ("tools:\n  max_rounds: 2\n", "tools:\n  max_rounds: 50\n"),
+    "memory_back_on": ("memory:\n  enabled: false\n", "memory:\n  enabled: true\n"),
+    "more_chunks": ("chunking:\n  max_chunks: 5\n", "chunking:\n  max_chunks: 500\n"),
+}
+
+#: The same keys tightening further: they apply untrusted.
+TIGHTENS_FURTHER = {
+    "fewer_rounds": ("tools:\n  max_rounds: 5\n", "tools:\n  max_rounds: 2\n"),
+    "fewer_chunks": ("chunking:\n  max_chunks: 50\n", "chunking:\n  max_chunks: 5\n"),
+    "tools_off": ("tools:\n  mode: text\n", "tools:\n  mode: 'off'\n"),
+    "memory_off": ("memory:\n  enabled: true\n", "memory:\n  enabled: false\n"),
 }
 
 
@@ -354,6 +364,11 @@ def test_a_narrowing_key_cannot_lift_a_limit_of_the_users_own_file(own: str, con
     far as the user's own file allows: a clone cannot turn the model's tools back on."""
     assert _screened(own, config), "the clone lifts the user's limit untrusted"
     assert _screened("", config) == []  # beside the defaults it only chooses
+
+
+@pytest.mark.parametrize(("own", "config"), TIGHTENS_FURTHER.values(), ids=TIGHTENS_FURTHER.keys())
+def test_a_narrowing_key_may_tighten_the_users_own_limit(own: str, config: str) -> None:
+    assert _screened(own, config) == []
 
 
 @pytest.mark.slow  # two harvey runs in subprocesses
