@@ -46,7 +46,6 @@ from harvey.tools.files import check_readable, looks_binary, open_regular, reada
 from harvey.ui import AgentUI
 
 CANCELLED_TEXT = "File read cancelled by user."
-CHUNK_CLOSING = "Chunk analysis complete. Synthesized result injected into conversation."
 ATTACH_LIMIT_BYTES = 1_000_000
 PATH_TOKEN = re.compile(r"[\w./\\~-]+\.[\w]+|[\w./-]*/[\w.-]+")
 

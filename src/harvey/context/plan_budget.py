@@ -1,8 +1,8 @@
 """The plan injection budget: one reducer that bounds a plan wherever it is injected.
 
 A session's plan is a durable markdown document whose newest material sits at
-its *end*. Harvey injects it into prompts at two sites (every turn, and on a
-handover when a session is continued); unbounded it eats the context, and cut
+its *end*. Harvey injects it into prompts at two sites (the turn after it
+changed, and on a handover when a session is continued); unbounded it eats the context, and cut
 naively (the first N bytes) it loses the tail and can split a multi-byte
 character. ``reduce_plan`` keeps whole sections from the head and the tail,
 drops only whole middle sections, and says in-band what it dropped, so the model
@@ -17,7 +17,7 @@ no module state, no caching (R15).
 from __future__ import annotations
 
 DYNAMIC_BUDGET = 4000
-"""Bytes of plan carried by every turn's prompt (after ``Plan summary: ``)."""
+"""Bytes of plan a changed plan's summary carries (after ``Plan summary: ``)."""
 
 HANDOVER_BUDGET = 12000
 """Bytes of plan carried by the handover frame when a session is continued."""

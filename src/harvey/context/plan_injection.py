@@ -1,6 +1,7 @@
 """The two places a plan enters a prompt, composed around the one reducer.
 
-* **Dynamic** (every turn): ``"Plan summary: "`` + the reduced composed plan
+* **Dynamic** (the first turn after the plan changed, in that turn's user message:
+  ``chat/plan_context.py``): ``"Plan summary: "`` + the reduced composed plan
   (title and content) within ``DYNAMIC_BUDGET`` bytes.
 * **Handover** (a session continued, or a new session picking up an existing
   plan): the handover frame around ``reduce_plan(contain_tags(content),
@@ -83,7 +84,8 @@ def dynamic_plan_text(
     session_id: str = "",
     logger: logging.Logger | None = None,
 ) -> str | None:
-    """The plan text for every turn's prompt, or ``None`` when there is nothing to inject.
+    """The plan summary a turn sends when the plan changed, or ``None`` when there is
+    nothing to inject.
 
     A title with blank content still injects the title (R12's site asymmetry):
     emptiness is judged on the composed document, not on the content.
