@@ -40,6 +40,9 @@ def test_embedded_model_gets_the_passage_offline(notes_ws: Path, tmp_path: Path)
     if not local_available():
         missing_dependency("wordllama is not installed (pip install 'harvey-agent[local]')")
     env = _offline_env(tmp_path)
+    # What is checked is the first prompt; tool rounds (constrained mode, the embedded
+    # model's default: tests/chat/test_constrained_embedded.py) would only add minutes.
+    (notes_ws / "harvey.yaml").write_text("tools:\n  mode: 'off'\n")
     made = run_wrapped(notes_ws, "rag", "new", "notes", "--embedder", "local", env=env)
     assert made.returncode == 0, made.stderr
     filled = run_wrapped(notes_ws, "rag", "ingest", "notes", "notes", env=env)
