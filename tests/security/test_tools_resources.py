@@ -214,7 +214,7 @@ def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
     line = "The reservoir opened in 1881 and held four hundred million gallons.\n"
     block = line * 1000 + "\n"
     peaks = []
-    for size in (30 * MB, 150 * MB):
+    for size in (20 * MB, 100 * MB):  # a whole read of the larger would cost 320 MB more
         with (victim_workspace / "long.txt").open("w") as f:
             f.write(block * (size // len(block)))
         with FakeOpenAI(api_key=API_KEY, default_reply=Reply("p"), keep_bodies=False) as srv:
