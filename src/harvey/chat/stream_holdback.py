@@ -27,8 +27,10 @@ def _patterns() -> tuple[Any, Any, Any]:
     partial matches) costs 10-20 ms to import, which a ``harvey run`` start never pays."""
     import regex
 
-    # where a call may begin: a marker at a line start (after blanks)
-    line_call = regex.compile(r"[ \t]*(?:" + "|".join(regex.escape(m) for m in MARKERS) + r")")
+    # where a call may begin: a marker at a line start, after blanks and any complete
+    # <think> blocks (the parser drops thinking wherever it sits, so must the display)
+    markers = "|".join(regex.escape(m) for m in MARKERS)
+    line_call = regex.compile(r"[ \t]*(?:<think>.*?</think>[ \t]*)*(?:" + markers + r")", regex.S)
     # a reply that begins (after blanks and thinking) like a whole-reply JSON call
     reply_call = regex.compile(r"\s*(?:\{|\[\s*\{|```[ \t]*(?:json)?[ \t]*\n\s*\{)", regex.I)
     think = regex.compile(r"\s*<think>.*?</think>", regex.S)
