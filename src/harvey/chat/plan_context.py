@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from harvey.chat.plan_injection import dynamic_plan_text
 from harvey.chat.turn_context import TurnContext, TurnQuery
-from harvey.context.plan_injection import dynamic_plan_text
 from harvey.errors import HarveyError
 
 
