@@ -99,3 +99,52 @@ def test_harvey_run_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip()
+
+
+class _RecordingLlama:
+    """Stands in for a loaded ``Llama``: records each call's sampling as the sampler
+    would read it (the keyword arguments and the instance's window at call time)."""
+
+    def __init__(self) -> None:
+        self.last_n_tokens_size = 64
+        self.n_tokens = 0
+        self.calls: list[dict[str, object]] = []
+
+    def create_chat_completion(self, **kwargs: object) -> object:
+        self.calls.append({**kwargs, "window": self.last_n_tokens_size})
+
+        def chunks() -> object:
+            yield {"choices": [{"delta": {"content": "Paris."}, "finish_reason": None}]}
+            yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
+
+        return chunks()
+
+
+def test_each_client_samples_with_its_own_window_and_seed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    llama = _RecordingLlama()
+    shared = local._Loaded(llama, threading.Lock(), 2048, 2048)
+    monkeypatch.setattr(LocalClient, "_loaded", lambda self: shared)
+    wide = LocalClient(repeat_window=256, seed=5, repeat_penalty=1.1, temperature=0.4)
+    default = LocalClient()
+    assert chat(wide, PROMPT).text == "Paris."
+    assert chat(default, PROMPT).text == "Paris."
+    # the map phase's client keeps the sampling, only the reply cap changes
+    assert chat(wide.for_map_calls(), PROMPT).text == "Paris."
+    first, second, mapped = llama.calls
+    assert (first["window"], first["seed"], first["repeat_penalty"]) == (256, 5, 1.1)
+    assert first["temperature"] == 0.4
+    # the shared instance does not keep the previous client's window
+    assert second["window"] == local.REPEAT_WINDOW and "seed" not in second
+    assert (second["repeat_penalty"], second["temperature"]) == (
+        default.repeat_penalty,
+        default.temperature,
+    )
+    assert (mapped["window"], mapped["seed"], mapped["max_tokens"]) == (
+        256,
+        5,
+        local.MAP_REPLY_TOKENS,
+    )

