@@ -225,6 +225,36 @@ def test_constrained_mode_sends_the_choice_schema_and_runs_the_choice(workspace:
     assert recording(workspace).count(note) == 1
 
 
+def test_constrained_mode_reads_only_a_file_the_turn_has_named(workspace: Path) -> None:
+    """Nothing named: no ``read_file`` choice (a small model invents paths); the search
+    hit's path then becomes the one file it may read."""
+    (workspace / "harvey.yaml").write_text("tools:\n  mode: constrained\n")
+    (workspace / "src").mkdir()
+    (workspace / "src" / "dates.py").write_text("def parse_date(text):\n    return text\n")
+    script = [
+        Reply('{"tool": "search_files", "arguments": {"pattern": "def parse_date"}}'),
+        Reply('{"tool": "read_file", "arguments": {"path": "src/dates.py"}}'),
+        Reply('{"tool": "answer", "text": "In src/dates.py."}'),
+    ]
+    with FakeOpenAI(script) as srv:
+        proc = invoke_harvey(
+            "run", "Find where parse_date is defined.", "--backend", "openai",
+            "--base-url", srv.url, cwd=workspace,
+        )  # fmt: skip
+        requests = srv.chat_requests
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "In src/dates.py.\n"
+
+    def offered(request: dict) -> dict:  # type: ignore[type-arg]
+        choices = request["response_format"]["json_schema"]["schema"]["oneOf"]
+        return {c["properties"]["tool"]["const"]: c["properties"] for c in choices}
+
+    assert "read_file" not in offered(requests[0]) and "search_files" in offered(requests[0])
+    read = offered(requests[1])["read_file"]["arguments"]["properties"]["path"]
+    assert read["enum"] == ["src/dates.py"]
+    assert any("return text" in t for t in tool_results(requests[2]))
+
+
 @pytest.mark.parametrize(
     ("template", "mode"),
     [("{{ messages }}", "off"), ("{% if tools %}{{ tools }}{% endif %}{{ messages }}", "native")],

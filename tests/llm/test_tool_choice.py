@@ -17,7 +17,9 @@ from harvey.llm.tool_choice import (
     named_paths,
     read_choice,
     tool_mode,
+    turn_paths,
 )
+from harvey.messages import Message, ToolCall
 
 
 def tool_schema(name: str, description: str, parameters: dict) -> dict:  # type: ignore[type-arg]
@@ -71,10 +73,29 @@ def test_check_call(name: str, arguments: object, problem: str | None) -> None:
 
 
 def test_choice_schema_offers_the_answer_and_each_tool() -> None:
-    schema = choice_schema(SCHEMAS)
+    schema = choice_schema(SCHEMAS, ["notes.md"])
     consts = [c["properties"]["tool"]["const"] for c in schema["oneOf"]]
     assert consts == ["answer", "read_file", "list_files"]
     assert schema["oneOf"][1]["properties"]["arguments"]["required"] == ["path"]
+
+
+def test_a_tool_that_needs_a_path_waits_until_a_file_is_named() -> None:
+    """Nothing named: the model cannot invent a path (it would copy the example's)."""
+    consts = [c["properties"]["tool"]["const"] for c in choice_schema(SCHEMAS)["oneOf"]]
+    assert consts == ["answer", "list_files"]
+
+
+def test_the_turns_paths_come_from_its_prompt_and_its_tool_results() -> None:
+    messages = [
+        Message("system", "Example: read plan.txt"),
+        Message("user", "What is in old.md?"),
+        Message("tool", "old.md:1: stale", name="search_files"),
+        Message("user", "Find where parse_date is defined, not in notes.md."),
+        Message("assistant", "", tool_calls=[ToolCall("c", "search_files", {"pattern": "x"})]),
+        Message("tool", "src/dates.py:1: def parse_date(text):", name="search_files"),
+    ]
+    assert turn_paths(messages) == ["notes.md", "src/dates.py"]
+    assert turn_paths([Message("system", "read plan.txt")]) == []
 
 
 @pytest.mark.parametrize(

@@ -32,8 +32,8 @@ from harvey.llm.tool_choice import (
     check_call,
     choice_schema,
     describe_tools,
-    named_paths,
     read_choice,
+    turn_paths,
 )
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.records import ToolNote
@@ -148,8 +148,7 @@ class ToolRounds:
     ) -> ChatResult:
         """A round whose reply must be a choice object; its answer is shown once whole."""
         prompt = self._described(prompt, constrained=True)
-        asked = next((m.content for m in reversed(prompt) if m.role == "user"), "")
-        schema = choice_schema(self.schemas, named_paths(asked))
+        schema = choice_schema(self.schemas, turn_paths(prompt))
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
         if choice is None:  # the server ignored the schema, or the reply was cut short

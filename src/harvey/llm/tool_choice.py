@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harvey.config import ToolsSettings
     from harvey.llm.base import LLMClient
+    from harvey.messages import Message
 
 ANSWER = "answer"
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -125,8 +126,11 @@ def choice_schema(
 
     A tool's optional arguments are left out when it has required ones (a small model
     fills every field it is offered: ``read_file`` with ``limit: 2`` reads two bytes),
-    and when the turn names files (``named_paths``) a required ``path`` is one of them:
-    a 135M model copies names well and invents them badly.
+    and a required ``path`` is one of the files the turn has named (``named_paths``:
+    the prompt's, then those its tool results showed): a 135M model copies names well
+    and invents them badly. A tool that requires a path is not offered before any file
+    is named: asked to find a definition, SmolLM2 read the example's ``plan.txt``
+    three times in three (BENCHMARKS.md); it must search or list first.
     """
     choices: list[dict[str, Any]] = [
         {
@@ -139,6 +143,8 @@ def choice_schema(
     for schema in schemas:
         function = function_of(schema)
         parameters = _narrowed(dict(function.get("parameters") or {"type": "object"}), named_paths)
+        if not named_paths and _needs_path(parameters):
+            continue
         choices.append(
             {
                 "type": "object",
@@ -160,12 +166,25 @@ def _narrowed(parameters: dict[str, Any], named_paths: Sequence[str]) -> dict[st
     return {**parameters, "properties": properties, "additionalProperties": False}
 
 
+def _needs_path(parameters: dict[str, Any]) -> bool:
+    path = (parameters.get("properties") or {}).get("path") or {}
+    return "path" in (parameters.get("required") or []) and path.get("type") == "string"
+
+
 def named_paths(text: str) -> list[str]:
     """The file names a prompt mentions (``notes.md``, ``src/app.py``), in order."""
     found = re.findall(
         r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])", text
     )
     return list(dict.fromkeys(p.rstrip(".") for p in found))
+
+
+def turn_paths(messages: Sequence[Message]) -> list[str]:
+    """The files this turn has named: the newest user message's, then those named by the
+    tool results after it (a search hit's ``src/dates.py:1:``, a listing's names)."""
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    texts = [m.content for m in messages[max(last, 0) :] if m.role in ("user", "tool")]
+    return list(dict.fromkeys(p for text in texts for p in named_paths(text)))
 
 
 @dataclass(frozen=True)
@@ -194,14 +213,16 @@ def read_choice(reply: str) -> Choice | None:
 
 #: A small model learns the reply's shape from examples far better than from a rule.
 CONSTRAINED_EXAMPLES = """\
-Reply with one JSON object. To answer, when a tool result or the conversation has \
-what you need:
-{"tool": "answer", "text": "(the answer, from the tool result)"}
-To look first:
+Reply with one JSON object: a tool call to look first, or the answer.
 User: Where is parse_date defined?
 {"tool": "search_files", "arguments": {"pattern": "parse_date"}}
+User: Which files are in the lib folder?
+{"tool": "list_files", "arguments": {"path": "lib"}}
 User: What does plan.txt say about the budget?
-{"tool": "read_file", "arguments": {"path": "plan.txt"}}"""
+{"tool": "read_file", "arguments": {"path": "plan.txt"}}
+[tool read_file result]
+Budget: 40,000 pounds for the year.
+{"tool": "answer", "text": "plan.txt gives a budget of 40,000 pounds for the year."}"""
 
 
 def describe_tools(schemas: Sequence[dict[str, Any]], *, constrained: bool) -> str:
