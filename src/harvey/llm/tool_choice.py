@@ -213,16 +213,14 @@ def read_choice(reply: str) -> Choice | None:
 
 #: A small model learns the reply's shape from examples far better than from a rule.
 CONSTRAINED_EXAMPLES = """\
-Reply with one JSON object: a tool call to look first, or the answer.
+Reply with one JSON object. To answer, when a tool result or the conversation has \
+what you need:
+{"tool": "answer", "text": "(the answer, from the tool result)"}
+To look first:
 User: Where is parse_date defined?
 {"tool": "search_files", "arguments": {"pattern": "parse_date"}}
-User: Which files are in the lib folder?
-{"tool": "list_files", "arguments": {"path": "lib"}}
 User: What does plan.txt say about the budget?
-{"tool": "read_file", "arguments": {"path": "plan.txt"}}
-[tool read_file result]
-Budget: 40,000 pounds for the year.
-{"tool": "answer", "text": "plan.txt gives a budget of 40,000 pounds for the year."}"""
+{"tool": "read_file", "arguments": {"path": "plan.txt"}}"""
 
 
 def describe_tools(schemas: Sequence[dict[str, Any]], *, constrained: bool) -> str:
