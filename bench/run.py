@@ -43,6 +43,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("rag", "bench.bench_rag", "Knowledge stores"),
     ("documents", "bench.bench_documents", "PDF extraction"),
     ("memory", "bench.bench_memory", "Long-term memory"),
+    ("sampling", "bench.bench_sampling", "Sampling of the embedded model"),
     ("tool_tasks", "bench.bench_tool_tasks", "Tool tasks on the embedded model"),
 ]
 
