@@ -211,12 +211,12 @@ def read_choice(reply: str) -> Choice | None:
     return Choice(name=value["tool"], arguments=value.get("arguments", {}))
 
 
-#: A small model learns the reply's shape from examples far better than from a rule.
+#: A small model learns the reply's shape from examples far better than from a rule. No
+#: example answer: the grammar already gives the shape, and SmolLM2 copied any text
+#: shown there ("(the answer, from the tool result)") into 7 of 20 answers (BENCHMARKS.md).
 CONSTRAINED_EXAMPLES = """\
-Reply with one JSON object. To answer, when a tool result or the conversation has \
-what you need:
-{"tool": "answer", "text": "(the answer, from the tool result)"}
-To look first:
+Reply with one JSON object: a tool call to look first, or the tool "answer" with your \
+answer as its text once a tool result or the conversation has what you need.
 User: Where is parse_date defined?
 {"tool": "search_files", "arguments": {"pattern": "parse_date"}}
 User: What does plan.txt say about the budget?
