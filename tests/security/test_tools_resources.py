@@ -184,7 +184,7 @@ def test_analyze_streams_a_file_bigger_than_one_window(
     text = "\n\n".join(f"{i}. {paragraph}" for i in range(16_000)) + "\n"
     assert len(text) > 8 * MB  # over the 4 MB window: streamed, not read whole
     (victim_workspace / "long.txt").write_text(text)
-    with FakeOpenAI(api_key=API_KEY, default_reply=Reply("partial")) as srv:
+    with FakeOpenAI(api_key=API_KEY, default_reply=Reply("partial"), count_tokens=quarter) as srv:
         code, out, err = analyze(
             victim_workspace,
             srv,
