@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,20 +32,24 @@ SLOW_FIXTURES = ("embedded_model", "ray_env")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile Harvey's sources once per run, not once per process.
+    """Compile Harvey's sources and the tests once, not once per process.
 
     The suite starts a few hundred Python processes (``python -m harvey``, Ray
     workers, model servers). Under ``PYTHONDONTWRITEBYTECODE`` each of them
     compiled every module it imported from source (about 0.6 s of CPU for a chat
     turn's imports), and each xdist worker rewrote every test module's asserts
-    again. A private bytecode cache outside the tree, for this run only, keeps the
-    tree clean as that setting asks and compiles each file once. The controller
-    sets it up before xdist starts the workers, which inherit it.
+    again (several seconds each). A bytecode cache of the suite's own, outside the
+    tree (the user's cache directory, private to them), keeps the tree clean as
+    that setting asks and compiles each file once, as ``__pycache__`` would. The
+    controller sets it up before xdist starts the workers, which inherit it.
     """
     if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return
-    cache = tempfile.mkdtemp(prefix="harvey-tests-pycache-")
-    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    cache = str(root / "harvey-tests" / "pycache")
+    os.makedirs(cache, mode=0o700, exist_ok=True)
+    if os.stat(cache).st_uid != os.getuid():  # another user's cache: compile as before
+        return
     os.environ.pop("PYTHONDONTWRITEBYTECODE")
     os.environ["PYTHONPYCACHEPREFIX"] = cache
     sys.dont_write_bytecode = False
