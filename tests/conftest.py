@@ -33,6 +33,25 @@ SLOW_FIXTURES = ("embedded_model", "ray_env")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    one_thread_per_model()
+    if not hasattr(config, "workerinput"):
+        shared_bytecode_cache()
+
+
+def one_thread_per_model() -> None:
+    """The embedded model computes on one OpenMP thread in the suite's processes.
+
+    llama.cpp's threads spin while they wait for each other; with three xdist
+    workers on two cores a second thread is rarely running when the first waits,
+    and three test generations cost 60 s of CPU instead of 7 (this build of
+    llama-cpp-python uses OpenMP, whose thread limit ggml follows). The answers
+    are the same; only the cores the suite shares are spared. Set in every
+    process before llama_cpp loads, and inherited by every child.
+    """
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+
+def shared_bytecode_cache() -> None:
     """Compile Harvey's sources and the tests once, not once per process.
 
     The suite starts a few hundred Python processes (``python -m harvey``, Ray
@@ -44,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     that setting asks and compiles each file once, as ``__pycache__`` would. The
     controller sets it up before xdist starts the workers, which inherit it.
     """
-    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     cache = str(root / "harvey-tests" / "pycache")
