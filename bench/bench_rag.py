@@ -29,11 +29,11 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from bench.corpora import CORPORA_DIR, code_corpus, prose_corpus, total_bytes
 from bench.rag_chunk_paths import run as chunk_paths
+from bench.rag_floor_stores import NO_WORD, other_stores, pydoc_store
 from bench.rag_questions import (
     HELDOUT_QUESTIONS,
     HELDOUT_UNANSWERABLE,
@@ -53,23 +53,6 @@ FTS = "Harvey FTS-only (FTS5 BM25)"
 HYBRID = "Harvey hybrid (BM25 + wordllama, score fusion per file)"
 FLOORED = "Harvey hybrid + relevance floor (default: plain cosine 0.26 / 0.20 / 0.38)"
 BG_ROW = "Harvey hybrid + background floor (opt-in 0.29 / 0.20 / 0.32, unknown word 0.50)"
-NO_WORD = replace(BACKGROUND, unknown_word_cosine=0.0)  # without the unknown-word gate
-# the second store: the stdlib's own pydoc text of these modules, and the in-sample
-# questions one of them answers (the levels were never chosen on it)
-SECOND = (
-    "argparse",
-    "csv",
-    "datetime",
-    "hashlib",
-    "json",
-    "logging",
-    "pathlib",
-    "random",
-    "shutil",
-    "sqlite3",
-    "tempfile",
-    "zipfile",
-)
 OKAPI = "rank_bm25 BM25Okapi"
 
 
@@ -222,50 +205,6 @@ def _quality_verdicts(rows: list[Row]) -> list[str]:
     ]
 
 
-def _second_store(tmp: Path, embedder: LocalEmbedder) -> list[str]:
-    """The floors on a store they were not tuned on: each one's kept answerable questions
-    (a passage of the right module in the top 5) and silenced unanswerable ones."""
-    import importlib
-    import pydoc
-
-    ws = tmp / "ws-second"
-    (ws / "docs").mkdir(parents=True)
-    for name in SECOND:
-        text = pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext)
-        (ws / "docs" / f"{name}.txt").write_text(text)
-    store = create_store(ws, "second", "local", embedder.dims)
-    Ingester(store, ws, embedder).ingest(["docs"])
-    questions = [(q, {r.rsplit("/", 1)[-1] for r in rel} & set(SECOND)) for q, rel in QUESTIONS]
-    questions = [(q, mods) for q, mods in questions if mods]
-    nothing = UNANSWERABLE + HELDOUT_UNANSWERABLE
-    rows = []
-    for label, floor in (
-        ("none", Floor(0.0, 0.0, 0.0)),
-        ("plain cosine (default)", Floor()),
-        ("background (opt-in)", BACKGROUND),
-        ("background without the unknown-word gate", NO_WORD),
-    ):
-        searcher = Searcher(store, embedder, floor)
-        kept = sum(
-            any(Path(h.chunk.path).stem in mods for h in searcher.search(q, 5))
-            for q, mods in questions
-        )
-        silent = sum(not searcher.search(q, 5) for q in nothing)
-        rows.append(f"| {label} | {kept} of {len(questions)} | {silent} of {len(nothing)} |")
-    chunks = store.counts()[1]
-    store.close()
-    return [
-        f"The floors on a second store they were not tuned on: the `pydoc` text of {len(SECOND)} "
-        f"standard-library modules ({chunks} chunks), the {len(questions)} in-sample questions "
-        "one of them answers (kept: a passage of the right module in the top 5) and all "
-        f"{len(nothing)} unanswerable questions:",
-        "",
-        "| floor | answerable kept | unanswerable, nothing sent |",
-        "| --- | --- | --- |",
-        *rows,
-    ]
-
-
 def _big_store(
     tmp: Path, texts_by_path: list[tuple[int, str, str]], embedder: LocalEmbedder
 ) -> KnowledgeStore:
@@ -355,7 +294,11 @@ def run() -> str:
             ),
             ("bm25s", len(chunks), _latency(lambda q: bm25s_paths(b25, paths, q, 5), queries)),
         ]
-        second = _second_store(tmp, embedder)
+        pydoc = pydoc_store(tmp, embedder)
+        code_hybrid = state["code"]["hybrid"]
+        assert isinstance(code_hybrid, KnowledgeStore)
+        second = other_stores({"pydoc": pydoc, "code": code_hybrid}, embedder)
+        pydoc.close()
         big = _big_store(tmp, chunks, embedder)
         big_rows = _chunk_texts(big)
         big_fts, big_hyb = Searcher(big, None), Searcher(big, embedder)
@@ -422,12 +365,14 @@ def run() -> str:
             f"{len(HELDOUT_QUESTIONS)} answerable questions in generic words and "
             f"{len(HELDOUT_UNANSWERABLE)} unanswerable ones (small talk, general knowledge, "
             "other software). The relevance floor sends a passage only if its cosine ≥ "
-            "`rag.floor_background_cosine` and (its BM25 share of the query's BM25 ceiling ≥ "
-            "`rag.floor_bm25` or its cosine ≥ `rag.floor_background_cosine_alone`), the cosine "
-            "the chunk's own read against the store's background (its mean chunk direction "
-            "taken out of query and chunk), the BM25 share its file's best; a prompt with a "
-            "word no chunk holds needs a cosine ≥ `rag.floor_unknown_word_cosine`. Rows "
-            "without a floor send something whenever a word or a vector matches.",
+            "`rag.floor_cosine` and (its BM25 share of the query's BM25 ceiling ≥ "
+            "`rag.floor_bm25` or its cosine ≥ `rag.floor_cosine_alone`), the cosine the "
+            "chunk's own, the BM25 share its file's best. The opt-in background floor reads "
+            "the cosine against the store's background (its mean chunk direction taken out of "
+            "query and chunk) with its own levels (`rag.floor_background_cosine`, "
+            "`_alone`), and a prompt with a word no chunk holds needs a cosine ≥ "
+            "`rag.floor_unknown_word_cosine`. Rows without a floor send something whenever a "
+            "word or a vector matches.",
             "",
             "| ranker | hit@5 | MRR@10 | unanswerable, nothing sent | held-out hit@5 | "
             "held-out unanswerable, nothing sent |",

@@ -20,9 +20,10 @@ share is its file's best among the candidates, as fusion pools a file's evidence
 since the words of a question are often spread over a file's passages (pooling
 the cosine too lost 1.6 points of hit@5 on the benchmark, for no more silence).
 
-A store of at least ``MIN_BACKGROUND_CHUNKS`` chunks also has a *background*: the
-direction of its mean chunk vector, which every text in it shares (a static
-embedding such as wordllama puts all text in one narrow cone). Its cosines are then
+With the background levels set, a store of at least ``MIN_BACKGROUND_CHUNKS`` chunks
+has a *background*: the direction of its mean chunk vector, which every text in it
+shares (a static embedding such as wordllama puts all text in one narrow cone; the
+mean chunk vector of the benchmark's store has length 0.65). Its cosines are then
 read with that direction taken out of the query and the chunk (``relative``), so a
 prompt that is "close to everything" (small talk, general knowledge) no longer
 reaches real questions' levels; those cosines have their own levels
@@ -30,15 +31,17 @@ reaches real questions' levels; those cosines have their own levels
 a word that not one chunk of such a store holds ("sourdough", "nginx", "zzqx") says
 the prompt is, at least in part, about something else, so a query with one needs a
 background cosine of ``unknown_word_cosine`` (in a store of a few notes most words of
-any question are absent, hence the size). A smaller store, and one made before this,
-is floored as before, on the plain cosine.
+any question are absent, hence the size). A smaller store is floored on the plain
+cosine. Nothing is stored for the background (``search.VectorIndex`` works it out from
+the vectors it loads anyway), so a store made by any Harvey has one and it is never stale.
 
 The background levels are 0 (not used) by default: on the benchmark's store,
 ``BACKGROUND`` (0.29 / 0.32 / 0.50, chosen on its in-sample questions) silences 27 of 30
 unanswerable questions with hit@5 0.820, against 25 of 30 and 0.803 for the plain floor,
-but on a second store (the stdlib's own ``pydoc`` text) it kept 7 of 15 answerable
-questions where the plain floor kept 11, for one more silenced: it fits the store it was
-tuned on. It stays a setting for a large store on one subject, measured there first.
+but on stores it was not tuned on it keeps fewer answerable questions than the plain
+floor for a little more silence (the stdlib's ``pydoc`` text: 10 of 21 against 13; the
+stdlib's code, 10,182 chunks: 35 of 60 against 38): it fits the store it was tuned on.
+It stays a setting for a large store on one subject, measured there first.
 
 A store without an embedder, or with one other than the calibrated ``local``
 (wordllama), is floored on the BM25 share alone. The defaults were calibrated by
@@ -72,8 +75,8 @@ class Floor:
     cosine: float = 0.26
     bm25: float = 0.2
     cosine_alone: float = 0.38
-    # off by default: calibrated on the benchmark's store they silence 90%, but on a second
-    # store they lost 4 of 15 answerable questions to the plain floor (BENCHMARKS.md)
+    # off by default: calibrated on the benchmark's store they silence 90%, but on two
+    # other stores they kept fewer answerable questions than the plain floor (BENCHMARKS.md)
     background_cosine: float = 0.0
     background_cosine_alone: float = 0.0
     unknown_word_cosine: float = 0.0
