@@ -33,12 +33,14 @@ PACKAGE = str(Path(harvey.__file__).parent) + "/"
 # (llm/capacity.py) to an analysis
 # 25 when the renovation landed; issue 21 adds steps every reply of a turn now takes: the
 # loop guard (llm/repetition.py) and the rescue of tool calls written as text
-# (chat/tool_rounds.py, llm/text_tool_calls.py, llm/tool_choice.py), less what they replaced.
-TURN_FILES = 27
+# (chat/tool_rounds.py, llm/text_tool_calls.py, llm/tool_choice.py), less what they replaced;
+# and a llama.cpp server's prompt cache and session slot (llm/prompt_cache.py).
+TURN_FILES = 28
 # 30 when the renovation landed; +3 with what issues 21 and 23 added to every analysis: the
 # document check (documents/extract.py), capacity discovery (llm/capacity.py) and the
-# loop guard on every reply (llm/repetition.py).
-ANALYSIS_FILES = 30
+# loop guard on every reply (llm/repetition.py); +1 for cache_prompt on a llama.cpp
+# server's every request (llm/prompt_cache.py).
+ANALYSIS_FILES = 31
 
 
 @contextmanager
