@@ -154,6 +154,19 @@ def test_a_failed_or_slow_probe_assumes_native_and_is_not_repeated_soon(
         assert len(srv.chat_requests) == 1
 
 
+def test_a_slow_answer_in_words_is_tool_less_not_a_failed_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow model still writing prose at the deadline answered without the tool: off,
+    not "the probe failed" (which would assume native)."""
+    from tests.fakes.servers import Looping
+
+    monkeypatch.setattr(tool_support, "PROBE_TIMEOUT", 0.6)
+    words = Looping("Paris is lovely in spring; the weather varies a lot. ", interval=0.05)
+    with FakeOpenAI([words], props=False) as srv:
+        assert _resolve(srv.url, tmp_path) == ToolSupport("off", "probe")
+
+
 def test_models_shows_the_probe_and_a_run_attaches_the_named_file(tmp_path: Path) -> None:
     """llama-cpp-python's server shows no template: the probe finds a model that does not
     call tools, ``harvey models`` says so, and ``harvey run`` attaches the file instead."""

@@ -37,13 +37,17 @@ from typing import Any
 
 from harvey.errors import HarveyError
 from harvey.llm.base import LLMClient, TextDelta, ToolCallEvent
-from harvey.llm.text_tool_calls import find_calls
+from harvey.llm.text_tool_calls import find_calls, without_thinking
 from harvey.messages import Message
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT = 20.0  # seconds without a byte, and in all: a slow CPU model gets this long
 PROBE_TEXT_LIMIT = 2000  # characters of a reply read before deciding
+# Prose this long (outside a <think> block) that does not begin like a call is an answer
+# without the tool: decided there, not after the whole ramble (a slow model's minutes).
+PROSE_DECIDES = 600
+CALL_STARTS = ("{", "[", "<", "```")
 MAX_AGE = 7 * 86_400  # seconds a probe's answer is trusted
 FAILED_AGE = 86_400  # seconds a failed probe is not repeated
 CACHE_FOLDER = "cache"
@@ -166,10 +170,10 @@ def probe(client: LLMClient) -> tuple[str, str]:
                     break
                 if isinstance(event, TextDelta):
                     text.append(event.text)
-                    if sum(map(len, text)) > PROBE_TEXT_LIMIT:
+                    if sum(map(len, text)) > PROBE_TEXT_LIMIT or _prose("".join(text)):
                         break
                 if time.monotonic() > deadline:
-                    timed_out = True
+                    timed_out = not _prose("".join(text), PROSE_DECIDES // 4)
                     break
         finally:
             close = getattr(stream, "close", None)
@@ -187,6 +191,13 @@ def probe(client: LLMClient) -> tuple[str, str]:
     if timed_out:
         return "failed", f"no answer within {PROBE_TIMEOUT:g} s"
     return "off", ""
+
+
+def _prose(text: str, enough: int = PROSE_DECIDES) -> bool:
+    """Whether ``text`` is already an answer in words: ``enough`` characters outside any
+    ``<think>`` block that do not begin the way a call written as text does."""
+    visible = without_thinking(text).lstrip()
+    return len(visible) >= enough and not visible.startswith(CALL_STARTS)
 
 
 def read_cache(home: Path) -> dict[str, dict[str, Any]]:
