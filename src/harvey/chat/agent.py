@@ -120,6 +120,7 @@ class Agent:
         self.recorder = recorder
         self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
         self.write_gate = WriteGate(self.ui)  # "all" lasts the session
+        self.turns_taken = 0  # by this process: a resumed session starts again at 0
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
         # asked once per turn for what it adds (knowledge retrieval, memory recall)
@@ -210,6 +211,7 @@ class Agent:
         cancel: threading.Event | None = None,
         on_tool: Callable[[ToolCall, ToolResult], None] | None = None,
     ) -> TurnOutcome:
+        self.turns_taken += 1
         route, text = split_mention(user_text)
         client = self.clients.resolve(route) if route else self.client
         if cancel is None:

@@ -267,6 +267,8 @@ class BudgetSnapshot:
         injected text, the turn in progress (``pending``) and the reply margin
         are counted, so the turn in progress always has priority over the past.
         """
+        if not self.history:  # a first turn: nothing to fit
+            return FittedHistory([])
         room = self._counted(list(pending), also=self.history)
         return fit_history(list(self.history), room.remaining, room.bytes_per_token)
 

@@ -124,14 +124,26 @@ class SessionMemory:
     def close(self) -> None:
         """Nothing stays open: the store is opened for the one recall."""
 
+    def register(self, agent: Agent) -> None:
+        """Ask ``agent`` to recall at its first turn, if memory.db exists by then.
+
+        Without a memory.db there is nothing to recall, and a turn should not reach
+        into memory at all. A front end that can create one before the first turn
+        (the REPL's profile offer, ``/memory add``) calls this again after it; once
+        a turn has been taken it is too late: recall would add a system message
+        mid-session and break the prefix the model's cache keeps."""
+        if agent.turns_taken or self in agent.turn_context or not self.db_path.exists():
+            return
+        # first among the providers: the recall scene and block come before anything
+        # retrieved for the same turn
+        agent.turn_context.insert(0, self)
+
 
 def attach(agent: Agent, settings: Settings, harvey_home: Path) -> SessionMemory | None:
-    """Register recall with ``agent`` unless ``memory.enabled`` is off (``--no-memory``).
-
-    It goes first among the providers, so the recall scene and block come
-    before anything retrieved for the same turn."""
+    """The session's recall, registered with ``agent`` if memory.db exists; None when
+    ``memory.enabled`` is off (``--no-memory``)."""
     if not settings.memory.enabled:
         return None
     memory = SessionMemory(agent.workspace, settings, memory_db(harvey_home), agent.ui.warn)
-    agent.turn_context.insert(0, memory)
+    memory.register(agent)
     return memory
