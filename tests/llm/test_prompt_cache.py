@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harvey.llm.base import chat
+from harvey.llm.base import chat, session_scope
 from harvey.llm.capacity import discover
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.pool import EndpointSpec
 from harvey.llm.pool_setup import build_pool
-from harvey.llm.prompt_cache import SlotPins, forget_slots, session_scope
+from harvey.llm.prompt_cache import SlotPins, forget_slots
 from harvey.messages import Message
 from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.fakes.servers import FakeOpenAI

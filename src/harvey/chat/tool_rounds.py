@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harvey.chat.stream_holdback import HoldBack
-from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id
-from harvey.llm.prompt_cache import session_scope
+from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id, session_scope
 from harvey.llm.text_tool_calls import find_calls
 from harvey.llm.tool_choice import (
     check_call,

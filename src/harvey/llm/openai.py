@@ -199,10 +199,12 @@ class OpenAIClient(HttpClient):
     def _llama_cpp_slots(self) -> tuple[bool, int | None]:
         """Whether the server is llama.cpp's, and its slots, from what was already asked
         (``/props`` here, ``/slots`` by capacity discovery or the pool): never a probe."""
-        slots = prompt_cache.known_slots(self.endpoint)
-        if slots is not None:
-            return True, slots
-        return bool(self._props_answered), self._props_slots
+        if self._props_answered:  # its /props: total_slots, else what its /slots listed
+            if self._props_slots is not None:
+                return True, self._props_slots
+            return True, prompt_cache.known_slots(self.endpoint)
+        slots = prompt_cache.known_slots(self.endpoint)  # /slots told capacity or the pool
+        return slots is not None, slots
 
     def _pinned_events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         """The stream of a request naming a slot; a server that refuses the slot is asked
@@ -233,7 +235,9 @@ class OpenAIClient(HttpClient):
             payload["tools"] = list(tools)
         llama_cpp, slots = self._llama_cpp_slots()
         if llama_cpp:
-            payload.update(self._pins.fields(slots))
+            payload["cache_prompt"] = True
+            if slots is not None and slots >= 2:  # one slot: no choice to make
+                payload.update(self._pins.fields(slots))
         return payload
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:

@@ -4,7 +4,7 @@ A ``PooledClient`` presents the ``LLMClient`` protocol, so the agent and the
 map phase use a pool like any client. Each call goes to the endpoint with the
 fewest calls in flight that has a free slot; ties are rotated, because always
 breaking them towards the first endpoint sends it nearly all the traffic when
-calls are short. A chat session (``prompt_cache.session_scope``) stays on the
+calls are short. A chat session (``llm.base.session_scope``) stays on the
 endpoint it used last while that endpoint has a free slot, so its prompt cache is
 reused (there its own llama.cpp slot, ``prompt_cache``); other calls stay on the
 endpoint their thread used last.
@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
-from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent
+from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, current_session
 from harvey.llm.pool_probe import ProbeResult, probe_endpoint
-from harvey.llm.prompt_cache import current_session
 from harvey.messages import Message
 
 log = logging.getLogger(__name__)

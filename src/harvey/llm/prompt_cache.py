@@ -10,14 +10,15 @@ and ``cache_prompt`` asks for the reuse (the server's default nowadays; sent so
 an older or differently configured server does not silently re-evaluate).
 
 * A server is llama.cpp's when its ``/props`` answered (the OpenAI client asks it
-  for the context window and chat template) or its ``/slots`` did (capacity
-  discovery and the endpoint pool ask it). Nothing is probed for this module:
-  it reads what those found (``remember_slots``, ``OpenAIClient``'s ``/props``).
+  for the context window and chat template); its slots are what ``/props`` says
+  (``total_slots``), else what its ``/slots`` listed to capacity discovery or the
+  endpoint pool. Nothing is probed for this module: it reads what those found
+  (``remember_slots``, ``OpenAIClient``'s ``/props``).
   Other servers (OpenAI, Ollama's OpenAI endpoint, vLLM, llama-cpp-python's
   server, which answers neither) never get either field: llama-cpp-python's
   request model ignores unknown fields, but a strict server may refuse them.
-* A chat session runs its requests inside ``session_scope(session_id)`` (the
-  turn's tool rounds do; ``chat.tool_rounds``). Each client gives a session one
+* A chat session runs its requests inside ``llm.base.session_scope(session_id)``
+  (the turn's tool rounds do; ``chat.tool_rounds``). Each client gives a session one
   slot (``SlotPins``): the slot its id hashes to, or the next one no other
   session of this process holds — stable across the session's turns, and two
   sessions of one process differ while there are slots enough. Outside a
@@ -35,35 +36,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from harvey.errors import BackendHTTPError
+from harvey.llm.base import current_session
 
 log = logging.getLogger(__name__)
-
-_SESSION: ContextVar[str | None] = ContextVar("harvey_llm_session", default=None)
 
 # server root (``http://host:8080``) → slots its ``/slots`` listed; filled by whoever asked
 _SLOTS: dict[str, int] = {}
 _LOCK = threading.Lock()
-
-
-@contextmanager
-def session_scope(session_id: str | None) -> Iterator[None]:
-    """Requests made inside belong to chat session ``session_id`` (None: to none)."""
-    token = _SESSION.set(session_id)
-    try:
-        yield
-    finally:
-        _SESSION.reset(token)
-
-
-def current_session() -> str | None:
-    """The chat session the request being built belongs to, if any."""
-    return _SESSION.get()
 
 
 def _root(url: str) -> str:
