@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvey.chat.turn_context import TurnQuery
 from harvey.knowledge.floor import (
     Evidence,
     Floor,
@@ -206,14 +207,14 @@ def test_the_turn_provider_and_the_tool_say_nothing_was_above_the_floor(
     warnings: list[str] = []
     retrieval = Retrieval.open(notes_ws, "n", Settings(), warnings.append)
     try:
-        assert retrieval.for_turn("zzqx qqxz", 8192, 4.0) is None
+        assert retrieval.for_turn(TurnQuery("zzqx qqxz", 8192, 4.0)) is None
         assert "last turn: no passage above the floor, nothing sent" in commands.retrieval_line(
             retrieval
         )
         tool = SearchKnowledgeTool(lambda: retrieval)
         said = tool.run(ToolContext(workspace=notes_ws), {"query": "hello"})
         assert said == "no passage in n above the floor for 'hello'"
-        context = retrieval.for_turn(ANSWERABLE, 8192, 4.0)
+        context = retrieval.for_turn(TurnQuery(ANSWERABLE, 8192, 4.0))
         assert context is not None and "brass key" in context.text
         assert "last turn: 1 passages sent" in commands.retrieval_line(retrieval)
         found = tool.run(ToolContext(workspace=notes_ws), {"query": ANSWERABLE})
