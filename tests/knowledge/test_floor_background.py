@@ -129,6 +129,9 @@ def test_a_large_store_reads_cosines_against_its_background(docs_ws: Path) -> No
         everything = iter((h.chunk.id, h.score) for h in Searcher(store, embedder).search(REAL, 50))
         assert all((h.chunk.id, h.score) in everything for h in on.search(REAL, 50))
         assert plain.search(REAL, 5)  # the plain floor is still what a store gets by default
+        # in a large store the background levels, not the plain ones, decide
+        high = Floor(0.0, 0.0, 0.0001, background_cosine=0.99, background_cosine_alone=0.99)
+        assert Searcher(store, embedder, high).ranked(REAL, 5).hits == []
 
 
 @pytest.mark.slow
