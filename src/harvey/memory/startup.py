@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.chat.turn_context import TurnContext
+from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.errors import StoreError
 
 if TYPE_CHECKING:
@@ -72,6 +72,8 @@ def anything_to_recall(db_path: Path, workspace: Path) -> bool:
 class SessionMemory:
     """Recall for one session; ``recalled`` is what went in, ``left_out`` what did not fit."""
 
+    tool_less_only = False
+
     def __init__(
         self, workspace: Path, settings: Settings, db_path: Path, warn: Callable[[str], None]
     ) -> None:
@@ -82,9 +84,7 @@ class SessionMemory:
         self.recalled: Recall | None = None
         self._done = False
 
-    def for_turn(
-        self, prompt: str, window_tokens: int, bytes_per_token: float
-    ) -> TurnContext | None:
+    def for_turn(self, query: TurnQuery) -> TurnContext | None:
         """The first turn's recall (block and notes); None later, or when nothing applies."""
         if self._done:
             return None
@@ -100,10 +100,10 @@ class SessionMemory:
                 found = recall(
                     store,
                     self.workspace,
-                    prompt,
-                    context_window=window_tokens,
+                    query.prompt,
+                    context_window=query.window_tokens,
                     budget_pct=self.settings.memory.budget_pct,
-                    bytes_per_token=bytes_per_token,
+                    bytes_per_token=query.bytes_per_token,
                     vectors=open_vectors(store, self.settings, self.warn),
                     warn=self.warn,
                 )
