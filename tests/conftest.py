@@ -76,13 +76,44 @@ def shared_bytecode_cache() -> None:
     sys.pycache_prefix = cache
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    for item in items:  # before every other implementation, xdist's among them
         names = getattr(item, "fixturenames", ())
         if any(name in names for name in SLOW_FIXTURES):
             item.add_marker(pytest.mark.slow)
         if "ray_env" in names:
             item.add_marker(pytest.mark.xdist_group("ray"))
+    yield
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            name_the_group(item)
+
+
+def name_the_group(item: pytest.Item) -> None:
+    """Put an item's ``@group`` suffix where pytest reads its node id.
+
+    xdist (3.8) tells the controller a test's group by writing ``item._nodeid``;
+    pytest 9.2 builds the node id from a structured ``item._id`` and no longer
+    reads it (pytest-dev/pytest-xdist#1386), so ``--dist loadgroup`` grouped
+    nothing: the Ray tests were spread over the workers, clusters ran side by side
+    and a module's cluster was built again for its later tests. Where xdist's
+    suffix took effect (older pytest), this changes nothing.
+    """
+    groups = sorted(
+        {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+    )
+    node_id = getattr(item, "_id", None)
+    if not groups or node_id is None or not hasattr(type(node_id), "parse"):
+        return
+    suffix = "@" + "_".join(groups)
+    if not item.nodeid.endswith(suffix):
+        item._id = type(node_id).parse(item.nodeid + suffix)
 
 
 @pytest.fixture(autouse=True)
