@@ -57,8 +57,9 @@ class Measured:
     turn: int
     prompt: int  # tokens in the prompt
     evaluated: int  # of them evaluated (the rest came from the cache)
-    seconds: float  # the whole request: prompt evaluation and up to MAX_TOKENS of reply
+    seconds: float  # wall clock of the whole request: the prompt and up to MAX_TOKENS of reply
     new: int = 0  # tokens this prompt has that the previous did not (cache-keeping layout)
+    cpu: float = 0.0  # CPU seconds the model's process spent on it
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class TurnRow:
     new: int
     evaluated: dict[str, int]
     seconds: dict[str, float]
+    cpu: dict[str, float]
 
     def within(self, layout: str) -> bool:
         return self.evaluated[layout] <= TARGET * self.new
@@ -103,24 +105,48 @@ def per_turn(measured: dict[str, list[Measured]]) -> list[TurnRow]:
                 sum(keeping[i].new for i in idx),
                 {name: sum(measured[name][i].evaluated for i in idx) for name in LAYOUTS},
                 {name: sum(measured[name][i].seconds for i in idx) for name in LAYOUTS},
+                {name: sum(measured[name][i].cpu for i in idx) for name in LAYOUTS},
             )
         )
     return rows
 
 
+@dataclass(frozen=True)
+class Sent:
+    result: Any
+    seconds: float
+    cpu: float
+
+
 def interleaved(
-    layouts: dict[str, list[list[Message]]], send: dict[str, Callable[[list[Message]], Any]]
-) -> dict[str, list[tuple[Any, float]]]:
+    layouts: dict[str, list[list[Message]]],
+    send: dict[str, Callable[[list[Message]], Any]],
+    cpu_clock: dict[str, Callable[[], float]],
+) -> dict[str, list[Sent]]:
     """Each request of each layout, alternating layouts request by request (and which goes
-    first), so a burst of load on the shared machine falls on both."""
-    out: dict[str, list[tuple[Any, float]]] = {name: [] for name in layouts}
+    first), so a burst of load on the shared machine falls on both. ``cpu_clock`` reads
+    the CPU time of the process that evaluates a layout: on a shared machine the wall
+    clock measures the neighbours as much as the work."""
+    out: dict[str, list[Sent]] = {name: [] for name in layouts}
     names = list(layouts)
     for i in range(len(layouts[names[0]])):
         for name in names if i % 2 == 0 else names[::-1]:
-            start = time.perf_counter()
+            cpu, start = cpu_clock[name](), time.perf_counter()
             result = send[name](layouts[name][i])
-            out[name].append((result, time.perf_counter() - start))
+            wall = time.perf_counter() - start
+            out[name].append(Sent(result, wall, cpu_clock[name]() - cpu))
     return out
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """CPU seconds (user + system) process ``pid`` has used, read from ``/proc``."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+    return read
 
 
 def drain(events: Iterable[Any]) -> None:
@@ -179,18 +205,17 @@ def replay_embedded(layouts: dict[str, list[list[Message]]], turns: list[int]) -
 
             return send
 
-        raw = interleaved(layouts, {name: sender(name) for name in LAYOUTS})
+        # both instances live in this process and take turns: its CPU time is the request's
+        clock = {name: time.process_time for name in LAYOUTS}
+        raw = interleaved(layouts, {name: sender(name) for name in LAYOUTS}, clock)
     finally:
         for meter in meters.values():
             meter.close()
-    prompts = [tokens for (tokens, _), _s in raw[LAYOUTS[0]]]
-    new = new_tokens(prompts)
+    new = new_tokens([sent.result[0] for sent in raw[LAYOUTS[0]]])
     measured = {
         name: [
-            Measured(turn, len(tokens), evaluated, seconds, new[i])
-            for i, (turn, ((tokens, evaluated), seconds)) in enumerate(
-                zip(turns, raw[name], strict=True)
-            )
+            Measured(turn, len(sent.result[0]), sent.result[1], sent.seconds, new[i], sent.cpu)
+            for i, (turn, sent) in enumerate(zip(turns, raw[name], strict=True))
         ]
         for name in LAYOUTS
     }
@@ -238,16 +263,19 @@ def replay_server(
 
             return send
 
-        raw = interleaved(layouts, {name: sender(name) for name in LAYOUTS})
+        clock = {name: process_cpu(s.proc.pid) for name, s in servers.items()}
+        raw = interleaved(layouts, {name: sender(name) for name in LAYOUTS}, clock)
     finally:
         for server in servers.values():
             server.close()
-    keeping = [figures for figures, _s in raw[LAYOUTS[0]]]
+    keeping: list[ServerFigures] = [sent.result for sent in raw[LAYOUTS[0]]]
     growth = [keeping[0].prompt] + [b.prompt - a.prompt for a, b in itertools.pairwise(keeping)]
     measured = {
         name: [
-            Measured(turn, figures.prompt, figures.evaluated, seconds, growth[i])
-            for i, (turn, (figures, seconds)) in enumerate(zip(turns, raw[name], strict=True))
+            Measured(
+                turn, sent.result.prompt, sent.result.evaluated, sent.seconds, growth[i], sent.cpu
+            )
+            for i, (turn, sent) in enumerate(zip(turns, raw[name], strict=True))
         ]
         for name in LAYOUTS
     }
@@ -260,25 +288,30 @@ def replay_server(
 def table(rows: list[TurnRow]) -> str:
     a, b = LAYOUTS
     lines = [
-        f"| turn | new tokens | evaluated ({a}) | evaluated ({b}) | latency ({a}) | "
-        f"latency ({b}) | within {TARGET}x ({a}) | within {TARGET}x ({b}) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        f"| turn | new tokens | evaluated ({a}) | evaluated ({b}) | within {TARGET}x ({a}) | "
+        f"within {TARGET}x ({b}) | latency ({a}) | latency ({b}) | CPU ({a}) | CPU ({b}) |",
+        "| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for r in rows:
-        mark = " (plan changed)" if r.turn in PLAN_TURNS else ""
+    for r in [*rows, _total(rows)]:
+        label = "all" if r.turn == 0 else f"{r.turn}{' (plan changed)' * (r.turn in PLAN_TURNS)}"
         lines.append(
-            f"| {r.turn}{mark} | {r.new:,} | {r.evaluated[a]:,} | {r.evaluated[b]:,} | "
-            f"{r.seconds[a]:.2f} s | {r.seconds[b]:.2f} s | {_yes(r.within(a))} | "
-            f"{_yes(r.within(b))} |"
+            f"| {label} | {r.new:,} | {r.evaluated[a]:,} | {r.evaluated[b]:,} | "
+            f"{_yes(r.within(a) if r.turn else all(x.within(a) for x in rows))} | "
+            f"{_yes(r.within(b) if r.turn else all(x.within(b) for x in rows))} | "
+            f"{r.seconds[a]:.2f} s | {r.seconds[b]:.2f} s | {r.cpu[a]:.2f} s | {r.cpu[b]:.2f} s |"
         )
-    total_new = sum(r.new for r in rows)
-    ev = {name: sum(r.evaluated[name] for r in rows) for name in LAYOUTS}
-    sec = {name: sum(r.seconds[name] for r in rows) for name in LAYOUTS}
-    lines.append(
-        f"| all | {total_new:,} | {ev[a]:,} | {ev[b]:,} | {sec[a]:.2f} s | {sec[b]:.2f} s | "
-        f"{_yes(all(r.within(a) for r in rows))} | {_yes(all(r.within(b) for r in rows))} |"
-    )
     return "\n".join(lines)
+
+
+def _total(rows: list[TurnRow]) -> TurnRow:
+    """The session's sums, as a row with turn 0."""
+    return TurnRow(
+        0,
+        sum(r.new for r in rows),
+        {name: sum(r.evaluated[name] for r in rows) for name in LAYOUTS},
+        {name: sum(r.seconds[name] for r in rows) for name in LAYOUTS},
+        {name: sum(r.cpu[name] for r in rows) for name in LAYOUTS},
+    )
 
 
 def _yes(flag: bool) -> str:
@@ -291,14 +324,25 @@ def verdict(rows: list[TurnRow]) -> str:
     plan = [r for r in rows if r.turn in PLAN_TURNS]
     slower = ", ".join(
         f"turn {r.turn}: {r.evaluated[b]:,} tokens evaluated against {r.evaluated[a]:,}, "
-        f"{r.seconds[b]:.2f} s against {r.seconds[a]:.2f} s"
+        f"{r.cpu[b]:.2f} CPU seconds against {r.cpu[a]:.2f} ({r.seconds[b]:.2f} s against "
+        f"{r.seconds[a]:.2f} s of wall clock)"
         for r in plan
     )
     held = "every turn" if not over else f"all but turns {', '.join(map(str, over))}"
-    return f"Cache-keeping layout within {TARGET}x of the new tokens on {held}. Changed prefix: {slower}."
+    total = _total(rows)
+    return (
+        f"Cache-keeping layout within {TARGET}x of the new tokens on {held}. Changed prefix, "
+        f"on the turns the plan changed: {slower}. Whole session: {total.cpu[b]:.2f} CPU seconds "
+        f"against {total.cpu[a]:.2f}."
+    )
 
 
-def section(session: Session, embedded: list[TurnRow] | str, server: list[TurnRow] | str) -> str:
+def section(
+    session: Session,
+    embedded: list[TurnRow] | str,
+    server: list[TurnRow] | str,
+    loads: Sequence[float],
+) -> str:
     requests = [r.turn for r in session.requests]
     keep_break = first_break(cache_keeping(session))
     old_breaks = [
@@ -322,8 +366,13 @@ def section(session: Session, embedded: list[TurnRow] | str, server: list[TurnRo
         f"prefix breaks at the requests of turns {', '.join(map(str, old_breaks))}. Each "
         "layout runs on its own model instance, the two alternating request by request; "
         f"replies are capped at {MAX_TOKENS} tokens, so latency is mostly prompt evaluation. "
-        "A turn's figures add up its requests. The machine was shared (two cores, other "
-        "work running): compare the layouts' ratios, not the absolute seconds.",
+        "A turn's figures add up its requests: latency is the wall clock, CPU the CPU time of "
+        "the process evaluating the layout (this one for the embedded model, the server's "
+        "for the server). The machine was shared — two cores, with other agents' builds and "
+        f"tests running (1-minute load average {min(loads):.1f} to {max(loads):.1f} when "
+        "sampled before, between and after the replays) — so wall-clock latency "
+        "swings with the neighbours; compare the layouts' ratios and the CPU time, not the "
+        "absolute seconds.",
         "",
         "*New tokens* are the cache-keeping session's growth: on the turn after a plan change "
         "(4 and 8) they include the plan summary, sent there once, which the changed-prefix "
@@ -372,6 +421,7 @@ def run() -> str:
         layouts = {LAYOUTS[0]: cache_keeping(session), LAYOUTS[1]: changed_prefix(session)}
         turns = [r.turn for r in session.requests]
         results: list[list[TurnRow] | str] = []
+        loads = [os.getloadavg()[0]]
         for replay in (
             lambda: replay_embedded(layouts, turns),
             lambda: replay_server(layouts, turns, workdir),
@@ -380,7 +430,8 @@ def run() -> str:
                 results.append(replay())
             except Exception as exc:  # one backend failing still reports the other
                 results.append(f"`{type(exc).__name__}: {exc}`")
-        return section(session, results[0], results[1])
+            loads.append(os.getloadavg()[0])
+        return section(session, results[0], results[1], loads)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,10 @@ from bench.bench_prompt_cache import (
     LAYOUTS,
     EvalMeter,
     Measured,
+    interleaved,
     new_tokens,
     per_turn,
+    process_cpu,
     table,
 )
 from bench.prompt_cache_server import parse_figures
@@ -30,6 +33,8 @@ from bench.prompt_cache_session import (
     changed_prefix,
     first_break,
 )
+
+from harvey.messages import Message
 
 # request index → turn: turns 2, 3 and 7 have a tool round (read_file, todo_write twice)
 REQUEST_TURNS = [1, 2, 2, 3, 3, 4, 5, 6, 7, 7, 8, 9, 10]
@@ -99,13 +104,41 @@ def test_continued_turn_by_turn_the_session_breaks_no_prefix_either(tmp_path: Pa
 
 def test_new_tokens_and_turn_sums() -> None:
     assert new_tokens([[1, 2, 3], [1, 2, 3, 4, 5], [9, 1]]) == [3, 2, 2]
-    keeping = [Measured(1, 10, 10, 1.0, 10), Measured(2, 14, 3, 0.5, 4), Measured(2, 20, 6, 0.5, 6)]
+    keeping = [
+        Measured(1, 10, 10, 1.0, 10, 0.5),
+        Measured(2, 14, 3, 0.5, 4),
+        Measured(2, 20, 6, 0.5, 6, 0.2),
+    ]
     changed = [Measured(1, 10, 10, 2.0), Measured(2, 15, 14, 1.0), Measured(2, 21, 7, 1.0)]
     rows = per_turn(dict(zip(LAYOUTS, [keeping, changed], strict=True)))
     assert [(r.turn, r.new) for r in rows] == [(1, 10), (2, 10)]
     assert rows[1].evaluated == {LAYOUTS[0]: 9, LAYOUTS[1]: 21}
     assert rows[1].within(LAYOUTS[0]) and not rows[1].within(LAYOUTS[1])
-    assert table(rows).splitlines()[-1].startswith("| all | 20 | 19 | 31 |")
+    assert rows[1].cpu == {LAYOUTS[0]: 0.2, LAYOUTS[1]: 0.0}
+    assert table(rows).splitlines()[-1].startswith("| all | 20 | 19 | 31 | yes | **no** |")
+
+
+def test_layouts_take_turns_and_each_request_is_clocked() -> None:
+    order: list[str] = []
+    layouts = {name: [[Message("user", str(i))] for i in range(3)] for name in LAYOUTS}
+
+    def sender(name: str) -> Callable[[list[Message]], str]:
+        def send(messages: list[Message]) -> str:
+            order.append(name)
+            return messages[0].content
+
+        return send
+
+    ticks = iter(range(100))
+    sent = interleaved(
+        layouts, {n: sender(n) for n in LAYOUTS}, {n: lambda: float(next(ticks)) for n in LAYOUTS}
+    )
+    a, b = LAYOUTS
+    assert order == [a, b, b, a, a, b]  # who goes first alternates too
+    assert [s.result for s in sent[a]] == ["0", "1", "2"]
+    assert all(s.cpu == 1.0 and s.seconds >= 0 for s in sent[a] + sent[b])
+    own = process_cpu(os.getpid())
+    assert 0 < own() <= own()
 
 
 def test_server_log_figures() -> None:
