@@ -45,6 +45,9 @@ from harvey.messages import Message
 
 MAX_TOKENS = 16
 N_CTX = 8192
+# One thread per model: on a shared machine two threads spin at every barrier while their
+# partner waits for a core, and the CPU time measures that spinning instead of the work.
+THREADS = 1
 TARGET = 1.1  # evaluated within 1.1x of the new tokens, on every turn
 LAYOUTS = ("cache-keeping", "changed prefix")
 WARM_UP = [Message("user", "Say hello.")]
@@ -187,13 +190,13 @@ class EvalMeter:
 def replay_embedded(layouts: dict[str, list[list[Message]]], turns: list[int]) -> list[TurnRow]:
     from harvey.llm.local import LocalClient, find_model_file, load
 
-    threads = max(1, min(4, os.cpu_count() or 1))  # what load() picks for n_threads=None
     # Two instances with the same settings: load() keeps one per (file, n_ctx, n_threads) as
-    # given, so None and the number it stands for are two keys.
+    # given, and n_ctx=None loads the model's trained length, N_CTX — two keys.
     clients, meters = {}, {}
-    for name, n_threads in zip(LAYOUTS, (None, threads), strict=True):
-        loaded = load(find_model_file(), N_CTX, n_threads)
-        clients[name] = LocalClient(n_ctx=N_CTX, n_threads=n_threads, max_tokens=MAX_TOKENS)
+    for name, n_ctx in zip(LAYOUTS, (N_CTX, None), strict=True):
+        loaded = load(find_model_file(), n_ctx, THREADS)
+        assert loaded.n_ctx == N_CTX, f"the model loaded with {loaded.n_ctx} tokens of context"
+        clients[name] = LocalClient(n_ctx=n_ctx, n_threads=THREADS, max_tokens=MAX_TOKENS)
         drain(clients[name].stream_chat(WARM_UP))  # first-call costs out of turn 1
         loaded.llama.reset()  # then cold: nothing of the warm-up (or another section) reused
         meters[name] = EvalMeter(loaded.llama)
@@ -243,9 +246,8 @@ def replay_server(
             return payload
 
     model = find_model_file()
-    threads = max(1, min(4, os.cpu_count() or 1))
     servers = {
-        name: LlamaServer(model, workdir / f"server-{i}.log", n_ctx=N_CTX, n_threads=threads)
+        name: LlamaServer(model, workdir / f"server-{i}.log", n_ctx=N_CTX, n_threads=THREADS)
         for i, name in enumerate(LAYOUTS)
     }
     try:
@@ -366,8 +368,8 @@ def section(
         f"prefix breaks at the requests of turns {', '.join(map(str, old_breaks))}. Each "
         "layout runs on its own model instance, the two alternating request by request; "
         f"replies are capped at {MAX_TOKENS} tokens, so latency is mostly prompt evaluation. "
-        "A turn's figures add up its requests: latency is the wall clock, CPU the CPU time of "
-        "the process evaluating the layout (this one for the embedded model, the server's "
+        f"Every model runs on {THREADS} thread. A turn's figures add up its requests: latency "
+        "is the wall clock, CPU the CPU time of the process evaluating the layout (this one for the embedded model, the server's "
         "for the server). The machine was shared — two cores, with other agents' builds and "
         f"tests running (1-minute load average {min(loads):.1f} to {max(loads):.1f} when "
         "sampled before, between and after the replays) — so wall-clock latency "
