@@ -17,7 +17,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from harvey.context.plan_budget import (
+from harvey.chat.plan_budget import (
     DYNAMIC_BUDGET,
     HANDOVER_BUDGET,
     contain_tags,

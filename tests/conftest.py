@@ -49,6 +49,8 @@ def isolated_env(
     monkeypatch.setenv("USER", "tester")
     # Nothing answers here, so backend "auto" never finds a stray Ollama.
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")
+    # No tool-support probe call eats a scripted reply; tests of the probe unset it.
+    monkeypatch.setenv("HARVEY_TOOL_PROBE", "0")
     yield home
 
 

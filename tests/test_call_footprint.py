@@ -29,12 +29,13 @@ from tests.fakes.servers import FakeOpenAI, Reply
 from tests.harvey_process import invoke_harvey
 
 PACKAGE = str(Path(harvey.__file__).parent) + "/"
-# issue 21 added the loop guard (llm/repetition.py) to both and the capacity finder
-# (llm/capacity.py) to an analysis
-# 25 when the renovation landed; issue 21 adds steps every reply of a turn now takes: the
-# loop guard (llm/repetition.py) and the rescue of tool calls written as text
-# (chat/tool_rounds.py, llm/text_tool_calls.py, llm/tool_choice.py), less what they replaced.
-TURN_FILES = 27
+# 25 when the renovation landed; issue 21 added steps every reply of a turn takes (the loop
+# guard, llm/repetition.py; the rescue of tool calls written as text, chat/tool_rounds.py,
+# llm/text_tool_calls.py, llm/tool_choice.py), and a first turn stopped reaching into what it
+# does not need: memory recall when there is no memory.db, the history fit when there is no
+# history. (A llama.cpp server's prompt cache and slot, llm/prompt_cache.py, are asked only
+# of a server that is llama.cpp's.)
+TURN_FILES = 25
 # 30 when the renovation landed; +3 with what issues 21 and 23 added to every analysis: the
 # document check (documents/extract.py), capacity discovery (llm/capacity.py) and the
 # loop guard on every reply (llm/repetition.py).

@@ -23,13 +23,13 @@ if TYPE_CHECKING:
     from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
     from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
     from harvey.chat.agent import Agent
-    from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
-    from harvey.context.plan_budget import (
+    from harvey.chat.plan_budget import (
         DYNAMIC_BUDGET,
         HANDOVER_BUDGET,
         contain_tags,
         reduce_plan,
     )
+    from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
     from harvey.errors import (
         BackendError,
         Cancelled,
@@ -66,10 +66,10 @@ _EXPORTS: dict[str, str] = {
     "DocType": "harvey.analysis.chunking",
     "chunk_document": "harvey.analysis.chunking",
     "detect_doc_type": "harvey.analysis.chunking",
-    "DYNAMIC_BUDGET": "harvey.context.plan_budget",
-    "HANDOVER_BUDGET": "harvey.context.plan_budget",
-    "contain_tags": "harvey.context.plan_budget",
-    "reduce_plan": "harvey.context.plan_budget",
+    "DYNAMIC_BUDGET": "harvey.chat.plan_budget",
+    "HANDOVER_BUDGET": "harvey.chat.plan_budget",
+    "contain_tags": "harvey.chat.plan_budget",
+    "reduce_plan": "harvey.chat.plan_budget",
     "BackendError": "harvey.errors",
     "Cancelled": "harvey.errors",
     "ConfigError": "harvey.errors",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from harvey.context.plan_budget import DYNAMIC_BUDGET
-from harvey.context.plan_injection import PLAN_SUMMARY_PREFIX, compose_dynamic
+from harvey.chat.plan_budget import DYNAMIC_BUDGET
+from harvey.chat.plan_injection import PLAN_SUMMARY_PREFIX, compose_dynamic
 from harvey.llm.scripted import Reply
 from harvey.tools.get_plan import GetPlanTool
 

@@ -83,3 +83,52 @@ def test_an_unreadable_file_goes_to_the_full_open(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     db.write_bytes(b"not a database" * 100)
     assert anything_to_recall(db, tmp_path)  # the full open then names the problem
+
+
+@pytest.mark.slow  # recall loads the embedder
+def test_recall_is_registered_only_while_it_can_still_happen(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No memory.db at start: the turn does not ask memory at all. One made before the first
+    turn (the REPL's profile offer) is recalled at that turn; one made later waits for the
+    next session, since recall mid-session would add a system message ahead of the history."""
+    import harvey.chat.runtime as rt
+    from harvey.config import load_settings, resolve_paths
+    from harvey.llm.scripted import Reply, ScriptedClient
+    from harvey.ui import HeadlessUI
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    db = isolated_env / "memory.db"
+
+    def session(replies: list[Reply]) -> tuple[rt.Runtime, ScriptedClient]:
+        client = ScriptedClient(replies)
+        monkeypatch.setattr(rt, "make_client", lambda settings: client)
+        paths = resolve_paths(ws)
+        return rt.open_runtime(paths, load_settings(paths), ui=HeadlessUI(), record=False), client
+
+    def remember(text: str) -> None:
+        with MemoryStore(db) as store:
+            store.add(Memory("", "tool_use", text, workspace=str(ws.resolve())))
+
+    runtime, client = session([Reply("one"), Reply("two")])
+    assert runtime.memory is not None and runtime.memory not in runtime.agent.turn_context
+    remember("build with go build first")  # before the first turn
+    runtime.memory.register(runtime.agent)
+    runtime.agent.turn("how do I build?")
+
+    def system(n: int) -> str:
+        return "\n".join(m.content for m in client.seen[n].messages if m.role == "system")
+
+    assert "go build first" in system(0)
+    remember("test with go test ./...")  # after it: not this session
+    runtime.memory.register(runtime.agent)
+    runtime.agent.turn("and test?")
+    assert "go build first" in system(1) and "go test" not in system(1)
+    runtime.close()
+
+    runtime, client = session([Reply("three")])  # memory.db exists: registered at open
+    assert runtime.memory in runtime.agent.turn_context
+    runtime.agent.turn("and test?")
+    assert "go test" in system(0)
+    runtime.close()

@@ -96,6 +96,10 @@ def test_mined_on_exit_then_recalled(tmp_path: Path, isolated_env: Path) -> None
     assert len(requests) == 4
     assert "Head of README.md" in requests[0]["messages"][0]["content"]
     assert requests[2]["response_format"]["type"] == "json_schema"
+    # the profile saved before the first prompt (memory.db did not exist when the session
+    # opened) is recalled at that session's first turn
+    first = "\n".join(m["content"] for m in requests[1]["messages"] if m["role"] == "system")
+    assert "counts stripes" in first
     system = "\n".join(m["content"] for m in requests[3]["messages"] if m["role"] == "system")
     assert "counts stripes" in system and "./stripes --all" in system  # the first answer's prompt
     files = sorted((ws / ".harvey" / "sessions").glob("*.spmd"), key=lambda f: f.stat().st_mtime)

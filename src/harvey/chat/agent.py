@@ -19,15 +19,16 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.chat.clients import Clients, split_mention
 from harvey.chat.history_fit import FittedHistory, omitted_notice
+from harvey.chat.mentioned_files import MentionedFiles
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.chat.tool_rounds import ToolRounds
-from harvey.chat.turn_context import TurnContextProvider
+from harvey.chat.turn_context import TurnContextProvider, TurnQuery
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
@@ -62,6 +63,14 @@ class TurnOutcome:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     chunk_analysis: bool = False
+
+
+@dataclass
+class Gathered:
+    """What the turn context providers added around a turn's prompt, besides its context."""
+
+    after: list[str] = field(default_factory=list)  # sent after the prompt
+    answer: str | None = None  # the turn's reply, no model asked
 
 
 @dataclass(frozen=True)
@@ -120,12 +129,15 @@ class Agent:
         self.recorder = recorder
         self.turns = TurnRecorder(recorder, user=self.user, workspace=workspace)
         self.write_gate = WriteGate(self.ui)  # "all" lasts the session
+        self.turns_taken = 0  # by this process: a resumed session starts again at 0
         self._omitted_told = 0  # messages left out when the person was told (0: not yet)
         self._unstored: list[Message] = []  # in history, not yet in sessions.db
-        # asked once per turn for what it adds (knowledge retrieval, memory recall)
+        # asked once per turn for what it adds (plan, knowledge retrieval, memory recall,
+        # the files a prompt names); the session's own list: ``/rag use`` changes it
         self.turn_context: list[TurnContextProvider] = (
             turn_context if turn_context is not None else []
         )
+        self.turn_context.append(MentionedFiles(workspace, budget, lambda: self.chunks))
 
     @property
     def client(self) -> LLMClient:
@@ -174,18 +186,42 @@ class Agent:
             messages.append(fitted.note)
         return messages + fitted.messages + pending
 
-    def _gather_context(self, state: TurnState, client: LLMClient, text: str) -> None:
-        """Ask each turn context provider once: this turn's text, the session's, the notes."""
-        if not self.turn_context or not text.strip():
-            return
-        window = self.budget.capabilities(client).context_window
-        ratio = self.budget.bytes_per_token(client)
-        for provider in self.turn_context:
-            found = provider.for_turn(text, window, ratio)
+    def _gather_context(self, state: TurnState, text: str) -> Gathered:
+        """Ask each turn context provider once: this turn's text, the session's, the notes;
+        what goes after the prompt, and an answer that ends the turn, come back."""
+        gathered = Gathered()
+        if not text.strip():
+            return gathered
+        client = state.client
+        tool_less = self.budget.tool_mode(client) in ("off", "constrained")
+        # what stands in for a tool comes last: a named file is read within what is left
+        asked = [
+            provider
+            for provider in sorted(self.turn_context, key=lambda p: p.tool_less_only)
+            if tool_less or not provider.tool_less_only
+        ]
+        if not asked:
+            return gathered
+
+        def on_analysis(alert: str | None) -> None:
+            self.turns.interrupted(state, alert)
+
+        query = TurnQuery(
+            text,
+            self.budget.capabilities(client).context_window,
+            self.budget.bytes_per_token(client),
+            client,
+            user_text=state.user_text or "",
+            on_analysis=on_analysis,
+        )
+        for provider in asked:
+            found = provider.for_turn(replace(query, ahead=tuple(state.context_texts)))
             if found is None:
                 continue
             if found.text:
                 state.context_texts.append(found.text)
+            if found.after:
+                gathered.after.append(found.after)
             if found.rag is not None:
                 state.rag = found.rag
                 state.rag_sources.extend(found.rag_sources)
@@ -193,6 +229,10 @@ class Agent:
                 self.budget.keep_for_session(found.session_text)
             if found.recall and self.recorder is not None:
                 self.recorder.record_context_recall(list(found.recall))
+            if found.answer is not None:  # a named file was chunk-analysed: no model call
+                gathered.answer = found.answer
+                break
+        return gathered
 
     def _tell_omitted(self, budget: BudgetSnapshot, fitted: FittedHistory) -> None:
         """Say that history was left out, once per session: as the conversation goes on
@@ -210,25 +250,22 @@ class Agent:
         cancel: threading.Event | None = None,
         on_tool: Callable[[ToolCall, ToolResult], None] | None = None,
     ) -> TurnOutcome:
+        self.turns_taken += 1
         route, text = split_mention(user_text)
         client = self.clients.resolve(route) if route else self.client
         if cancel is None:
             cancel = self.cancel_event
             cancel.clear()
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
-        self._gather_context(state, client, text)
-        answer = None
-        if self.budget.tool_mode(client) in ("off", "constrained"):  # named files attached
-            budget = self.budget.snapshot(client, state.context_texts)
-            attached = self.chunks.attach_mentioned(text, self._read_turn(state, budget))
-            text, answer = attached.text, attached.answer
-        # The turn's context (plan, passages) rides ahead of its words, and the history keeps
-        # the message as sent: the next request then extends this one byte for byte.
-        sent = "\n\n".join([*state.context_texts, text])
+        gathered = self._gather_context(state, text)
+        # The turn's context (plan, passages) rides ahead of its words, named files after
+        # them, and the history keeps the message as sent: the next request then extends
+        # this one byte for byte.
+        sent = "\n\n".join([*state.context_texts, text, *gathered.after])
         state.new_messages.append(Message("user", sent))
         state.context_texts.clear()  # in the message now: counted there, not twice
-        if answer is not None:  # a tool-less model's file was chunk-analysed
-            outcome = self._answered(state, answer, Usage())
+        if gathered.answer is not None:  # a tool-less model's file was chunk-analysed
+            outcome = self._answered(state, gathered.answer, Usage())
         else:
             outcome = self._run_rounds(state, on_text, cancel)
         if cancel.is_set():
@@ -243,7 +280,9 @@ class Agent:
         client = state.client
         use_tools = self.budget.tools_enabled(client)
         rounds = ToolRounds(
-            self.budget.tool_mode(client), self.executor.schemas() if use_tools else None
+            self.budget.tool_mode(client),
+            self.executor.schemas() if use_tools else None,
+            session=self.session_id,
         )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds

@@ -42,13 +42,8 @@ class FittedHistory:
     messages: list[Message]
     omitted_messages: int = 0
     omitted_turns: int = 0
-
-    @property
-    def note(self) -> Message | None:
-        """The system note that stands in for the left-out messages (None if none were)."""
-        if not self.omitted_messages:
-            return None
-        return Message("system", OMITTED_NOTE.format(n=self.omitted_messages))
+    # the system note that stands in for the left-out messages (None if none were)
+    note: Message | None = None
 
 
 def omitted_notice(fitted: FittedHistory, model: str, window: int) -> str:
@@ -107,4 +102,6 @@ def fit_history(
         kept += 1
     kept_turns = turns[len(turns) - kept :]
     messages = [m for turn in kept_turns for m in turn]
-    return FittedHistory(messages, len(history) - len(messages), len(turns) - kept)
+    omitted = len(history) - len(messages)
+    note_message = Message("system", OMITTED_NOTE.format(n=omitted)) if omitted else None
+    return FittedHistory(messages, omitted, len(turns) - kept, note_message)

@@ -11,7 +11,8 @@ failed, not needed); ending the turn on an answer is the caller's decision.
 
 Three ways in: the pre-read guard in ``read_file`` (``oversize``, through
 ``ToolContext.on_oversize``) before any byte of the file is read; files named
-to a model without tools (``attach_mentioned``, behind the same guard); and
+to a model without tools (``read_for_context``, from ``chat/mentioned_files.py``,
+behind the same guard); and
 a direct analysis (``analyze``: ``harvey analyze``, ``/read-chunks``).
 
 Memory for an analysis does not grow with the file: the chunk count is first
@@ -26,7 +27,6 @@ with its grammar; a larger one is streamed through the chunker
 from __future__ import annotations
 
 import enum
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,12 +42,11 @@ from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, Works
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
 from harvey.tools.document_read import attach_document, is_document_file
-from harvey.tools.files import check_readable, looks_binary, open_regular, readable_path
+from harvey.tools.files import check_readable, looks_binary, open_regular
 from harvey.ui import AgentUI
 
 CANCELLED_TEXT = "File read cancelled by user."
 ATTACH_LIMIT_BYTES = 1_000_000
-PATH_TOKEN = re.compile(r"[\w./\\~-]+\.[\w]+|[\w./-]*/[\w.-]+")
 
 
 class ChunkStatus(enum.Enum):
@@ -83,14 +82,6 @@ class ReadTurn:
     user_text: str = ""
     on_analysis: Callable[[str | None], None] | None = None
     budget: BudgetSnapshot | None = None  # the round's budget (None: take one now)
-
-
-@dataclass(frozen=True)
-class Attached:
-    """A prompt with the files it names attached; ``answer`` ends the turn when set."""
-
-    text: str
-    answer: str | None = None
 
 
 def overflow_alert(name: str, estimated: int, remaining: int) -> str:
@@ -223,37 +214,6 @@ class ChunkedReads:
             on_start=(lambda: on_analysis(alert)) if on_analysis is not None else None,
         )
         return client, without_route if mention else instruction, using
-
-    def attach_mentioned(self, text: str, turn: ReadTurn) -> Attached:
-        """For models without tools: attach workspace files named in the prompt.
-
-        Each named file passes the same pre-read guard as ``read_file``: if it
-        would not fit, the alert runs and (on acceptance) the synthesized
-        analysis is the answer that ends the turn; no later file is read.
-        """
-        attachments: list[str] = []
-        seen: set[Path] = set()
-        answer: str | None = None
-        for token in PATH_TOKEN.findall(text):
-            candidate = token.strip(".,;:'\"`()")
-            try:
-                path = readable_path(self.workspace, candidate)
-            except FileRefused as exc:  # named, so the model knows why it has nothing
-                attachments.append(f"[{candidate}: not attached: {exc}]")
-                continue
-            except HarveyError:
-                continue
-            if path in seen or not path.is_file():
-                continue
-            seen.add(path)
-            read = self.read_for_context(path, turn)
-            attachments.append(read.text)
-            if read.chunked.answered:
-                answer = read.chunked.text
-                break
-        if not attachments:
-            return Attached(text)
-        return Attached(text + "\n\n" + "\n\n".join(attachments), answer)
 
     def read_for_context(self, path: Path, turn: ReadTurn | None = None) -> ContextRead:
         """Read a whole file into the conversation, behind the pre-read guard.

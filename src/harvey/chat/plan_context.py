@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from harvey.chat.turn_context import TurnContext
-from harvey.context.plan_injection import dynamic_plan_text
+from harvey.chat.plan_injection import dynamic_plan_text
+from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.errors import HarveyError
 
 
@@ -36,6 +36,8 @@ class PlanSource(Protocol):
 
 class PlanContext:
     """Send the plan's summary when it changed since it was last sent, and the handover once."""
+
+    tool_less_only = False
 
     def __init__(
         self, plan: PlanSource | None, *, session_id: str = "", handover: str | None = None
@@ -55,9 +57,7 @@ class PlanContext:
             return None
         return info.st_mtime_ns, info.st_size
 
-    def for_turn(
-        self, prompt: str, window_tokens: int, bytes_per_token: float
-    ) -> TurnContext | None:
+    def for_turn(self, query: TurnQuery) -> TurnContext | None:
         version = self._version()
         if self.handover is not None:  # it carries the plan as it is now
             text, self.handover, self._sent = self.handover, None, version

@@ -17,11 +17,11 @@ from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
 from harvey.chat.compaction import resumed_history
 from harvey.chat.plan_context import PlanContext
+from harvey.chat.plan_injection import handover_text
 from harvey.chat.prompt_budget import PromptBudget
 from harvey.chat.prompts import GuideHook, root_guidance
 from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, Settings, configured_keys
-from harvey.context.plan_injection import handover_text
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.chat.turn_context import TurnContext
+from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.config import Settings
 from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError
@@ -96,6 +96,8 @@ def render(passages: list[Passage]) -> str:
 class Retrieval:
     """The ``TurnContextProvider`` for one active store (``/rag off`` pauses it)."""
 
+    tool_less_only = False
+
     def __init__(
         self, knowledge: Knowledge, settings: Settings, warn: Callable[[str], None]
     ) -> None:
@@ -134,14 +136,12 @@ class Retrieval:
             self.last_outcome = "no passage matched or fitted, nothing sent"
         return chosen
 
-    def for_turn(
-        self, prompt: str, window_tokens: int, bytes_per_token: float
-    ) -> TurnContext | None:
+    def for_turn(self, query: TurnQuery) -> TurnContext | None:
         if not self.enabled:
             return None
-        room = int(window_tokens * self.settings.budget_pct / 100 * bytes_per_token)
+        room = int(query.window_tokens * self.settings.budget_pct / 100 * query.bytes_per_token)
         try:
-            chosen = self.passages(prompt, room)
+            chosen = self.passages(query.prompt, room)
         except KnowledgeError as exc:
             self.warn(f"knowledge store {self.name}: {exc}; this turn has no retrieved context")
             return None

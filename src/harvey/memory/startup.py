@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.chat.turn_context import TurnContext
+from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.errors import StoreError
 
 if TYPE_CHECKING:
@@ -72,6 +72,8 @@ def anything_to_recall(db_path: Path, workspace: Path) -> bool:
 class SessionMemory:
     """Recall for one session; ``recalled`` is what went in, ``left_out`` what did not fit."""
 
+    tool_less_only = False
+
     def __init__(
         self, workspace: Path, settings: Settings, db_path: Path, warn: Callable[[str], None]
     ) -> None:
@@ -82,9 +84,7 @@ class SessionMemory:
         self.recalled: Recall | None = None
         self._done = False
 
-    def for_turn(
-        self, prompt: str, window_tokens: int, bytes_per_token: float
-    ) -> TurnContext | None:
+    def for_turn(self, query: TurnQuery) -> TurnContext | None:
         """The first turn's recall (block and notes); None later, or when nothing applies."""
         if self._done:
             return None
@@ -100,10 +100,10 @@ class SessionMemory:
                 found = recall(
                     store,
                     self.workspace,
-                    prompt,
-                    context_window=window_tokens,
+                    query.prompt,
+                    context_window=query.window_tokens,
                     budget_pct=self.settings.memory.budget_pct,
-                    bytes_per_token=bytes_per_token,
+                    bytes_per_token=query.bytes_per_token,
                     vectors=open_vectors(store, self.settings, self.warn),
                     warn=self.warn,
                 )
@@ -124,14 +124,26 @@ class SessionMemory:
     def close(self) -> None:
         """Nothing stays open: the store is opened for the one recall."""
 
+    def register(self, agent: Agent) -> None:
+        """Ask ``agent`` to recall at its first turn, if memory.db exists by then.
+
+        Without a memory.db there is nothing to recall, and a turn should not reach
+        into memory at all. A front end that can create one before the first turn
+        (the REPL's profile offer, ``/memory add``) calls this again after it; once
+        a turn has been taken it is too late: recall would add a system message
+        mid-session and break the prefix the model's cache keeps."""
+        if agent.turns_taken or self in agent.turn_context or not self.db_path.exists():
+            return
+        # first among the providers: the recall scene and block come before anything
+        # retrieved for the same turn
+        agent.turn_context.insert(0, self)
+
 
 def attach(agent: Agent, settings: Settings, harvey_home: Path) -> SessionMemory | None:
-    """Register recall with ``agent`` unless ``memory.enabled`` is off (``--no-memory``).
-
-    It goes first among the providers, so the recall scene and block come
-    before anything retrieved for the same turn."""
+    """The session's recall, registered with ``agent`` if memory.db exists; None when
+    ``memory.enabled`` is off (``--no-memory``)."""
     if not settings.memory.enabled:
         return None
     memory = SessionMemory(agent.workspace, settings, memory_db(harvey_home), agent.ui.warn)
-    agent.turn_context.insert(0, memory)
+    memory.register(agent)
     return memory

@@ -23,6 +23,7 @@ from harvey.memory.store import Memory, MemoryStore
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
+    from harvey.config import Settings
     from harvey.repl.session import ReplSession
 
 MEMORY_USAGE = (
@@ -40,6 +41,20 @@ def _print(repl: ReplSession, text: str) -> None:
 
 def memory_command(repl: ReplSession, arg: str) -> None:
     """``/memory …``: the ``harvey memory`` commands, this session's recall, mining, profile."""
+    try:
+        _memory_command(repl, arg)
+    finally:
+        _recall_if_created(repl)
+
+
+def _recall_if_created(repl: ReplSession) -> None:
+    """A memory.db made before the first prompt (a profile, mined memories) is recalled at
+    the first turn, as one that was there at start would be."""
+    if repl.rt.memory is not None:
+        repl.rt.memory.register(repl.agent)
+
+
+def _memory_command(repl: ReplSession, arg: str) -> None:
     try:
         words = shlex.split(arg)
     except ValueError as exc:
@@ -176,6 +191,13 @@ def offer_profile(repl: ReplSession, *, interactive: bool | None = None) -> None
     interactive = sys.stdin.isatty() if interactive is None else interactive
     if not (settings.memory.enabled and interactive) or repl.rt.resumed:
         return
+    try:
+        _offer_profile(repl, settings, workspace)
+    finally:
+        _recall_if_created(repl)
+
+
+def _offer_profile(repl: ReplSession, settings: Settings, workspace: Path) -> None:
     if not any((workspace / name).is_file() for name in PROFILE_SOURCES):
         return
     db = memory_db(repl.rt.paths.harvey_home)

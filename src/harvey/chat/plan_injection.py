@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from harvey.context.plan_budget import (
+from harvey.chat.plan_budget import (
     CLOSE_TAG,
     DYNAMIC_BUDGET,
     HANDOVER_BUDGET,

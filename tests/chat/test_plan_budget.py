@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.context.plan_budget import (
+from harvey.chat.plan_budget import (
     CLOSE_TAG,
     DYNAMIC_BUDGET,
     HANDOVER_BUDGET,

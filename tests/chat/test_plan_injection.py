@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harvey.context.plan_budget import DYNAMIC_BUDGET, HANDOVER_BUDGET, MARKER, reduce_plan
-from harvey.context.plan_injection import (
+from harvey.chat.plan_budget import DYNAMIC_BUDGET, HANDOVER_BUDGET, MARKER, reduce_plan
+from harvey.chat.plan_injection import (
     HARVEY_SYSTEM_CLOSE,
     HARVEY_SYSTEM_OPEN,
     LOG_FIELDS,
@@ -20,7 +20,7 @@ from harvey.messages import ToolCall
 from harvey.tools.get_plan import NO_PLAN, GetPlanTool
 from harvey.tools.registry import ToolContext, ToolRegistry
 
-LOGGER = "harvey.context.plan_injection"
+LOGGER = "harvey.chat.plan_injection"
 NOTICE_START = "[Harvey: plan reduced to fit the injection budget;"
 
 
