@@ -234,9 +234,9 @@ def _run_turns(
 ) -> None:
     """Open a session (the latest one when ``resume``), play ``turns`` in it, close it."""
     from harvey.chat.compaction import compact_if_needed
+    from harvey.chat.plan_injection import dynamic_plan_text
     from harvey.chat.runtime import open_runtime
     from harvey.config import Paths, Settings
-    from harvey.chat.plan_injection import dynamic_plan_text
     from harvey.ui import HeadlessUI
 
     script = workdir / f"script-{turns[0]}.json"
