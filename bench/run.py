@@ -44,6 +44,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("documents", "bench.bench_documents", "PDF extraction"),
     ("memory", "bench.bench_memory", "Long-term memory"),
     ("tool_tasks", "bench.bench_tool_tasks", "Tool tasks on the embedded model"),
+    ("prompt_cache", "bench.bench_prompt_cache", "Prompts that keep the cache"),
 ]
 
 
