@@ -15,7 +15,8 @@ and the standard library's code), written into a scratch workspace:
   ``rank_bm25`` (BM25Okapi) and ``bm25s`` over the same chunks; and, over its
   unanswerable questions, the share for which nothing is sent — Harvey's rows
   with and without the relevance floor (``harvey.knowledge.floor``), whose
-  defaults were calibrated on these two lists.
+  defaults were calibrated on these two lists; and the same figures on the held-out
+  lists (``HELDOUT_*``), never used to choose the defaults.
 
 Run alone with ``python -m bench.bench_rag``; ``bench/run.py`` imports ``run()``.
 """
@@ -32,9 +33,15 @@ from pathlib import Path
 
 from bench.corpora import CORPORA_DIR, code_corpus, prose_corpus, total_bytes
 from bench.rag_chunk_paths import run as chunk_paths
-from bench.rag_questions import QUESTIONS, UNANSWERABLE
+from bench.rag_floor_stores import NO_WORD, other_stores, pydoc_store
+from bench.rag_questions import (
+    HELDOUT_QUESTIONS,
+    HELDOUT_UNANSWERABLE,
+    QUESTIONS,
+    UNANSWERABLE,
+)
 from harvey.knowledge.embedders import LocalEmbedder
-from harvey.knowledge.floor import Floor
+from harvey.knowledge.floor import BACKGROUND, Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk, create_store
@@ -44,8 +51,8 @@ BIG = 100_000
 _WORD = re.compile(r"\w+")
 FTS = "Harvey FTS-only (FTS5 BM25)"
 HYBRID = "Harvey hybrid (BM25 + wordllama, score fusion per file)"
-FLOORED = "Harvey hybrid + relevance floor (default 0.26 / 0.20 / 0.38)"
-STRICT = Floor(0.32, 0.14, 0.46)  # the grid's best hit@5 among floors silencing 90%
+FLOORED = "Harvey hybrid + relevance floor (default: plain cosine 0.26 / 0.20 / 0.38)"
+BG_ROW = "Harvey hybrid + background floor (opt-in 0.29 / 0.20 / 0.32, unknown word 0.50)"
 OKAPI = "rank_bm25 BM25Okapi"
 
 
@@ -127,33 +134,45 @@ def _doc_of(path: str) -> str:
     return path.removeprefix("docs/").removesuffix(".rst.txt")
 
 
-def _quality(
-    rankers: dict[str, Callable[[str], list[str]]],
-) -> list[tuple[str, float, float, float]]:
-    """``(ranker, hit@5, MRR@10, share of unanswerable questions sending nothing)`` at
-    document level for each ranker."""
+Row = tuple[str, float, float, float, float, float]
+
+
+def _scores(
+    rank: Callable[[str], list[str]],
+    questions: list[tuple[str, tuple[str, ...]]],
+    unanswerable: list[str],
+) -> tuple[float, float, float]:
+    """hit@5, MRR@10 and the share of ``unanswerable`` sending nothing, at document level."""
+    hits, rr = 0, 0.0
+    for question, relevant in questions:
+        docs: list[str] = []
+        for path in rank(question):
+            doc = _doc_of(path)
+            if doc not in docs:
+                docs.append(doc)
+        hits += any(d in relevant for d in docs[:5])
+        rank_of = next((i for i, d in enumerate(docs[:10], 1) if d in relevant), None)
+        rr += 1 / rank_of if rank_of else 0
+    n = len(questions)
+    silent = sum(not rank(q)[:5] for q in unanswerable) / len(unanswerable)
+    return hits / n, rr / n, silent
+
+
+def _quality(rankers: dict[str, Callable[[str], list[str]]]) -> list[Row]:
+    """``(ranker, hit@5, MRR@10, share silenced, held-out hit@5, held-out share silenced)``
+    for each ranker."""
     rows = []
     for name, rank in rankers.items():
-        hits, rr = 0, 0.0
-        for question, relevant in QUESTIONS:
-            docs: list[str] = []
-            for path in rank(question):
-                doc = _doc_of(path)
-                if doc not in docs:
-                    docs.append(doc)
-            hits += any(d in relevant for d in docs[:5])
-            rank_of = next((i for i, d in enumerate(docs[:10], 1) if d in relevant), None)
-            rr += 1 / rank_of if rank_of else 0
-        n = len(QUESTIONS)
-        silent = sum(not rank(q)[:5] for q in UNANSWERABLE) / len(UNANSWERABLE)
-        rows.append((name, hits / n, rr / n, silent))
+        hit, mrr, silent = _scores(rank, QUESTIONS, UNANSWERABLE)
+        h_hit, _h_mrr, h_silent = _scores(rank, HELDOUT_QUESTIONS, HELDOUT_UNANSWERABLE)
+        rows.append((name, hit, mrr, silent, h_hit, h_silent))
     return rows
 
 
-def _floor_verdicts(rows: list[tuple[str, float, float, float]]) -> list[str]:
+def _floor_verdicts(rows: list[Row]) -> list[str]:
     """The floor's two targets: ≥ 90% of unanswerable questions send nothing, hit@5 within
-    2 points of the unfloored hybrid's in the same run."""
-    by = {name: (hit, mrr, silent) for name, hit, mrr, silent in rows}
+    2 points of the unfloored hybrid's in the same run (in-sample lists)."""
+    by = {name: (hit, mrr, silent) for name, hit, mrr, silent, _h, _s in rows}
     (hit, mrr, silent), (today, today_mrr, _s) = by[FLOORED], by[HYBRID]
     drop = (today - hit) * 100
     return [
@@ -166,9 +185,9 @@ def _floor_verdicts(rows: list[tuple[str, float, float, float]]) -> list[str]:
     ]
 
 
-def _quality_verdicts(rows: list[tuple[str, float, float, float]]) -> list[str]:
+def _quality_verdicts(rows: list[Row]) -> list[str]:
     """The two quality targets, met or missed and by how much, from the measured rows."""
-    by = {name: (hit, mrr) for name, hit, mrr, _s in rows}
+    by = {name: (hit, mrr) for name, hit, mrr, _s, _h, _hs in rows}
     hybrid, fts, okapi = by[HYBRID], by[FTS], by[OKAPI]
     others = [(n, v) for n, v in by.items() if n not in (HYBRID, FLOORED) and "floor" not in n]
     worst = [
@@ -223,7 +242,8 @@ def run() -> str:
         fts = Searcher(fts_store, None)
         hyb = Searcher(hyb_store, embedder)
         floored = Searcher(hyb_store, embedder, Floor())
-        strict = Searcher(hyb_store, embedder, STRICT)
+        background = Searcher(hyb_store, embedder, BACKGROUND)
+        no_word = Searcher(hyb_store, embedder, NO_WORD)
         fts_floored = Searcher(fts_store, None, Floor())
         chunks = _chunk_texts(fts_store)
         paths = [p for _i, p, _t in chunks]
@@ -252,8 +272,9 @@ def run() -> str:
                     h.chunk.path for h in hyb.search(q, 50, mode="vector")
                 ],
                 FLOORED: lambda q: [h.chunk.path for h in floored.search(q, 50)],
-                "Harvey hybrid + stricter floor (0.32 / 0.14 / 0.46)": lambda q: [
-                    h.chunk.path for h in strict.search(q, 50)
+                BG_ROW: lambda q: [h.chunk.path for h in background.search(q, 50)],
+                "Harvey hybrid + background floor without the unknown-word gate": lambda q: [
+                    h.chunk.path for h in no_word.search(q, 50)
                 ],
                 "Harvey FTS-only + relevance floor (BM25 share ≥ 0.20)": lambda q: [
                     h.chunk.path for h in fts_floored.search(q, 50)
@@ -273,6 +294,11 @@ def run() -> str:
             ),
             ("bm25s", len(chunks), _latency(lambda q: bm25s_paths(b25, paths, q, 5), queries)),
         ]
+        pydoc = pydoc_store(tmp, embedder)
+        code_hybrid = state["code"]["hybrid"]
+        assert isinstance(code_hybrid, KnowledgeStore)
+        second = other_stores({"pydoc": pydoc, "code": code_hybrid}, embedder)
+        pydoc.close()
         big = _big_store(tmp, chunks, embedder)
         big_rows = _chunk_texts(big)
         big_fts, big_hyb = Searcher(big, None), Searcher(big, embedder)
@@ -334,23 +360,32 @@ def run() -> str:
             f"Retrieval quality, {len(QUESTIONS)} hand-written questions over the Python docs "
             "(document level, same chunks for every row), and the share of "
             f"{len(UNANSWERABLE)} unanswerable ones (other subjects, greetings, gibberish) "
-            "for which a row sends nothing. The relevance floor sends a passage only if its "
-            "cosine ≥ `rag.floor_cosine` and (its BM25 share of the query's BM25 ceiling "
-            "≥ `rag.floor_bm25` or its cosine ≥ `rag.floor_cosine_alone`), the cosine the "
-            "chunk's own, the BM25 share its file's best; the levels were calibrated on these two lists "
-            "(a grid search: the most unanswerable questions silenced with hit@5 within 2 "
-            "points), so the figures are in-sample. Rows without it send something whenever "
-            "a word or a vector matches.",
+            "for which a row sends nothing; the floor's levels were chosen on these two lists "
+            "(in-sample). Held out, never used to choose anything: "
+            f"{len(HELDOUT_QUESTIONS)} answerable questions in generic words and "
+            f"{len(HELDOUT_UNANSWERABLE)} unanswerable ones (small talk, general knowledge, "
+            "other software). The relevance floor sends a passage only if its cosine ≥ "
+            "`rag.floor_cosine` and (its BM25 share of the query's BM25 ceiling ≥ "
+            "`rag.floor_bm25` or its cosine ≥ `rag.floor_cosine_alone`), the cosine the "
+            "chunk's own, the BM25 share its file's best. The opt-in background floor reads "
+            "the cosine against the store's background (its mean chunk direction taken out of "
+            "query and chunk) with its own levels (`rag.floor_background_cosine`, "
+            "`_alone`), and a prompt with a word no chunk holds needs a cosine ≥ "
+            "`rag.floor_unknown_word_cosine`. Rows without a floor send something whenever a "
+            "word or a vector matches.",
             "",
-            "| ranker | hit@5 | MRR@10 | unanswerable, nothing sent |",
-            "| --- | --- | --- | --- |",
+            "| ranker | hit@5 | MRR@10 | unanswerable, nothing sent | held-out hit@5 | "
+            "held-out unanswerable, nothing sent |",
+            "| --- | --- | --- | --- | --- | --- |",
             *(
-                f"| {name} | {hit:.3f} | {mrr:.3f} | {silent:.0%} |"
-                for name, hit, mrr, silent in quality
+                f"| {name} | {hit:.3f} | {mrr:.3f} | {silent:.0%} | {h_hit:.3f} | {h_silent:.0%} |"
+                for name, hit, mrr, silent, h_hit, h_silent in quality
             ),
             "",
             *_quality_verdicts(quality),
             *_floor_verdicts(quality),
+            "",
+            *second,
             "",
             *chunk_paths(),
         ]

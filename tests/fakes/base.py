@@ -393,12 +393,8 @@ class _FakeServer(ABC):
 
     def _usage(self, body: dict[str, Any], reply: Reply) -> tuple[int, int]:
         prompt = reply.prompt_tokens
-        if prompt is None:
-            prompt = sum(
-                estimate_tokens(str(m.get("content") or ""))
-                for m in body.get("messages") or []
-                if isinstance(m, dict)
-            )
+        if prompt is None:  # the server's one count: the one its window enforces
+            prompt = self.count_tokens(body)
         completion = reply.completion_tokens
         if completion is None:
             completion = estimate_tokens(reply.text) + sum(

@@ -5,6 +5,9 @@
 answer 503 as the real server does while it loads a model; ``kill()`` stops
 the server so later connections are refused. ``calls`` counts the chat
 requests it received, which is what the pool and resume tests count.
+``/props`` reports ``total_slots`` as the slots; ``refuse_slot_ids=True`` answers a
+chat request naming a slot (``id_slot``) with the 400 ``Invalid slot ID`` error some
+builds and proxies give, and ``slot_ids`` lists the slot each chat request named.
 """
 
 from __future__ import annotations
@@ -17,12 +20,20 @@ from tests.fakes.openai import FakeOpenAI
 
 class FakeLlamaCpp(FakeOpenAI):
     def __init__(
-        self, *, slots: int = 1, slot_context: int = 4096, loading: bool = False, **kwargs: Any
+        self,
+        *,
+        slots: int = 1,
+        slot_context: int = 4096,
+        loading: bool = False,
+        refuse_slot_ids: bool = False,
+        **kwargs: Any,
     ) -> None:
         kwargs.setdefault("default_reply", "partial")
         kwargs.setdefault("context_window", slot_context * max(1, slots))
         super().__init__(**kwargs)
         self.slots = slots
+        self.total_slots = max(1, slots)
+        self.refuse_slot_ids = refuse_slot_ids
         self.slot_context = slot_context
         self.loading = loading
         self.in_flight = 0
@@ -57,6 +68,18 @@ class FakeLlamaCpp(FakeOpenAI):
     @property
     def calls(self) -> int:
         return len(self.chat_requests)
+
+    @property
+    def slot_ids(self) -> list[int | None]:
+        """The ``id_slot`` each chat request named (None: none), oldest first."""
+        return [b.get("id_slot") if isinstance(b, dict) else None for b in self.chat_requests]
+
+    def _chat(self, h: _Handler, body: Any) -> None:
+        if self.refuse_slot_ids and isinstance(body, dict) and "id_slot" in body:
+            error = {"code": 400, "message": "Invalid slot ID", "type": "invalid_request_error"}
+            h.send_json(400, {"error": error})
+            return
+        super()._chat(h, body)
 
     def _handle(self, h: _Handler, method: str, path: str, body: Any) -> None:
         if method == "GET" and path == "/health":

@@ -45,6 +45,7 @@ class FakeOpenAI(_FakeServer):
         self.too_long_style = too_long_style
         self.props = props
         self.chat_template = ""  # llama.cpp reports its Jinja template in /props
+        self.total_slots = 1  # and its parallel slots
         self.api_key = api_key
         self._counter = 0
 
@@ -74,7 +75,7 @@ class FakeOpenAI(_FakeServer):
                 200,
                 {
                     "default_generation_settings": {"n_ctx": self.context_window},
-                    "total_slots": 1,
+                    "total_slots": self.total_slots,
                     "chat_template": self.chat_template,
                 },
             )

@@ -32,7 +32,7 @@ NOTHING_RELEVANT = ["zzqx qqxz", "hello", "what is the capital of Mongolia"]
 ANSWERABLE = "How often should I bleed the radiators?"
 
 levels = st.floats(0.0, 1.0, allow_nan=False)
-floors = st.builds(Floor, levels, levels, levels)
+floors = st.builds(Floor, levels, levels, levels, levels, levels, levels)
 
 
 def test_idf_and_share_follow_fts5s_scale() -> None:
@@ -68,14 +68,18 @@ candidates = st.lists(
 )
 
 
-@given(candidates, floors, st.booleans())
+@given(candidates, floors, st.booleans(), st.booleans(), st.booleans())
 def test_the_floor_admits_nothing_under_it_and_keeps_the_order(
-    cands: list[tuple[int, float, float, str]], floor: Floor, embedded: bool
+    cands: list[tuple[int, float, float, str]],
+    floor: Floor,
+    embedded: bool,
+    background: bool,
+    unknown: bool,
 ) -> None:
     cosines = {c: cos for c, cos, _b, _f in cands} if embedded else None
     shares = {c: b for c, _cos, b, _f in cands}
     files = {c: f for c, _cos, _b, f in cands}
-    evidence = pooled(cosines, shares, files)
+    evidence = pooled(cosines, shares, files, background=background, unknown_word=unknown)
     # a chunk keeps its own cosine and carries its file's best BM25 share
     for c, cos, _b, f in cands:
         ev = evidence[c]
@@ -85,7 +89,11 @@ def test_the_floor_admits_nothing_under_it_and_keeps_the_order(
     kept = floored(ranked, evidence, floor)
     for c, _s in kept:  # nothing under the floor
         ev = evidence[c]
-        if not floor.off and ev.cosine is not None:
+        if not floor.off and ev.cosine is not None and background:
+            assert ev.background and ev.cosine >= floor.background_cosine
+            assert ev.bm25 >= floor.bm25 or ev.cosine >= floor.background_cosine_alone
+            assert not unknown or ev.cosine >= floor.unknown_word_cosine
+        elif not floor.off and ev.cosine is not None:
             assert ev.cosine >= floor.cosine
             assert ev.bm25 >= floor.bm25 or ev.cosine >= floor.cosine_alone
         elif not floor.off:

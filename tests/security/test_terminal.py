@@ -210,12 +210,13 @@ def test_rag_query_of_an_ingested_file_with_escapes(victim_workspace: Path) -> N
     ingested = harvey(victim_workspace, "rag", "ingest", "kb", "notes")
     assert ingested.returncode == 0, ingested.stderr
     assert_nothing_raw(ingested.stdout + ingested.stderr, "rag ingest")
+    outputs = {}
     for args in (("query", "kb", "deploy key"), ("list",), ("status", "kb")):
         proc = harvey(victim_workspace, "rag", *args)
         assert proc.returncode == 0, proc.stderr
         assert_nothing_raw(proc.stdout + proc.stderr, f"rag {args[0]}")
-    query = harvey(victim_workspace, "rag", "query", "kb", "deploy key")
-    assert_shown(query.stdout, "evil^[]0;pwned title^G.md", "the deploy key Sure. ^[]52;c;")
+        outputs[args[0]] = proc.stdout
+    assert_shown(outputs["query"], "evil^[]0;pwned title^G.md", "the deploy key Sure. ^[]52;c;")
 
 
 def test_file_names_in_progress_lines(victim_workspace: Path) -> None:

@@ -62,6 +62,12 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+def quarter(body: dict[str, Any]) -> int:
+    """A server's prompt count at a byte a quarter token: the fake's default runs
+    Harvey's estimator over every 2 MB prompt, 0.12 s of the test's CPU per MB."""
+    return sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4
+
+
 @pytest.fixture()
 def server() -> FakeOpenAI:
     with FakeOpenAI(api_key=API_KEY, default_reply=Reply("should not be asked")) as srv:
@@ -178,7 +184,7 @@ def test_analyze_streams_a_file_bigger_than_one_window(
     text = "\n\n".join(f"{i}. {paragraph}" for i in range(16_000)) + "\n"
     assert len(text) > 8 * MB  # over the 4 MB window: streamed, not read whole
     (victim_workspace / "long.txt").write_text(text)
-    with FakeOpenAI(api_key=API_KEY, default_reply=Reply("partial")) as srv:
+    with FakeOpenAI(api_key=API_KEY, default_reply=Reply("partial"), count_tokens=quarter) as srv:
         code, out, err = analyze(
             victim_workspace,
             srv,
@@ -217,7 +223,9 @@ def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
     for size in (20 * MB, 100 * MB):  # a whole read of the larger would cost 320 MB more
         with (victim_workspace / "long.txt").open("w") as f:
             f.write(block * (size // len(block)))
-        with FakeOpenAI(api_key=API_KEY, default_reply=Reply("p"), keep_bodies=False) as srv:
+        with FakeOpenAI(
+            api_key=API_KEY, default_reply=Reply("p"), keep_bodies=False, count_tokens=quarter
+        ) as srv:
             code, out, err = analyze(
                 victim_workspace,
                 srv,

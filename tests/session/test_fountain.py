@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harvey.errors import SessionFileError
@@ -15,8 +16,10 @@ from harvey.session.escape import (
     character_cue,
     cue_name,
     decode_block,
+    decode_inline,
     encode_block,
     encode_field,
+    encode_inline,
     looks_like_structure,
 )
 from harvey.session.fountain import parse_session, parse_session_text
@@ -117,6 +120,38 @@ def test_field_has_no_unescaped_separator(text: str) -> None:
     encoded = encode_field(text, "—,")
     stripped = encoded.replace("\\\\", "").replace("\\—", "").replace("\\,", "")
     assert "—" not in stripped and "," not in stripped
+
+
+def _one_character_at_a_time(text: str, extra: str) -> str:
+    """The escaping rule applied character by character, as the docstring states it."""
+    out, prev = [], ""
+    for c in text:
+        if c == "\\":
+            out.append("\\\\")
+        elif c != "\t" and unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp"):
+            out.append(f"\\u{ord(c):04X}")
+        elif prev + c in ("[[", "]]", "/*", "*/") or c in extra:
+            out.append("\\u0075" if c == "u" else "\\" + c)
+        else:
+            out.append(c)
+        prev = c
+    return "".join(out)
+
+
+@given(adversarial_text(), st.sampled_from(["", "—", "—,()", "u"]))
+@example("a [[ b", "")
+@example("c */ d", "")
+@example("e — f", "—")
+@example("g\u2028h", "")
+@example("lone \udcff", "")
+@example("tab\tand plain prose", "")
+@example("a\\[b", "")
+def test_inline_escaping_takes_no_shortcut_the_rule_does_not(text: str, extra: str) -> None:
+    """Text with nothing to escape is returned whole, and a backslash-free line decoded
+    whole: those shortcuts must give what the character-by-character rule gives."""
+    encoded = encode_inline(text, extra)
+    assert encoded == _one_character_at_a_time(text, extra)
+    assert decode_inline(encoded) == text
 
 
 @given(names())

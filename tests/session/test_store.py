@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
 from harvey.session.store import MIGRATIONS, SessionStore
 from harvey.tools.todo import Todo
+from tests.conftest import process_context
 
 
 @pytest.fixture()
@@ -218,7 +218,7 @@ def _open_when_released(path: str, barrier: Any, results: Any) -> None:
 @pytest.mark.slow
 def test_processes_opening_a_fresh_store_at_once_migrate_it_once(tmp_path: Path) -> None:
     """Many processes racing on a new HARVEY_HOME: every one opens it, m001 runs once."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = process_context(__name__)
     processes = 6
     for attempt in range(4):
         path = tmp_path / f"home{attempt}" / "sessions.db"

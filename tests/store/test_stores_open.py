@@ -7,7 +7,6 @@ a file exactly as the previous release left it, not a copy of its DDL.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 import subprocess
@@ -26,6 +25,7 @@ from harvey.memory.store import MemoryStore
 from harvey.session.migrations import MIGRATIONS as SESSION_MIGRATIONS
 from harvey.session.store import SessionStore
 from harvey.store.migrations import Migration
+from tests.conftest import process_context
 
 LEGACY = "29bd7ce"  # the last commit with three connection recipes
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def _open_when_released(kind: str, path: str, barrier: Any, results: Any) -> Non
 @pytest.mark.slow
 def test_processes_opening_a_fresh_store_at_once_migrate_it_once(kind: str, tmp_path: Path) -> None:
     """One code path for all three (sessions.db's harder, repeated race: tests/session)."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = process_context(__name__)
     processes = 4
     path = tmp_path / {"sessions": "sessions.db", "memory": "memory.db"}.get(kind, "ws")
     if kind == "knowledge":  # an empty store file, as create_store makes it before connecting

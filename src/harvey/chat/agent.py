@@ -280,7 +280,9 @@ class Agent:
         client = state.client
         use_tools = self.budget.tools_enabled(client)
         rounds = ToolRounds(
-            self.budget.tool_mode(client), self.executor.schemas() if use_tools else None
+            self.budget.tool_mode(client),
+            self.executor.schemas() if use_tools else None,
+            session=self.session_id,
         )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds

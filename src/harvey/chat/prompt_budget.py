@@ -130,11 +130,15 @@ class PromptBudget:
         return self.tool_mode(client) != "off"
 
     def tool_mode(self, client: LLMClient | None = None) -> str:
-        """``native``, ``text``, ``constrained`` or ``off`` (``harvey.llm.tool_choice``)."""
-        from harvey.llm.tool_choice import tool_mode
+        """``native``, ``text``, ``constrained`` or ``off``: ``tools.mode``, else what the
+        server says or one probe found (``harvey.llm.tool_choice.resolve_tool_mode``)."""
+        from harvey.llm.tool_choice import resolve_tool_mode
 
         client = self._client(client)
-        return tool_mode(self.settings.tools, client, self.capabilities(client).supports_tools)
+        chosen = client
+        return resolve_tool_mode(
+            self.settings.tools, client, lambda: self.capabilities(chosen)
+        ).mode
 
     def system_prompt(self, client: LLMClient | None = None) -> str:
         """Built once per session (it reads HARVEY.md): every request of the session starts

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harvey.chat.stream_holdback import HoldBack
-from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id
+from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id, session_scope
 from harvey.llm.text_tool_calls import find_calls
 from harvey.llm.tool_choice import (
     check_call,
@@ -50,8 +50,11 @@ class ToolRounds:
     """A turn's rounds for one client: ``ask`` for a reply, ``execute`` its calls,
     ``note`` them; it remembers which calls were rescued and which must not run."""
 
-    def __init__(self, mode: str, schemas: Sequence[dict[str, Any]] | None) -> None:
+    def __init__(
+        self, mode: str, schemas: Sequence[dict[str, Any]] | None, session: str | None = None
+    ) -> None:
         self.mode = mode if schemas else "off"
+        self.session = session  # the chat session its requests belong to (its llama.cpp slot)
         self.schemas = list(schemas or [])
         self.rejected: dict[str, str] = {}  # call id → why it may not run
         self.via: dict[str, str] = {}  # call id → how it was made
@@ -67,7 +70,19 @@ class ToolRounds:
         cancel: threading.Event,
     ) -> ChatResult:
         """The round's reply, with the calls it makes (native, rescued or constrained);
-        ``offer=False`` (the last round) asks for an answer without tools."""
+        ``offer=False`` (the last round) asks for an answer without tools. Its requests
+        belong to the session, so a llama.cpp server keeps them on the session's slot."""
+        with session_scope(self.session):
+            return self._ask(client, prompt, offer, on_text, cancel)
+
+    def _ask(
+        self,
+        client: LLMClient,
+        prompt: list[Message],
+        offer: bool,
+        on_text: Callable[[str], None] | None,
+        cancel: threading.Event,
+    ) -> ChatResult:
         if self.mode == "off" or not offer:
             return chat(client, prompt, None, on_text, cancel)
         if self.mode == "constrained":

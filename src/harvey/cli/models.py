@@ -27,19 +27,21 @@ def models(
 
     stdout lists the names, the current one marked *; stderr says the backend, each
     endpoint of a pool, and the current model's context window and how it gets
-    tools (native, text, constrained or off: tools.mode).
+    tools (native, text, constrained or off) and where that was found: tools.mode,
+    the server's chat template, one probe call (cached in HARVEY_HOME), or assumed.
     """
     from harvey.llm.factory import make_client
 
     _paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
     from harvey.llm.pool_setup import endpoint_lines
-    from harvey.llm.tool_choice import tool_mode
+    from harvey.llm.tool_choice import resolve_tool_mode
 
     client = make_client(settings)
     try:
         names = client.list_models()
         caps = client.capabilities()
         pool = endpoint_lines(client)
+        tools = resolve_tool_mode(settings.tools, client, lambda: caps)
     finally:
         client.close()
     click.echo(f"# backend: {client.backend} ({client.endpoint})", err=True)
@@ -50,6 +52,6 @@ def models(
         click.echo(f"{marker} {name}")
     click.echo(
         f"# {client.model}: context window {caps.context_window} tokens "
-        f"({caps.context_source}), tools: {tool_mode(settings.tools, client, caps.supports_tools)}",
+        f"({caps.context_source}), tools: {tools.mode} ({tools.source})",
         err=True,
     )

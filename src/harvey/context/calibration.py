@@ -48,7 +48,9 @@ class CalibratedSizing:
             caps = client.capabilities()
             is_main = self._main is None or client is self._main()
             if self.context_window and is_main:
-                caps = ModelCapabilities(self.context_window, caps.supports_tools, "config")
+                caps = ModelCapabilities(
+                    self.context_window, caps.supports_tools, "config", caps.tools_source
+                )
             self._caps[key] = caps
         return self._caps[key]
 

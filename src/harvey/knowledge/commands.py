@@ -36,7 +36,7 @@ def empty_line(ranked: Ranked) -> str:
     if ranked.below_floor:
         return (
             f"{BELOW_FLOOR} ({ranked.below_floor} candidates under it; "
-            "see rag.floor_cosine, rag.floor_bm25 and rag.floor_cosine_alone)"
+            "see the rag.floor_* settings)"
         )
     return "no matching passages"
 

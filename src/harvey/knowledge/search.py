@@ -40,11 +40,13 @@ import numpy as np
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.floor import (
     CALIBRATED_EMBEDDER,
+    MIN_BACKGROUND_CHUNKS,
     Floor,
     bm25_ceiling,
     bm25_share,
     floored,
     pooled,
+    relative,
 )
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
 
@@ -148,6 +150,20 @@ class VectorIndex:
             self.matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
         else:
             self.matrix = np.zeros((0, dims), dtype=np.float32)
+        self._background: tuple[np.ndarray, np.ndarray] | None = None
+
+    def background(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The store's background (the unit direction of its mean chunk vector) and each
+        chunk's cosine with it; ``None`` under ``MIN_BACKGROUND_CHUNKS`` chunks. Worked
+        out from the matrix already in memory on first use (two passes over it, a few ms
+        at 100,000 chunks), so it is never stale and needs nothing stored."""
+        if self._background is None and len(self.ids) >= MIN_BACKGROUND_CHUNKS:
+            mean = self.matrix.mean(axis=0, dtype=np.float64)
+            norm = float(np.linalg.norm(mean))
+            if norm > 1e-6:
+                unit = (mean / norm).astype(np.float32)
+                self._background = (unit, self.cosines(unit))
+        return self._background
 
     def cosines(self, query: np.ndarray) -> np.ndarray:
         """The query's cosine with every chunk, in ``ids`` order."""
@@ -257,7 +273,20 @@ class Searcher:
             # another scale, so its store is floored on the BM25 share alone
             calibrated = self.embedder.spec == CALIBRATED_EMBEDDER
             cosines = index.cosine_of(sims, sorted({c for c, _ in ranked})) if calibrated else None
-            kept = floored(ranked, pooled(cosines, shares, files), self.floor)
+            background = index.background() if calibrated and self.floor.uses_background else None
+            if cosines is not None and background is not None:
+                unit, along = background
+                q_along = float(unit @ query)
+                chunk_along = index.cosine_of(along, sorted(cosines))
+                cosines = {c: relative(s, q_along, chunk_along[c]) for c, s in cosines.items()}
+            evidence = pooled(
+                cosines,
+                shares,
+                files,
+                background=background is not None,
+                unknown_word=0 in counts,
+            )
+            kept = floored(ranked, evidence, self.floor)
         return self._hits(kept[:k], len(ranked) - len(kept))
 
     def _hits(self, ranked: list[tuple[int, float]], below: int) -> Ranked:

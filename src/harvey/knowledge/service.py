@@ -73,5 +73,12 @@ def open_knowledge(
         store.close()
         raise
     rag = settings.rag
-    floor = Floor(rag.floor_cosine, rag.floor_bm25, rag.floor_cosine_alone)
+    floor = Floor(
+        rag.floor_cosine,
+        rag.floor_bm25,
+        rag.floor_cosine_alone,
+        rag.floor_background_cosine,
+        rag.floor_background_cosine_alone,
+        rag.floor_unknown_word_cosine,
+    )
     return Knowledge(store, model, Searcher(store, model, floor), rag.chunk_size_bytes)

@@ -15,6 +15,8 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
@@ -60,6 +62,10 @@ class ModelCapabilities:
     context_window: int
     supports_tools: bool
     context_source: str = "default"  # where context_window came from, for /status
+    # where supports_tools came from: "template" (the server's chat template or its
+    # capabilities), "embedded model", "scripted"... or "assumed" when the server did not
+    # say, which ``harvey.llm.tool_support`` then finds out with one probe call
+    tools_source: str = "assumed"
 
 
 @dataclass
@@ -276,3 +282,24 @@ def is_remote_endpoint(endpoint: str) -> bool:
         return not ipaddress.ip_address(host).is_loopback
     except ValueError:
         return True
+
+
+# The chat session a request belongs to: a llama.cpp server keeps a session on one slot
+# (``llm.prompt_cache``) and the endpoint pool keeps it on one endpoint; requests made
+# outside one (an analysis's map calls, compaction, probes) belong to none.
+_SESSION: ContextVar[str | None] = ContextVar("harvey_llm_session", default=None)
+
+
+@contextmanager
+def session_scope(session_id: str | None) -> Iterator[None]:
+    """Requests made inside belong to chat session ``session_id`` (None: to none)."""
+    token = _SESSION.set(session_id)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+def current_session() -> str | None:
+    """The chat session the request being built belongs to, if any."""
+    return _SESSION.get()

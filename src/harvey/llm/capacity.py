@@ -74,6 +74,9 @@ def _probe(backend: str, endpoint: str) -> Capacity:
             if slots.status_code == 200:
                 data = slots.json()
                 if isinstance(data, list) and data:
+                    from harvey.llm.prompt_cache import remember_slots
+
+                    remember_slots(endpoint, len(data))  # llama.cpp's: a session gets a slot
                     return Capacity(len(data), True, "server (/slots)")
             models = http.get(endpoint.rstrip("/") + "/models")
             if models.status_code == 200 and is_llama_cpp_python(models.json()):

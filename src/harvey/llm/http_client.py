@@ -144,5 +144,20 @@ class HttpClient(ABC):
             **self._own_settings(),
         )
 
+    def with_timeout(self, timeout: float) -> LLMClient:
+        """The same server, key and model, with a short read timeout and no retries: for a
+        probe that must not hold a session up (``harvey.llm.tool_support``)."""
+        return type(self)(
+            self.endpoint,
+            self.model,
+            api_key=self.api_key,
+            timeout=timeout,
+            connect_timeout=min(self.connect_timeout, timeout),
+            retries=0,
+            sleep=self._sleep,
+            transport=self._transport,
+            **self._own_settings(),
+        )
+
     def close(self) -> None:
         self.http.close()

@@ -322,7 +322,7 @@ class LocalClient:
             if self.n_ctx is not None
             else (f"model (trained {loaded.n_ctx_train}, loaded {loaded.n_ctx})")
         )
-        return ModelCapabilities(loaded.n_ctx, False, source)
+        return ModelCapabilities(loaded.n_ctx, False, source, "embedded model")
 
     def token_counter(self) -> Tokenizer:
         """The model's own vocabulary and chat template (loaded ``vocab_only``)."""

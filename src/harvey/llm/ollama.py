@@ -206,20 +206,23 @@ class OllamaClient(HttpClient):
                 trained = value
                 break
         caps = info.get("capabilities")
+        found = "template"  # Ollama's capabilities come from the model's template too
         if isinstance(caps, list):
             tools = "tools" in caps
-        else:  # older servers: the chat template mentions .Tools when tools work
+        elif str(info.get("template", "")).strip():  # older servers: the template says
             tools = ".Tools" in str(info.get("template", ""))
+        else:
+            tools, found = True, "assumed"
         if self.num_ctx is not None:
-            return ModelCapabilities(self.num_ctx, tools, "num_ctx (config)")
+            return ModelCapabilities(self.num_ctx, tools, "num_ctx (config)", found)
         if trained is not None and trained > MAX_DEFAULT_CTX:
             source = (
                 f"model (/api/show: trained {trained:,}; sent as num_ctx, set num_ctx for more)"
             )
-            return ModelCapabilities(MAX_DEFAULT_CTX, tools, source)
+            return ModelCapabilities(MAX_DEFAULT_CTX, tools, source, found)
         if trained is not None:
-            return ModelCapabilities(trained, tools, "model (/api/show; sent as num_ctx)")
-        return ModelCapabilities(FALLBACK_CONTEXT, tools, "default (server did not say)")
+            return ModelCapabilities(trained, tools, "model (/api/show; sent as num_ctx)", found)
+        return ModelCapabilities(FALLBACK_CONTEXT, tools, "default (server did not say)", found)
 
     def list_models(self) -> list[str]:
         data = self.http.request_json("GET", "/api/tags")

@@ -20,17 +20,22 @@ Wire-format notes:
   ``stream_options: {"include_usage": true}``.
 * The context window is configuration when given, else llama.cpp's ``/props``
   ``n_ctx`` (at the server root, not under ``/v1``), else ``DEFAULT_CONTEXT``.
+  ``/props`` is asked once either way: its chat template says whether the model
+  calls tools, and its answering says the server is llama.cpp's, which then gets
+  ``cache_prompt`` and a session's ``id_slot`` (``harvey.llm.prompt_cache``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
 from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError, StreamError
+from harvey.llm import prompt_cache
 from harvey.llm.base import (
     Finish,
     ModelCapabilities,
@@ -45,6 +50,8 @@ from harvey.llm.http import Endpoint, malformed
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT = 8192  # stated in /status as "default" when the server does not say
 DUMMY_API_KEY = "sk-no-key-required"  # local servers ignore it; the header must exist
@@ -151,6 +158,10 @@ class OpenAIClient(HttpClient):
         self.context_window = context_window
         self._props_answered: bool | None = None  # llama.cpp's /props, once it was asked
         self._template_tools = True  # False once /props shows a chat template without tools
+        self._tools_source = "assumed"  # "template" once /props showed one
+        self._props_slots: int | None = None  # /props total_slots
+        self._props_n_ctx: int | None = None
+        self._pins = prompt_cache.SlotPins()  # a chat session's llama.cpp slot
         super().__init__(base_url, model, **options)
 
     def _endpoint(self) -> Endpoint:
@@ -181,7 +192,35 @@ class OpenAIClient(HttpClient):
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": response_schema},
             }
+        if "id_slot" in payload:
+            return self._pinned_events(payload)
         return self._events(payload)
+
+    def _llama_cpp_slots(self) -> tuple[bool, int | None]:
+        """Whether the server is llama.cpp's, and its slots, from what was already asked
+        (``/props`` here, ``/slots`` by capacity discovery or the pool): never a probe."""
+        if self._props_answered:  # its /props: total_slots, else what its /slots listed
+            if self._props_slots is not None:
+                return True, self._props_slots
+            return True, prompt_cache.known_slots(self.endpoint)
+        slots = prompt_cache.known_slots(self.endpoint)  # /slots told capacity or the pool
+        return slots is not None, slots
+
+    def _pinned_events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
+        """The stream of a request naming a slot; a server that refuses the slot is asked
+        once more without it, and this client names none again."""
+        started = False
+        try:
+            for event in self._events(payload):
+                started = True
+                yield event
+        except BackendError as exc:
+            if started or not prompt_cache.slot_refused(exc):
+                raise
+            log.info("%s refused slot %s (%s); asking without one", self.endpoint,
+                     payload["id_slot"], exc)  # fmt: skip
+            self._pins.refused = True
+            yield from self._events(prompt_cache.without_slot(payload))
 
     def _payload(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None
@@ -194,6 +233,11 @@ class OpenAIClient(HttpClient):
         }
         if tools:
             payload["tools"] = list(tools)
+        llama_cpp, slots = self._llama_cpp_slots()
+        if llama_cpp:
+            payload["cache_prompt"] = True
+            if slots is not None and slots >= 2:  # one slot: no choice to make
+                payload.update(self._pins.fields(slots))
         return payload
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
@@ -259,18 +303,22 @@ class OpenAIClient(HttpClient):
         yield usage
 
     def _probe_capabilities(self) -> ModelCapabilities:
-        """Configuration, else llama.cpp's ``/props``, else ``DEFAULT_CONTEXT``."""
+        """Configuration, else llama.cpp's ``/props``, else ``DEFAULT_CONTEXT``; tool support
+        from the chat template ``/props`` shows (asked in every case), else assumed."""
+        self._read_props()
+        tools, found = self._template_tools, self._tools_source
         if self.context_window is not None:
-            return ModelCapabilities(self.context_window, True, "context_window (config)")
-        n_ctx = self._props_n_ctx()
-        tools = self._template_tools
-        if n_ctx is not None:
-            return ModelCapabilities(n_ctx, tools, "server (/props n_ctx)")
+            return ModelCapabilities(self.context_window, tools, "context_window (config)", found)
+        if self._props_n_ctx is not None:
+            return ModelCapabilities(self._props_n_ctx, tools, "server (/props n_ctx)", found)
         return ModelCapabilities(
-            DEFAULT_CONTEXT, tools, f"default {DEFAULT_CONTEXT} (set context_window in harvey.yaml)"
+            DEFAULT_CONTEXT,
+            tools,
+            f"default {DEFAULT_CONTEXT} (set context_window in harvey.yaml)",
+            found,
         )
 
-    def _props_n_ctx(self) -> int | None:
+    def _read_props(self) -> None:
         """llama.cpp's ``/props``; other servers 404, which just means "unknown"."""
         try:
             # a probe: a hung server must not hold start-up for the whole read timeout
@@ -279,21 +327,27 @@ class OpenAIClient(HttpClient):
             )
         except BackendError:
             self._props_answered = False
-            return None
+            return
         self._props_answered = isinstance(props, dict)
         if not isinstance(props, dict):
-            return None
+            return
+        caps = props.get("chat_template_caps")
         template = props.get("chat_template")
-        if isinstance(template, str) and template.strip():
+        if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool):
+            self._template_tools, self._tools_source = caps["supports_tools"], "template"
+        elif isinstance(template, str) and template.strip():
             # a template that never mentions tools renders none: the model was not
             # trained to call them natively (found out, not assumed)
-            self._template_tools = "tool" in template
+            self._template_tools, self._tools_source = "tool" in template, "template"
+        slots = props.get("total_slots")
+        if isinstance(slots, int) and slots > 0:
+            self._props_slots = slots
         settings = props.get("default_generation_settings")
         for source in (settings if isinstance(settings, dict) else {}, props):
             value = source.get("n_ctx")
             if isinstance(value, int) and value > 0:
-                return value
-        return None
+                self._props_n_ctx = value
+                return
 
     def token_counter(self) -> Tokenizer | None:
         """llama.cpp's ``/tokenize`` or llama-cpp-python's ``/extras/tokenize/count``,

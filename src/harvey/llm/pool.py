@@ -4,8 +4,10 @@ A ``PooledClient`` presents the ``LLMClient`` protocol, so the agent and the
 map phase use a pool like any client. Each call goes to the endpoint with the
 fewest calls in flight that has a free slot; ties are rotated, because always
 breaking them towards the first endpoint sends it nearly all the traffic when
-calls are short. A chat turn stays on the endpoint the same thread used last
-while that endpoint has a free slot, so its prompt cache is reused.
+calls are short. A chat session (``llm.base.session_scope``) stays on the
+endpoint it used last while that endpoint has a free slot, so its prompt cache is
+reused (there its own llama.cpp slot, ``prompt_cache``); other calls stay on the
+endpoint their thread used last.
 
 Capacity per endpoint comes from llama.cpp's ``/slots`` when it answers (one
 call per slot, and the smallest per-slot ``n_ctx`` becomes the pool's context
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
-from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent
+from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, current_session
 from harvey.llm.pool_probe import ProbeResult, probe_endpoint
 from harvey.messages import Message
 
@@ -96,6 +98,24 @@ class _Policy:
     name: str = "least-in-flight"
     turn: int = 0
     sticky: threading.local = field(default_factory=threading.local)
+    sessions: dict[str, Endpoint] = field(default_factory=dict)  # a chat session's endpoint
+
+    def last(self) -> Endpoint | None:
+        """The endpoint this chat session (else this thread) used last."""
+        session = current_session()
+        if session is not None:
+            return self.sessions.get(session)
+        return getattr(self.sticky, "endpoint", None)
+
+    def remember(self, endpoint: Endpoint | None) -> None:
+        session = current_session()
+        if session is not None:
+            if endpoint is None:
+                self.sessions.pop(session, None)
+            else:
+                self.sessions[session] = endpoint
+        else:
+            self.sticky.endpoint = endpoint
 
 
 class PooledClient:
@@ -237,8 +257,12 @@ class PooledClient:
     # --- dispatch ---------------------------------------------------------------
 
     def _caps(self, ep: Endpoint) -> ModelCapabilities:
-        if ep.slot_context is not None:
-            return ModelCapabilities(ep.slot_context, True, f"server (/slots n_ctx, {ep.url})")
+        if ep.slot_context is not None:  # the slot's window; tool support as the server says
+            inner = ep.client.capabilities()
+            source = f"server (/slots n_ctx, {ep.url})"
+            return ModelCapabilities(
+                ep.slot_context, inner.supports_tools, source, inner.tools_source
+            )
         return ep.client.capabilities()
 
     def _acquire(self, tried: Sequence[Endpoint], errors: list[str]) -> _Picked:
@@ -253,7 +277,7 @@ class PooledClient:
                 chosen = self._choose(candidates, now)
                 if chosen is not None:
                     chosen.in_flight += 1
-                    self._policy.sticky.endpoint = chosen
+                    self._policy.remember(chosen)
                     return _Picked(chosen)
                 resting = [e for e in candidates if e.cooldown_until > now or e.health == "loading"]
                 if len(resting) < len(candidates):
@@ -324,7 +348,7 @@ class PooledClient:
             return None
         if not ready:
             return None
-        last = getattr(policy.sticky, "endpoint", None)
+        last = policy.last()
         if last in ready:
             return last
         fewest = min(e.in_flight for e in ready)
@@ -343,8 +367,8 @@ class PooledClient:
                 delay = min(MAX_COOLDOWN, self.cooldown * (2**ep.failures))
                 ep.failures += 1
                 ep.cooldown_until = self._clock() + delay
-                if getattr(self._policy.sticky, "endpoint", None) is ep:
-                    self._policy.sticky.endpoint = None
+                if self._policy.last() is ep:
+                    self._policy.remember(None)
             self._cond.notify_all()
 
     def _recheck_loading(self) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from harvey.llm.openai import server_root
+from harvey.llm.prompt_cache import remember_slots
 
 PROBE_TIMEOUT = 2.0
 
@@ -74,6 +75,7 @@ def probe_endpoint(url: str, backend: str, timeout: float = PROBE_TIMEOUT) -> Pr
                         slots, slot_context = _slots(answer.json())
                     except ValueError:
                         pass
+                    remember_slots(url, slots)  # llama.cpp's: its sessions get a slot each
             models, one_at_a_time = _models(backend, url, http)
             return ProbeResult("ok", slots, slot_context, models, one_at_a_time=one_at_a_time)
     except httpx.HTTPError as exc:

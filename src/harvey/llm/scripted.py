@@ -132,7 +132,7 @@ class ScriptedClient:
     ) -> None:
         self.model = model
         self._script = _Script([as_reply(r) for r in replies])
-        self._caps = ModelCapabilities(context_window, supports_tools, "scripted")
+        self._caps = ModelCapabilities(context_window, supports_tools, "scripted", "scripted")
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedClient:

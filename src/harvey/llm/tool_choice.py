@@ -1,4 +1,5 @@
-"""Checking a call against the tools offered, and the constrained "answer or call" turn.
+"""Checking a call against the tools offered, the constrained "answer or call" turn, and
+which way a model gets its tools (``resolve_tool_mode``).
 
 A call rescued from text, or read from a grammar-constrained reply, runs only
 when it names a tool that was offered and its arguments fit that tool's
@@ -17,14 +18,18 @@ output (llama.cpp grammars for the embedded model, a llama.cpp server's
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harvey.llm.tool_support import ToolSupport
 
 if TYPE_CHECKING:
     from harvey.config import ToolsSettings
-    from harvey.llm.base import LLMClient
+    from harvey.llm.base import LLMClient, ModelCapabilities
     from harvey.messages import Message
 
 ANSWER = "answer"
@@ -263,3 +268,36 @@ def tool_mode(tools: ToolsSettings, client: LLMClient, supports_tools: bool) -> 
     if supports_tools:
         return "native"
     return "constrained" if client.backend == "local" else "off"
+
+
+PROBE_ENV = "HARVEY_TOOL_PROBE"  # "0": never probe a server for tool support
+
+
+def resolve_tool_mode(
+    tools: ToolsSettings,
+    client: LLMClient,
+    capabilities: Callable[[], ModelCapabilities],
+    *,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ToolSupport:
+    """``tool_mode`` with tool support found out: an explicit ``tools.mode`` (or
+    ``tools.models`` entry) as it says, asking nothing; else what the server said (its
+    chat template, Ollama's capabilities); else one probe call, cached in ``home``
+    (``harvey.llm.tool_support``), unless ``HARVEY_TOOL_PROBE=0``: then assumed."""
+    if not tools.enabled:
+        return ToolSupport("off", "tools.enabled (config)")
+    if client.model in tools.models:
+        return ToolSupport(tools.models[client.model], "tools.models (config)")
+    if tools.mode != "auto":
+        return ToolSupport(tools.mode, "tools.mode (config)")
+    caps = capabilities()
+    env = os.environ if env is None else env
+    off = env.get(PROBE_ENV, "").strip().lower() in ("0", "no", "off", "false")
+    if caps.tools_source == "assumed" and not off:
+        from harvey.llm.tool_support import found_out
+
+        found = found_out(client, home)
+        if found is not None:
+            return found
+    return ToolSupport(tool_mode(tools, client, caps.supports_tools), caps.tools_source)

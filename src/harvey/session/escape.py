@@ -33,6 +33,8 @@ HEADING_LIKE = re.compile(r"(?i)^(?:INT\./EXT|INT/EXT|I/E|INT|EXT|EST)(?:\.|\s)|
 _LOWER_ASCII = re.compile(r"[a-z]")
 _HEX = frozenset("0123456789abcdefABCDEF")
 BLANK_IN_DIALOGUE = "  "
+# What _needs_codepoint accepts, as one class: Cc but the tab, Cs, Zl, Zp.
+_CODEPOINT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _needs_codepoint(c: str) -> bool:
@@ -48,8 +50,21 @@ def _escape_char(c: str) -> str:
     return ESC + c
 
 
+def _plain(text: str, extra: str) -> bool:
+    """True when :func:`encode_inline` would change nothing (most text): checked at C
+    speed, so a 10 MB session is not walked a character at a time in Python."""
+    return (
+        ESC not in text
+        and not any(pair in text for pair in _PAIRS)
+        and not any(c in text for c in extra)
+        and not _CODEPOINT.search(text)
+    )
+
+
 def encode_inline(text: str, extra: str = "") -> str:
     """Escape backslashes, control characters, note/boneyard pairs and ``extra`` characters."""
+    if _plain(text, extra):
+        return text
     out: list[str] = []
     prev = ""
     for c in text:
@@ -70,20 +85,20 @@ def decode_inline(raw: str) -> str:
     out: list[str] = []
     i, n = 0, len(raw)
     while i < n:
-        c = raw[i]
-        if c != ESC:
-            out.append(c)
-            i += 1
-            continue
-        if i + 1 >= n:  # lone trailing backslash: the end-of-line mark
+        j = raw.find(ESC, i)  # copy the plain run up to the next backslash whole
+        if j < 0:
+            out.append(raw[i:])
             break
-        nxt = raw[i + 1]
-        if nxt == "u" and i + 6 <= n and all(h in _HEX for h in raw[i + 2 : i + 6]):
-            out.append(chr(int(raw[i + 2 : i + 6], 16)))
-            i += 6
+        out.append(raw[i:j])
+        if j + 1 >= n:  # lone trailing backslash: the end-of-line mark
+            break
+        nxt = raw[j + 1]
+        if nxt == "u" and j + 6 <= n and all(h in _HEX for h in raw[j + 2 : j + 6]):
+            out.append(chr(int(raw[j + 2 : j + 6], 16)))
+            i = j + 6
             continue
         out.append(nxt)
-        i += 2
+        i = j + 2
     return "".join(out)
 
 
