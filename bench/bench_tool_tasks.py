@@ -71,7 +71,7 @@ TASKS = [
     Task("By when must the passport be renewed? See todo.md.", ("june",)),
     Task("How much flour do the pancakes in recipe.md need?", ("200",)),
     Task("When does the train to Leeds leave? It is in trip.md.", ("07:42",)),
-    Task("From which platform does the train in trip.md leave?", ("4",)),
+    Task("From which platform does the train in trip.md leave?", ("platform 4",)),
     Task("Read src/money.py: what is the VAT rate?", ("0.2",)),
     Task("Which port does config/app.yaml set?", ("8081",)),
     Task("What log level does config/app.yaml set?", ("debug",)),
