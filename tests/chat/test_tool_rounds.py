@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harvey.llm.scripted import Reply
+from tests.fakes.base import Capped
 from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.fakes.servers import FakeOllama, FakeOpenAI
 from tests.harvey_process import invoke_harvey
@@ -294,3 +295,18 @@ def test_constrained_mode_on_ollama_sends_the_schema_as_format(workspace: Path) 
     assert proc.stdout == "On 3 March.\n"
     assert "oneOf" in first["format"] and "tools" not in first
     assert any("3 March 2026" in t for t in tool_results(second))
+
+
+def test_a_constrained_answer_cut_at_the_cap_shows_its_words_not_its_json(workspace: Path) -> None:
+    """The token cap ends the answer's JSON mid-string: the person reads the answer up to its
+    last whole sentence and the cap note, never ``{"tool": "answer", ...``."""
+    (workspace / "harvey.yaml").write_text("tools:\n  mode: constrained\n")
+    cut = Capped('{"tool": "answer", "text": "On 3 March 2026. The key is under the bl', 64)
+    with FakeOpenAI([cut]) as srv:
+        proc = invoke_harvey(
+            "run", "When was the boiler serviced?", "--backend", "openai",
+            "--base-url", srv.url, cwd=workspace,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "On 3 March 2026.\n\n(cut at 64 tokens)\n"
+    assert '"tool"' not in recording(workspace)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harvey.config import ToolsSettings
 from harvey.llm.scripted import ScriptedClient
@@ -18,6 +20,7 @@ from harvey.llm.tool_choice import (
     read_choice,
     tool_mode,
     turn_paths,
+    unfinished_answer,
 )
 from harvey.messages import Message, ToolCall
 
@@ -154,3 +157,27 @@ def test_tool_mode(settings: dict, backend: str, native: bool, mode: str) -> Non
     client = ScriptedClient([], model="m")
     client.backend = backend
     assert tool_mode(ToolsSettings(**settings), client, native) == mode
+
+
+@pytest.mark.parametrize(
+    ("reply", "text"),
+    [
+        ('{"tool": "answer", "text": "On 3 March. The key is und', "On 3 March. The key is und"),
+        ('{ "tool" : "answer" , "text" : "caf\\u00', "caf"),  # an escape cut in half
+        ('{"tool": "answer", "text": "line one\\nline two\\', "line one\nline two"),
+        ('{"tool": "answer", "text": "', ""),
+        ('{"tool": "read_file", "arguments": {"path": "a', None),  # a call is never an answer
+        ('{"text": "no tool", "tool": "answer"', None),
+        ("plain prose", None),
+    ],
+)
+def test_an_answer_cut_at_the_cap_is_its_words(reply: str, text: str | None) -> None:
+    assert unfinished_answer(reply) == text
+
+
+@given(st.text(max_size=60), st.integers(0, 200))
+def test_any_cut_of_an_answer_gives_a_prefix_of_its_text(text: str, cut: int) -> None:
+    whole = json.dumps({"tool": "answer", "text": text})
+    opening = len('{"tool": "answer", "text": "')
+    got = unfinished_answer(whole[: opening + cut])
+    assert got is not None and text.startswith(got)

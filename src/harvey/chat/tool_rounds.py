@@ -34,6 +34,7 @@ from harvey.llm.tool_choice import (
     describe_tools,
     read_choice,
     turn_paths,
+    unfinished_answer,
 )
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.records import ToolNote
@@ -166,7 +167,13 @@ class ToolRounds:
         schema = choice_schema(self.schemas, turn_paths(prompt))
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
-        if choice is None:  # the server ignored the schema, or the reply was cut short
+        cut_short = unfinished_answer(result.text) if choice is None else None
+        if cut_short is not None:  # the cap ended the answer's text: its words, not its JSON
+            result.text = self._ended_at_cap(cut_short, result)
+            if on_text is not None:
+                on_text(result.text)
+            return result
+        if choice is None:  # the server ignored the schema
             if not self._rescue(result) and on_text is not None:
                 on_text(result.text)
             return result
@@ -188,6 +195,17 @@ class ToolRounds:
         result.tool_calls = [call]
         return result
 
+    @staticmethod
+    def _ended_at_cap(text: str, result: ChatResult) -> str:
+        """A cut-short answer as a capped free-text reply ends: at its last whole sentence,
+        with the "(cut at N tokens)" note."""
+        from harvey.llm.repetition import cap_note, last_whole, note_separator
+
+        kept = last_whole(text)
+        note = cap_note(result.usage.completion_tokens)
+        result.note = note
+        return kept + note_separator(kept) + note
+
     def _answer_only(
         self,
         client: LLMClient,
@@ -198,8 +216,11 @@ class ToolRounds:
         """The round again, with "answer" the only choice the grammar allows."""
         result = chat(client, prompt, None, None, cancel, response_schema=choice_schema([]))
         choice = read_choice(result.text)
+        cut_short = unfinished_answer(result.text)
         if choice is not None and choice.name is None:
             result.text = choice.text
+        elif cut_short is not None:
+            result.text = self._ended_at_cap(cut_short, result)
         if on_text is not None:
             on_text(result.text)
         return result

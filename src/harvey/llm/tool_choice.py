@@ -216,6 +216,30 @@ def read_choice(reply: str) -> Choice | None:
     return Choice(name=value["tool"], arguments=value.get("arguments", {}))
 
 
+_ANSWER_OPENING = re.compile(r'\s*\{\s*"tool"\s*:\s*"answer"\s*,\s*"text"\s*:\s*"')
+_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*')
+
+
+def unfinished_answer(reply: str) -> str | None:
+    """The text of an "answer" choice whose JSON was cut short (the token cap ends the
+    reply mid-string), decoded as far as it got; None for anything else. A person gets
+    the answer's words, never the raw JSON around them."""
+    opening = _ANSWER_OPENING.match(reply)
+    if opening is None:
+        return None
+    body = _STRING_BODY.match(reply, opening.end())
+    raw = body.group() if body is not None else ""
+    for trim in range(min(len(raw), 6) + 1):  # a cut may split an escape (\u00e9, \n)
+        try:
+            text = json.loads('"' + raw[: len(raw) - trim] + '"')
+        except ValueError:
+            continue
+        if text and "\ud800" <= text[-1] <= "\udbff":  # half a surrogate pair
+            text = text[:-1]
+        return text
+    return None
+
+
 #: A small model learns the reply's shape from examples far better than from a rule. No
 #: example answer: the grammar already gives the shape, and SmolLM2 copied any text
 #: shown there ("(the answer, from the tool result)") into 7 of 20 answers (BENCHMARKS.md).
