@@ -76,7 +76,9 @@ NARROWING: Mapping[str, Rule] = {
     # still runs through the same registry, approval and confinement.
     "tools.mode": _one_of("auto", "native", "text", "constrained", "off"),
     "tools.models": _one_of("auto", "native", "text", "constrained", "off"),
-    "session.record": _always,
+    # The recording is the session's audit trail: a clone may ask for one, never switch
+    # it off behind the user's back (``--no-record`` and the user's own file still can).
+    "session.record": lambda value: value is True,
     # A route may name a model on the user's own server; its base_url/endpoints widen.
     "routes[].name": _always,
     "routes[].backend": _always,

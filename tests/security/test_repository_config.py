@@ -127,6 +127,7 @@ WIDENING = {
     "route_endpoints": "routes:\n  - name: r\n    backend: openai\n    endpoints: [{A}]\n",
     "endpoints": "backend: openai\nendpoints:\n  - {A}\n",
     "session_directory": "session:\n  directory: /tmp/elsewhere\n",
+    "no_recording": "session:\n  record: false\n",  # the audit trail, switched off
     "openai_embedder": "memory:\n  embedder: openai:text-embedding-3-small\n",
     "ray_cluster": "analysis:\n  executor: ray\n  ray_address: 10.0.0.2:6379\n",
     "model_file": "backend: local\nmodel: evil.gguf\n",  # a file llama.cpp would parse
@@ -197,7 +198,8 @@ def test_a_key_in_the_workspace_is_refused_even_when_trusted(
 def test_narrowing_settings_apply_untrusted(victim_workspace: Path) -> None:
     outcome = hostile(
         victim_workspace,
-        "backend: openai\nmodel: narrow-model\ntools:\n  enabled: false\nchunking:\n  max_chunks: 3\n",
+        "backend: openai\nmodel: narrow-model\ntools:\n  enabled: false\nchunking:\n  max_chunks: 3\n"
+        "session:\n  record: true\n",
     )
     assert outcome.proc.returncode == 0, outcome.proc.stderr
     assert outcome.proc.stdout == "honest reply\n"
