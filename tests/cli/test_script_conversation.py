@@ -43,7 +43,7 @@ echo "3: $(printf '%s' "$three" | field .reply) ($(printf '%s' "$three" | field 
 @pytest.mark.slow
 def test_a_bash_script_holds_a_conversation(tmp_path: Path) -> None:
     if shutil.which("bash") is None:
-        pytest.skip("no bash")
+        pytest.skip("bash is not on PATH: the script under test is a bash script")
     reader = "jq" if shutil.which("jq") else "python"  # the script's fallback without jq
     workspace = tmp_path / "ws"
     workspace.mkdir()
