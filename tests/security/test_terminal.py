@@ -163,6 +163,25 @@ def test_a_server_error_body_is_sanitised(victim_workspace: Path) -> None:
     assert_shown(proc.stderr, "bad request ^[]52;c;", "hidden <U+009B>2J")
 
 
+def test_harvey_models_shows_a_servers_names_and_probe_error(
+    victim_workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Model names from ``/v1/models`` and the tool-support probe's error (a server's body,
+    also cached in HARVEY_HOME and shown again from there) are shown, never obeyed: the
+    command's guarded stdout and stderr sanitise them like every other line."""
+    monkeypatch.delenv("HARVEY_TOOL_PROBE")
+    body = f"probe refused {CLIPBOARD}"
+    with FakeOpenAI([HTTPFailure(500, body)]) as srv:
+        srv.props = False  # no chat template: the probe decides
+        srv.models = [f"evil{TITLE}", "plain"]
+        for _run in range(2):  # the second run shows the cached note
+            proc = harvey(victim_workspace, "models", *openai(srv.url), "--model", "plain")
+            assert proc.returncode == 0, proc.stderr
+            assert_nothing_raw(proc.stdout + proc.stderr, "harvey models")
+            assert_shown(proc.stdout, "evil^[]0;pwned title^G")
+            assert_shown(proc.stderr, "probe refused ^[]52;c;")
+
+
 def test_a_log_warning_about_a_model_s_tool_call(victim_workspace: Path) -> None:
     """A tool name is the model's text too; the warning about its arguments names it."""
     call = ToolCall("call_0", f"evil{TITLE}{CLIPBOARD}", [1])  # type: ignore[arg-type]
