@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,11 +67,16 @@ def shared_bytecode_cache() -> None:
     if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    cache = str(root / "harvey-tests" / "pycache")
+    suite = root / "harvey-tests"
+    cache = str(suite / "pycache")
     try:
         os.makedirs(cache, mode=0o700, exist_ok=True)
-        if os.stat(cache).st_uid != os.getuid():  # another user's cache: compile as before
-            return
+        for folder in (suite, Path(cache)):  # bytecode we run: only from folders only we own
+            info = os.lstat(folder)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                return
+            if info.st_mode & 0o077:
+                return
     except OSError:  # no writable home (a locked-down CI user): compile as before
         return
     os.environ.pop("PYTHONDONTWRITEBYTECODE")

@@ -204,6 +204,12 @@ def _more_than(value: Any, own: Any) -> bool:
     return isinstance(own, int) and not (isinstance(value, int) and value <= own)
 
 
+def _lower_than(value: Any, own: Any) -> bool:
+    """The user set a floor and the workspace lowers it."""
+    number = (int, float)
+    return isinstance(own, number) and not (isinstance(value, number) and value >= own)
+
+
 def _mode_back_on(value: Any, own: Any) -> bool:
     """The user's tool mode is ``off`` and the workspace names another."""
     return own == "off" and value != "off"
@@ -219,6 +225,16 @@ USER_LIMITS: Mapping[str, Callable[[Any, Any], bool]] = {
     "tools.models": _mode_back_on,  # a model's own entry, else the user's tools.mode
     "memory.enabled": _turned_off,
     "chunking.max_chunks": _more_than,  # the question before more model calls
+    "session.record": _turned_off,  # the user's own "no recording" stays
+    # what of the user's stores reaches the model: a floor or a minimum only rises
+    "rag.top_k": _more_than,
+    "rag.min_score": _lower_than,
+    "rag.floor_cosine": _lower_than,
+    "rag.floor_bm25": _lower_than,
+    "rag.floor_cosine_alone": _lower_than,
+    "rag.floor_background_cosine": _lower_than,
+    "rag.floor_background_cosine_alone": _lower_than,
+    "rag.floor_unknown_word_cosine": _lower_than,
 }
 
 

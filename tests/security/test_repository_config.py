@@ -333,6 +333,11 @@ LIFTS_THE_USERS_LIMIT = {  # (the user's own harvey.yaml, the cloned one)
     "more_rounds": ("tools:\n  max_rounds: 2\n", "tools:\n  max_rounds: 50\n"),
     "memory_back_on": ("memory:\n  enabled: false\n", "memory:\n  enabled: true\n"),
     "more_chunks": ("chunking:\n  max_chunks: 5\n", "chunking:\n  max_chunks: 500\n"),
+    "recording_on": ("session:\n  record: false\n", "session:\n  record: true\n"),
+    "lower_floor": ("rag:\n  floor_cosine: 0.5\n", "rag:\n  floor_cosine: 0.0\n"),
+    "no_bm25_floor": ("rag:\n  floor_bm25: 0.3\n", "rag:\n  floor_bm25: 0.0\n"),
+    "lower_min_score": ("rag:\n  min_score: 0.4\n", "rag:\n  min_score: 0.1\n"),
+    "more_passages": ("rag:\n  top_k: 3\n", "rag:\n  top_k: 30\n"),
 }
 
 #: The same keys tightening further: they apply untrusted.
@@ -341,7 +346,9 @@ TIGHTENS_FURTHER = {
     "fewer_chunks": ("chunking:\n  max_chunks: 50\n", "chunking:\n  max_chunks: 5\n"),
     "tools_off": ("tools:\n  mode: text\n", "tools:\n  mode: 'off'\n"),
     "memory_off": ("memory:\n  enabled: true\n", "memory:\n  enabled: false\n"),
+    "higher_floor": ("rag:\n  floor_cosine: 0.3\n", "rag:\n  floor_cosine: 0.4\n"),
 }
+
 
 
 def _screened(own: str, config: str) -> list[str]:

@@ -94,7 +94,9 @@ class SlotPins:
             digest = hashlib.sha256(session.encode("utf-8", "replace")).digest()
             preferred = int.from_bytes(digest[:8], "big") % slots
             taken = {s for other, s in self._pins.items() if other != session}
-            free = [(preferred + i) % slots for i in range(slots)]
+            # lazily: a server may claim any number of slots; the search ends at the
+            # first free one, within as many steps as this process has sessions
+            free = ((preferred + i) % slots for i in range(slots))
             chosen = next((s for s in free if s not in taken), preferred)
             self._pins[session] = chosen
             return chosen

@@ -184,12 +184,17 @@ def named_paths(text: str) -> list[str]:
     return list(dict.fromkeys(p.rstrip(".") for p in found))
 
 
+MAX_TURN_PATHS = 50  # the paths a constrained call may choose from, the prompt's first
+
+
 def turn_paths(messages: Sequence[Message]) -> list[str]:
     """The files this turn has named: the newest user message's, then those named by the
     tool results after it (a search hit's ``src/dates.py:1:``, a listing's names)."""
     last = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     texts = [m.content for m in messages[max(last, 0) :] if m.role in ("user", "tool")]
-    return list(dict.fromkeys(p for text in texts for p in named_paths(text)))
+    named = dict.fromkeys(p for text in texts for p in named_paths(text))
+    # a file's text can name any number of paths: the grammar's list stays small
+    return list(named)[:MAX_TURN_PATHS]
 
 
 @dataclass(frozen=True)
