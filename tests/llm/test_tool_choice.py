@@ -181,3 +181,17 @@ def test_any_cut_of_an_answer_gives_a_prefix_of_its_text(text: str, cut: int) ->
     opening = len('{"tool": "answer", "text": "')
     got = unfinished_answer(whole[: opening + cut])
     assert got is not None and text.startswith(got)
+
+
+def test_a_models_own_auto_entry_is_found_out_not_taken_as_a_mode() -> None:
+    """``tools.models: {m: auto}`` over ``tools.mode: off`` means "find out" for m."""
+    from harvey.llm.base import ModelCapabilities
+    from harvey.llm.tool_choice import resolve_tool_mode
+
+    client = ScriptedClient([], model="m")
+    tools = ToolsSettings(mode="off", models={"m": "auto"})
+    caps = ModelCapabilities(8192, True, "server", tools_source="template")
+    found = resolve_tool_mode(tools, client, lambda: caps, env={})
+    assert (found.mode, found.source) == ("native", "template")
+    other = ScriptedClient([], model="n")
+    assert resolve_tool_mode(tools, other, lambda: caps, env={}).mode == "off"

@@ -316,9 +316,10 @@ def resolve_tool_mode(
     (``harvey.llm.tool_support``), unless ``HARVEY_TOOL_PROBE=0``: then assumed."""
     if not tools.enabled:
         return ToolSupport("off", "tools.enabled (config)")
-    if client.model in tools.models:
-        return ToolSupport(tools.models[client.model], "tools.models (config)")
-    if tools.mode != "auto":
+    own = tools.models.get(client.model)  # a model's own entry, "auto" included, wins
+    if own is not None and own != "auto":
+        return ToolSupport(own, "tools.models (config)")
+    if own is None and tools.mode != "auto":
         return ToolSupport(tools.mode, "tools.mode (config)")
     caps = capabilities()
     env = os.environ if env is None else env
