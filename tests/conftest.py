@@ -70,13 +70,13 @@ def shared_bytecode_cache() -> None:
     suite = root / "harvey-tests"
     cache = str(suite / "pycache")
     try:
-        os.makedirs(cache, mode=0o700, exist_ok=True)
         for folder in (suite, Path(cache)):  # bytecode we run: only from folders only we own
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             info = os.lstat(folder)
             if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
                 return
-            if info.st_mode & 0o077:
-                return
+            if info.st_mode & 0o077:  # ours, made before this check: private from now on
+                os.chmod(folder, 0o700)  # a folder, not a link (lstat above)
     except OSError:  # no writable home (a locked-down CI user): compile as before
         return
     os.environ.pop("PYTHONDONTWRITEBYTECODE")
