@@ -68,6 +68,8 @@ def test_the_background_rule() -> None:
     # plain evidence is judged on the plain levels, whatever the background's
     assert admits(Evidence(0.27, 0.2), floor) and not admits(Evidence(0.28, 0.1), floor)
     assert not Floor().uses_background and BACKGROUND.uses_background
+    # the other two levels alone do not switch the plain cosine floor off
+    assert not Floor(unknown_word_cosine=0.5, background_cosine_alone=0.3).uses_background
 
 
 class _Vectors:

@@ -87,10 +87,10 @@ class Floor:
 
     @property
     def uses_background(self) -> bool:
-        """The three background levels all 0: every store is floored on the plain cosine."""
-        return max(self.background_cosine, self.background_cosine_alone) > 0 or (
-            self.unknown_word_cosine > 0
-        )
+        """The background floor rests on ``background_cosine``: while it is 0 every store is
+        floored on the plain cosine, whatever the other two background levels say (alone,
+        they would judge a chunk against a floor of 0 and let almost anything through)."""
+        return self.background_cosine > 0
 
 
 # The background levels the benchmark's in-sample grid chose (``rag.floor_background_*``).
