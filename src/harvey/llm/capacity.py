@@ -65,7 +65,7 @@ def discover(client: object) -> Capacity:
 def _probe(backend: str, endpoint: str) -> Capacity:
     if backend == "ollama":
         return Capacity(1, False, "Ollama (no parallel-request report)")
-    from harvey.llm.openai import server_root
+    from harvey.llm.http import server_root
 
     root = server_root(endpoint)
     try:

@@ -162,6 +162,12 @@ def timeout_error(endpoint: Endpoint, timeout: float) -> BackendUnavailable:
     return err
 
 
+def server_root(base_url: str) -> str:
+    """``http://h:8080/v1`` → ``http://h:8080`` (where llama.cpp serves /props and /slots)."""
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
 class ProgressWatch:
     """A stream's read timeout as "no progress", not "no bytes".
 

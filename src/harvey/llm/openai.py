@@ -46,7 +46,7 @@ from harvey.llm.base import (
     new_call_id,
     parse_arguments,
 )
-from harvey.llm.http import Endpoint, malformed
+from harvey.llm.http import Endpoint, malformed, server_root
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact
@@ -80,12 +80,6 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 item["name"] = msg.name
         wire.append(item)
     return wire
-
-
-def server_root(base_url: str) -> str:
-    """``http://h:8080/v1`` → ``http://h:8080`` (where llama.cpp serves /props)."""
-    base = base_url.rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
 
 
 @dataclass
@@ -237,7 +231,7 @@ class OpenAIClient(HttpClient):
         if llama_cpp:
             payload["cache_prompt"] = True
             if slots is not None and slots >= 2:  # one slot: no choice to make
-                payload.update(self._pins.fields(slots))
+                payload.update(self._pins.slot_field(slots))
         return payload
 
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:

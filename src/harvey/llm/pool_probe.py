@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from harvey.llm.openai import server_root
+from harvey.llm.http import server_root
 from harvey.llm.prompt_cache import remember_slots
 
 PROBE_TIMEOUT = 2.0

@@ -40,6 +40,7 @@ from typing import Any
 
 from harvey.errors import BackendHTTPError
 from harvey.llm.base import current_session
+from harvey.llm.http import server_root
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +49,17 @@ _SLOTS: dict[str, int] = {}
 _LOCK = threading.Lock()
 
 
-def _root(url: str) -> str:
-    base = url.rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
-
-
 def remember_slots(url: str, slots: int | None) -> None:
     """Record what ``/slots`` at ``url``'s server listed (capacity discovery, pool probes)."""
     if isinstance(slots, int) and slots > 0:
         with _LOCK:
-            _SLOTS[_root(url)] = slots
+            _SLOTS[server_root(url)] = slots
 
 
 def known_slots(url: str) -> int | None:
     """The slots ``/slots`` listed for ``url``'s server, if something asked it."""
     with _LOCK:
-        return _SLOTS.get(_root(url))
+        return _SLOTS.get(server_root(url))
 
 
 def forget_slots() -> None:
@@ -101,14 +97,13 @@ class SlotPins:
             self._pins[session] = chosen
             return chosen
 
-    def fields(self, slots: int | None) -> dict[str, Any]:
-        """What a llama.cpp chat request carries: ``cache_prompt``, and ``id_slot`` inside
-        a session on a server of two slots or more (``slots``: how many it reported)."""
-        extra: dict[str, Any] = {"cache_prompt": True}
+    def slot_field(self, slots: int) -> dict[str, Any]:
+        """``{"id_slot": N}`` for a request inside a session on a server of ``slots``
+        slots (``cache_prompt`` goes on every llama.cpp request, set by the client)."""
         session = current_session()
-        if session is not None and slots is not None and slots >= 2 and not self.refused:
-            extra["id_slot"] = self.slot(session, slots)
-        return extra
+        if session is None or self.refused:
+            return {}
+        return {"id_slot": self.slot(session, slots)}
 
 
 def without_slot(payload: dict[str, Any]) -> dict[str, Any]:
