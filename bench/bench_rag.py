@@ -33,7 +33,14 @@ from pathlib import Path
 
 from bench.corpora import CORPORA_DIR, code_corpus, prose_corpus, total_bytes
 from bench.rag_chunk_paths import run as chunk_paths
-from bench.rag_floor_stores import NO_WORD, other_stores, pydoc_store
+from bench.rag_floor_stores import (
+    FLOOR_NOTES,
+    NO_WORD,
+    PLAIN,
+    other_stores,
+    pydoc_store,
+    slice_store,
+)
 from bench.rag_questions import (
     HELDOUT_QUESTIONS,
     HELDOUT_UNANSWERABLE,
@@ -41,7 +48,7 @@ from bench.rag_questions import (
     UNANSWERABLE,
 )
 from harvey.knowledge.embedders import LocalEmbedder
-from harvey.knowledge.floor import BACKGROUND, Floor
+from harvey.knowledge.floor import BACKGROUND, MIN_VOCABULARY_CHUNKS, Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk, create_store
@@ -51,7 +58,11 @@ BIG = 100_000
 _WORD = re.compile(r"\w+")
 FTS = "Harvey FTS-only (FTS5 BM25)"
 HYBRID = "Harvey hybrid (BM25 + wordllama, score fusion per file)"
-FLOORED = "Harvey hybrid + relevance floor (default: plain cosine 0.26 / 0.20 / 0.38)"
+FLOORED = (
+    "Harvey hybrid + relevance floor (default: cosine 0.26 / 0.20 / 0.38, "
+    "a quarter of the words unknown 0.50)"
+)
+PLAIN_ROW = "Harvey hybrid + relevance floor without the unknown-word check"
 BG_ROW = "Harvey hybrid + background floor (opt-in 0.29 / 0.20 / 0.32, unknown word 0.50)"
 OKAPI = "rank_bm25 BM25Okapi"
 
@@ -242,6 +253,7 @@ def run() -> str:
         fts = Searcher(fts_store, None)
         hyb = Searcher(hyb_store, embedder)
         floored = Searcher(hyb_store, embedder, Floor())
+        plain = Searcher(hyb_store, embedder, PLAIN)
         background = Searcher(hyb_store, embedder, BACKGROUND)
         no_word = Searcher(hyb_store, embedder, NO_WORD)
         fts_floored = Searcher(fts_store, None, Floor())
@@ -272,6 +284,7 @@ def run() -> str:
                     h.chunk.path for h in hyb.search(q, 50, mode="vector")
                 ],
                 FLOORED: lambda q: [h.chunk.path for h in floored.search(q, 50)],
+                PLAIN_ROW: lambda q: [h.chunk.path for h in plain.search(q, 50)],
                 BG_ROW: lambda q: [h.chunk.path for h in background.search(q, 50)],
                 "Harvey hybrid + background floor without the unknown-word gate": lambda q: [
                     h.chunk.path for h in no_word.search(q, 50)
@@ -297,7 +310,8 @@ def run() -> str:
         pydoc = pydoc_store(tmp, embedder)
         code_hybrid = state["code"]["hybrid"]
         assert isinstance(code_hybrid, KnowledgeStore)
-        second = other_stores({"pydoc": pydoc, "code": code_hybrid}, embedder)
+        part = slice_store(tmp, embedder)
+        second = other_stores({"pydoc": pydoc, "docs slice": part, "code": code_hybrid}, embedder)
         pydoc.close()
         big = _big_store(tmp, chunks, embedder)
         big_rows = _chunk_texts(big)
@@ -371,7 +385,10 @@ def run() -> str:
             "the cosine against the store's background (its mean chunk direction taken out of "
             "query and chunk) with its own levels (`rag.floor_background_cosine`, "
             "`_alone`), and a prompt with a word no chunk holds needs a cosine ≥ "
-            "`rag.floor_unknown_word_cosine`. Rows without a floor send something whenever a "
+            "`rag.floor_unknown_word_cosine`. The default floor also asks a cosine ≥ "
+            "`rag.floor_unknown_word_cosine` of a prompt at least `rag.floor_unknown_share` "
+            "of whose words no chunk holds, in a store of at least "
+            f"{MIN_VOCABULARY_CHUNKS:,} chunks. Rows without a floor send something whenever a "
             "word or a vector matches.",
             "",
             "| ranker | hit@5 | MRR@10 | unanswerable, nothing sent | held-out hit@5 | "
@@ -386,6 +403,8 @@ def run() -> str:
             *_floor_verdicts(quality),
             "",
             *second,
+            "",
+            *FLOOR_NOTES,
             "",
             *chunk_paths(),
         ]

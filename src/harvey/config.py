@@ -248,11 +248,13 @@ class RagSettings(_Strict):
     floor_bm25: float = Field(0.2, ge=0, le=1)
     floor_cosine_alone: float = Field(0.38, ge=0, le=1)
     # in a store with a background (harvey.knowledge.floor): its levels for the cosine
-    # read against it, and for a query holding a word no chunk of the store holds
-    # (0: off, the default; see harvey.knowledge.floor for why)
+    # read against it (0: off, the default; see harvey.knowledge.floor for why)
     floor_background_cosine: float = Field(0.0, ge=0, le=1)
     floor_background_cosine_alone: float = Field(0.0, ge=0, le=1)
-    floor_unknown_word_cosine: float = Field(0.0, ge=0, le=1)
+    # a prompt at least floor_unknown_share of whose words no chunk of a large store
+    # holds needs passages of this cosine (either at 0: off)
+    floor_unknown_word_cosine: float = Field(0.5, ge=0, le=1)
+    floor_unknown_share: float = Field(0.25, ge=0, le=1)
     budget_pct: float = Field(15, gt=0, le=90)
     chunk_size_bytes: int = Field(1500, ge=200, le=8000)
 

@@ -104,6 +104,7 @@ NARROWING: Mapping[str, Rule] = {
     "rag.floor_background_cosine": _always,
     "rag.floor_background_cosine_alone": _always,
     "rag.floor_unknown_word_cosine": _always,
+    "rag.floor_unknown_share": _always,
     "rag.budget_pct": _always,
     "rag.chunk_size_bytes": _always,
     "memory.enabled": _always,
@@ -210,6 +211,15 @@ def _lower_than(value: Any, own: Any) -> bool:
     return isinstance(own, number) and not (isinstance(value, number) and value >= own)
 
 
+def _share_raised(value: Any, own: Any) -> bool:
+    """The user set a share at or over which a check applies, and the workspace raises it
+    or turns it off (0): either lets more through."""
+    number = (int, float)
+    if not isinstance(own, number) or own <= 0:
+        return False
+    return not (isinstance(value, number) and 0 < value <= own)
+
+
 def _mode_back_on(value: Any, own: Any) -> bool:
     """The user's tool mode is ``off`` and the workspace names another."""
     return own == "off" and value != "off"
@@ -235,6 +245,7 @@ USER_LIMITS: Mapping[str, Callable[[Any, Any], bool]] = {
     "rag.floor_background_cosine": _lower_than,
     "rag.floor_background_cosine_alone": _lower_than,
     "rag.floor_unknown_word_cosine": _lower_than,
+    "rag.floor_unknown_share": _share_raised,
 }
 
 

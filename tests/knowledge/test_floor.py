@@ -22,6 +22,7 @@ from harvey.knowledge.floor import (
     floored,
     idf,
     pooled,
+    unknown_share,
 )
 from harvey.llm.scripted import Reply
 from tests.fakes.openai import FakeOpenAI
@@ -32,7 +33,7 @@ NOTHING_RELEVANT = ["zzqx qqxz", "hello", "what is the capital of Mongolia"]
 ANSWERABLE = "How often should I bleed the radiators?"
 
 levels = st.floats(0.0, 1.0, allow_nan=False)
-floors = st.builds(Floor, levels, levels, levels, levels, levels, levels)
+floors = st.builds(Floor, levels, levels, levels, levels, levels, levels, levels)
 
 
 def test_idf_and_share_follow_fts5s_scale() -> None:
@@ -56,6 +57,23 @@ def test_the_rule() -> None:
     assert admits(Evidence(-1.0, 0.0), Floor(0, 0, 0))  # all 0: the floor is off
 
 
+def test_a_prompt_of_words_a_large_store_does_not_know_needs_a_strong_match() -> None:
+    floor = Floor()  # the defaults: a quarter of the words unknown needs a cosine of 0.5
+    assert admits(Evidence(0.45, 0.9, unknown_share=0.2), floor)
+    assert admits(Evidence(0.45, 0.9, unknown_share=0.2, vocabulary=True), floor)
+    assert not admits(Evidence(0.45, 0.9, unknown_share=0.25, vocabulary=True), floor)
+    # a store too small to know its own subject's words: absent words say nothing
+    assert admits(Evidence(0.45, 0.9, unknown_share=1.0, vocabulary=False), floor)
+    strong = Evidence(0.5, 0.0, unknown_share=1.0, vocabulary=True)
+    assert admits(strong, floor)  # a strong match still passes
+    assert admits(Evidence(None, 0.5, unknown_share=1.0, vocabulary=True), floor)  # BM25 alone
+    # either level at 0 turns the check off
+    weak = Evidence(0.3, 0.9, unknown_share=1.0, vocabulary=True)
+    assert admits(weak, Floor(unknown_word_cosine=0)) and admits(weak, Floor(unknown_share=0))
+    assert not admits(weak, Floor())
+    assert unknown_share([0, 5, 9, 0]) == 0.5 and unknown_share([]) == 0.0
+
+
 candidates = st.lists(
     st.tuples(
         st.integers(0, 40),
@@ -68,18 +86,21 @@ candidates = st.lists(
 )
 
 
-@given(candidates, floors, st.booleans(), st.booleans(), st.booleans())
+@given(candidates, floors, st.booleans(), st.booleans(), levels, st.booleans())
 def test_the_floor_admits_nothing_under_it_and_keeps_the_order(
     cands: list[tuple[int, float, float, str]],
     floor: Floor,
     embedded: bool,
     background: bool,
-    unknown: bool,
+    unknown: float,
+    vocabulary: bool,
 ) -> None:
     cosines = {c: cos for c, cos, _b, _f in cands} if embedded else None
     shares = {c: b for c, _cos, b, _f in cands}
     files = {c: f for c, _cos, _b, f in cands}
-    evidence = pooled(cosines, shares, files, background=background, unknown_word=unknown)
+    evidence = pooled(
+        cosines, shares, files, background=background, unknown_share=unknown, vocabulary=vocabulary
+    )
     # a chunk keeps its own cosine and carries its file's best BM25 share
     for c, cos, _b, f in cands:
         ev = evidence[c]
@@ -89,10 +110,13 @@ def test_the_floor_admits_nothing_under_it_and_keeps_the_order(
     kept = floored(ranked, evidence, floor)
     for c, _s in kept:  # nothing under the floor
         ev = evidence[c]
+        # words the store does not know: the background floor any, the plain one enough
+        gated = (unknown > 0) if background else (vocabulary and unknown >= floor.unknown_share)
+        if not floor.off and ev.cosine is not None and floor.unknown_share > 0 and gated:
+            assert ev.cosine >= floor.unknown_word_cosine
         if not floor.off and ev.cosine is not None and background:
             assert ev.background and ev.cosine >= floor.background_cosine
             assert ev.bm25 >= floor.bm25 or ev.cosine >= floor.background_cosine_alone
-            assert not unknown or ev.cosine >= floor.unknown_word_cosine
         elif not floor.off and ev.cosine is not None:
             assert ev.cosine >= floor.cosine
             assert ev.bm25 >= floor.bm25 or ev.cosine >= floor.cosine_alone

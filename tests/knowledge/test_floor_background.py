@@ -62,9 +62,9 @@ def test_the_background_rule() -> None:
     assert not admits(Evidence(0.28, 0.9, background=True), floor)  # under 0.29
     assert admits(Evidence(0.33, 0.0, background=True), floor)  # the cosine alone
     assert not admits(Evidence(0.31, 0.1, background=True), floor)
-    # a query word no chunk holds: only a strong vector match passes
-    assert not admits(Evidence(0.45, 0.9, background=True, unknown_word=True), floor)
-    assert admits(Evidence(0.5, 0.0, background=True, unknown_word=True), floor)
+    # a query of words a large store does not know: only a strong vector match passes
+    assert not admits(Evidence(0.45, 0.9, background=True, unknown_share=0.5), floor)
+    assert admits(Evidence(0.5, 0.0, background=True, unknown_share=0.5), floor)
     # plain evidence is judged on the plain levels, whatever the background's
     assert admits(Evidence(0.27, 0.2), floor) and not admits(Evidence(0.28, 0.1), floor)
     assert not Floor().uses_background and BACKGROUND.uses_background

@@ -338,6 +338,15 @@ LIFTS_THE_USERS_LIMIT = {  # (the user's own harvey.yaml, the cloned one)
     "no_bm25_floor": ("rag:\n  floor_bm25: 0.3\n", "rag:\n  floor_bm25: 0.0\n"),
     "lower_min_score": ("rag:\n  min_score: 0.4\n", "rag:\n  min_score: 0.1\n"),
     "more_passages": ("rag:\n  top_k: 3\n", "rag:\n  top_k: 30\n"),
+    "unknown_words_off": (
+        "rag:\n  floor_unknown_word_cosine: 0.6\n",
+        "rag:\n  floor_unknown_word_cosine: 0\n",
+    ),
+    "unknown_share_raised": (
+        "rag:\n  floor_unknown_share: 0.2\n",
+        "rag:\n  floor_unknown_share: 0.9\n",
+    ),
+    "unknown_share_off": ("rag:\n  floor_unknown_share: 0.2\n", "rag:\n  floor_unknown_share: 0\n"),
 }
 
 #: The same keys tightening further: they apply untrusted.
@@ -347,8 +356,11 @@ TIGHTENS_FURTHER = {
     "tools_off": ("tools:\n  mode: text\n", "tools:\n  mode: 'off'\n"),
     "memory_off": ("memory:\n  enabled: true\n", "memory:\n  enabled: false\n"),
     "higher_floor": ("rag:\n  floor_cosine: 0.3\n", "rag:\n  floor_cosine: 0.4\n"),
+    "lower_unknown_share": (
+        "rag:\n  floor_unknown_share: 0.3\n",
+        "rag:\n  floor_unknown_share: 0.1\n",
+    ),
 }
-
 
 
 def _screened(own: str, config: str) -> list[str]:

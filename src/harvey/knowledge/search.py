@@ -41,12 +41,14 @@ from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.floor import (
     CALIBRATED_EMBEDDER,
     MIN_BACKGROUND_CHUNKS,
+    MIN_VOCABULARY_CHUNKS,
     Floor,
     bm25_ceiling,
     bm25_share,
     floored,
     pooled,
     relative,
+    unknown_share,
 )
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
 
@@ -284,7 +286,8 @@ class Searcher:
                 shares,
                 files,
                 background=background is not None,
-                unknown_word=0 in counts,
+                unknown_share=unknown_share(counts),
+                vocabulary=self._chunk_count() >= MIN_VOCABULARY_CHUNKS,
             )
             kept = floored(ranked, evidence, self.floor)
         return self._hits(kept[:k], len(ranked) - len(kept))

@@ -80,5 +80,6 @@ def open_knowledge(
         rag.floor_background_cosine,
         rag.floor_background_cosine_alone,
         rag.floor_unknown_word_cosine,
+        rag.floor_unknown_share,
     )
     return Knowledge(store, model, Searcher(store, model, floor), rag.chunk_size_bytes)

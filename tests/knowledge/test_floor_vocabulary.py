@@ -1,0 +1,75 @@
+"""The floor's unknown-word check (``rag.floor_unknown_share``, ``_unknown_word_cosine``):
+in a store large enough to know its subject's words, a prompt a quarter of whose words no
+chunk holds is sent only close matches; a smaller store is never judged on its words."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pydoc
+from pathlib import Path
+
+import pytest
+
+from harvey.knowledge.floor import MIN_VOCABULARY_CHUNKS
+from tests.harvey_process import invoke_harvey
+
+# about 1.35 MB of the stdlib's own pydoc text: 8,000+ chunks of 200 bytes
+MODULES = (
+    "json", "csv", "random", "shutil", "tempfile", "zipfile", "argparse", "datetime",
+    "logging", "pathlib", "sqlite3", "hashlib", "collections", "itertools", "functools",
+    "subprocess", "threading", "socket", "email", "http.client", "urllib.request",
+    "unittest", "typing", "re", "os", "io", "asyncio", "decimal", "fractions", "statistics",
+)  # fmt: skip
+OFF_SUBJECT = ["how do I reset my iPhone to factory settings", "how to file my income tax return"]
+REAL = "turn a dictionary into a JSON string and back"
+
+
+def _store(ws: Path, modules: tuple[str, ...]) -> Path:
+    (ws / "docs").mkdir(parents=True)
+    for name in modules:
+        text = pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext)
+        (ws / "docs" / f"{name}.txt").write_text(text)
+    (ws / "harvey.yaml").write_text("rag:\n  chunk_size_bytes: 200\n")
+    assert invoke_harvey("rag", "new", "d", "--embedder", "local", cwd=ws).returncode == 0
+    assert invoke_harvey("rag", "ingest", "d", "docs", cwd=ws).returncode == 0
+    return ws
+
+
+def _paths(ws: Path, query: str, *config: str) -> list[str]:
+    (ws / "harvey.yaml").write_text("rag:\n  chunk_size_bytes: 200\n" + "".join(config))
+    proc = invoke_harvey("rag", "query", "d", query, "--json", cwd=ws)
+    assert proc.returncode == 0, proc.stderr
+    return [row["path"] for row in json.loads(proc.stdout)]
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _store(tmp_path_factory.mktemp("large"), MODULES)
+
+
+@pytest.mark.slow  # wordllama over 8,000 chunks (about 2 s)
+def test_a_large_store_sends_nothing_for_a_prompt_of_words_it_does_not_know(large: Path) -> None:
+    from harvey.knowledge.store import open_store
+
+    with open_store(large, "d") as store:
+        assert store.counts()[1] >= MIN_VOCABULARY_CHUNKS
+    for query in OFF_SUBJECT:
+        assert _paths(large, query) == [], query
+        # the check is what keeps them out: without it the cosine floor lets passages by
+        assert _paths(large, query, "  floor_unknown_share: 0\n"), query
+        assert _paths(large, query, "  floor_unknown_word_cosine: 0\n"), query
+    # a question in the store's own words is answered as before
+    assert "docs/json.txt" in _paths(large, REAL)[:2]
+
+
+@pytest.mark.slow
+def test_a_small_store_is_not_judged_on_its_words(tmp_path: Path) -> None:
+    """A store of a few modules lacks everyday words: the check is not made there, so the
+    check at any share changes nothing."""
+    ws = _store(tmp_path / "small", ("json", "csv"))
+    # four of its five words are in no chunk, yet the csv module answers it
+    unknown_words = "export my recipes and grocery invoices as csv"
+    assert "docs/csv.txt" in _paths(ws, unknown_words)
+    for query in [*OFF_SUBJECT, REAL, unknown_words]:
+        assert _paths(ws, query) == _paths(ws, query, "  floor_unknown_share: 0.01\n"), query
