@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harvey.knowledge.retrieval import merge, render
 from harvey.knowledge.search import Hit, bm25_score, fts_query, fuse, prune_terms
@@ -117,3 +119,18 @@ def test_when_every_word_is_common_the_two_rarest_together_rank_first(
     assert {h.chunk.path for h in searcher.search("pump valve", k=3)} == both
     wider = {h.chunk.path for h in searcher.search("pump valve", k=5)}  # only 3 hold both
     assert len(wider) == 5 and not wider <= both  # the rarest word alone decided
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.text("abcde", min_size=1, max_size=7), min_size=1, max_size=5),
+    st.lists(st.text("abcde", min_size=1, max_size=7), max_size=30),
+)
+def test_coverage_matches_comparing_every_word(query: list[str], words: list[str]) -> None:
+    """Comparing a query word only with the words that begin as it does finds what
+    comparing it with every word finds."""
+    from harvey.knowledge.search import _same_word, coverage
+
+    text = " ".join(words)
+    found = sum(1 for q in query if any(_same_word(q, w) for w in set(words)))
+    assert coverage(query, text) == found / len(query)

@@ -129,11 +129,23 @@ def _same_word(query_word: str, word: str) -> bool:
 
 
 def coverage(query_words: list[str], text: str) -> float:
-    """The share of ``query_words`` found in ``text`` (0–1)."""
+    """The share of ``query_words`` found in ``text`` (0–1).
+
+    Two words of the same stem share their first four letters (``_same_word``), so each
+    query word is compared only with the text's words that begin as it does: comparing
+    it with every word of every candidate was half of an FTS-only search's time."""
     if not query_words:
         return 0.0
     words = set(_WORD.findall(text.lower()))
-    found = sum(1 for q in query_words if any(_same_word(q, w) for w in words))
+    by_head: dict[str, list[str]] = {}
+    for word in words:
+        if len(word) >= 4:
+            by_head.setdefault(word[:4], []).append(word)
+    found = sum(
+        1
+        for q in query_words
+        if q in words or any(_same_word(q, w) for w in by_head.get(q[:4], ()))
+    )
     return found / len(query_words)
 
 
