@@ -91,6 +91,21 @@ class SecretFiles:
         self._name_re = _compile(self._names)
         self._path_re = _compile([*self._paths, *("*/" + p for p in self._paths)])
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The patterns matched against a file's name (case-folded)."""
+        return self._names
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The patterns matched against a workspace-relative path, at any depth."""
+        return self._paths
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """Folders whose every file is secret."""
+        return self._folders
+
     def matches(self, relative: str | PurePath) -> bool:
         """True when the workspace-relative path ``relative`` is a secret file (or lies in
         a secret folder). Works on names alone: nothing is read or stat-ed."""

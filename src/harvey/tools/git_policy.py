@@ -30,6 +30,10 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from harvey import secret_files
+from harvey.secret_files import SecretFiles
+from harvey.tools import git_secrets
+
 
 def _words(text: str) -> tuple[str, ...]:
     return tuple(text.split())
@@ -38,7 +42,7 @@ def _words(text: str) -> tuple[str, ...]:
 READ_ONLY = frozenset(
     _words(
         "status log diff show blame annotate shortlog describe rev-parse ls-files ls-tree "
-        "cat-file rev-list grep show-ref count-objects name-rev merge-base whatchanged "
+        "rev-list grep show-ref count-objects name-rev merge-base whatchanged "
         "diff-tree diff-files diff-index for-each-ref check-ignore check-attr version"
     )
 )
@@ -51,8 +55,9 @@ LISTING = {
 }
 GLOBAL_OK = frozenset(
     _words(
-        "--no-pager -P --no-replace-objects --literal-pathspecs --glob-pathspecs "
-        "--noglob-pathspecs --icase-pathspecs --no-optional-locks"
+        # not --literal-pathspecs or --noglob-pathspecs: they would turn off the
+        # exclusions that keep secret files out of what git prints (git_secrets)
+        "--no-pager -P --no-replace-objects --glob-pathspecs --icase-pathspecs --no-optional-locks"
     )
 )
 # Options (or an abbreviation of them) that run a program, open a pager, or point git
@@ -122,12 +127,16 @@ def git_env(workspace: Path) -> dict[str, str]:
     }
 
 
-def neutralised(argv: Sequence[str]) -> list[str]:
-    """``git ARGS`` with the program settings overridden, for a run nobody approved."""
+def neutralised(argv: Sequence[str], secrets: SecretFiles | None = None) -> list[str]:
+    """``git ARGS`` with the program settings overridden and the secret files left out of
+    what it prints (``git_secrets``), for a run nobody approved."""
+    argv = git_secrets.with_secrets_excluded(argv, secrets or secret_files.active())
     return [argv[0], *NEUTRAL, *argv[1:]]
 
 
-def check_git(args: Sequence[str], workspace: Path) -> str | None:
+def check_git(
+    args: Sequence[str], workspace: Path, secrets: SecretFiles | None = None
+) -> str | None:
     """Why ``git ARGS`` may not run unasked, or None."""
     i = 0
     while i < len(args) and args[i].startswith("-"):
@@ -149,7 +158,27 @@ def check_git(args: Sequence[str], workspace: Path) -> str | None:
         problem = _risky_option(arg)
         if problem:
             return problem
-    return repository_config_problem(workspace)
+    problem = repository_config_problem(workspace)
+    if problem:
+        return problem
+    return _history_problem(command, rest, workspace, secrets or secret_files.active())
+
+
+def _history_problem(
+    command: str, rest: list[str], workspace: Path, secrets: SecretFiles
+) -> str | None:
+    """``git_secrets.history_problem``, first without asking git what the arguments
+    name, then (for a command that prints objects) with it."""
+    problem = git_secrets.history_problem(command, rest, secrets)
+    if problem or command not in git_secrets.SHOW_OBJECTS:
+        return problem
+    git = trusted_git(workspace)
+    if git is None:
+        return "no git outside the workspace to check what the arguments name"
+    env = {**git_env(workspace), "PATH": os.path.dirname(git), "HOME": os.devnull, "LC_ALL": "C"}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    types = git_secrets.object_types(git, str(workspace), rest, env, NEUTRAL)
+    return git_secrets.history_problem(command, rest, secrets, types)
 
 
 def _risky_option(arg: str) -> str | None:

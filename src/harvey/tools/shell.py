@@ -148,13 +148,14 @@ def run_command(
     allowed = allowed_commands if allowed_commands is not None else ctx.allowed_commands
     confinement = sandbox.detect(ctx.sandbox)
     reason = _workspace_program(argv[0], ctx.workspace)
-    reason = reason or needs_confirmation(argv, allowed, ctx.workspace)
+    secrets = SecretFiles(ctx.secret_files)
+    reason = reason or needs_confirmation(argv, allowed, ctx.workspace, secrets)
     if reason is None and not confinement.active:
         reason = f"no OS confinement available ({confinement.reason}), so nothing runs unasked"
     view = None
     if confinement.active:
         try:
-            view = workspace_view(ctx.workspace, SecretFiles(ctx.secret_files))
+            view = workspace_view(ctx.workspace, secrets)
         except WorkspaceTooBig as exc:
             reason = reason or str(exc)
     if reason is not None:
@@ -164,7 +165,7 @@ def run_command(
         if not ctx.confirm(f"Run `{command}`? ({reason})"):
             return ShellResult("", 126, ran=False, problem=f"the user declined to run {command!r}")
     elif argv[0] == "git":
-        argv = git_policy.neutralised(argv)
+        argv = git_policy.neutralised(argv, secrets)
     timeout = timeout if timeout is not None else ctx.shell_timeout
     return _execute(
         argv,

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harvey.errors import ToolError, WorkspaceError
+from harvey.secret_files import SecretFiles
 from harvey.tools.files import safe_path
 from harvey.tools.git_policy import check_git
 from harvey.tools.shell_options import (
@@ -62,8 +63,14 @@ class _Refuse(ToolError):
     """Raised inside the checkers with the reason; needs_confirmation returns it."""
 
 
-def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: Path) -> str | None:
-    """Why this argv may not run unasked, or None when it is on the allow-list and harmless."""
+def needs_confirmation(
+    argv: Sequence[str],
+    allowed: Sequence[str],
+    workspace: Path,
+    secrets: SecretFiles | None = None,
+) -> str | None:
+    """Why this argv may not run unasked, or None when it is on the allow-list and harmless;
+    ``secrets``: the workspace's secret-file rule (the installed one when not given)."""
     if not argv:
         return "the command is empty"
     program = argv[0]
@@ -71,7 +78,7 @@ def needs_confirmation(argv: Sequence[str], allowed: Sequence[str], workspace: P
         return f"{program!r} is not on security.allowed_commands"
     args = list(argv[1:])
     if program == "git":
-        return check_git(args, workspace)
+        return check_git(args, workspace, secrets)
     if program in WRAPPERS:
         return f"{program!r} runs another program, which the allow-list would not check"
     runs = RUNS_PROGRAMS.get(program, ())

@@ -1,0 +1,193 @@
+"""anything → model context, through git's history: a secret file that was ever committed
+(``.env``, a deploy key) is still in git's objects after it is deleted or hidden from the
+sandbox's view. No git command that runs unasked may print it; the attacks are the ways
+git prints a file: patches, diffs, greps, ``REV:PATH``, blame, a blob by its id, the
+index, and the options that would turn the exclusions off."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harvey.secret_files import SecretFiles
+from harvey.tools import git_secrets
+from harvey.tools.registry import ToolContext
+from harvey.tools.shell import run_command
+from tests.security.conftest import Attack
+from tests.security.test_commands_confinement import git, landlock, trust
+
+__all__ = ["landlock"]  # the autouse fixture: these run under Landlock too
+
+ENV_VALUE = "PLAINSECRET-dotenv-7f3a9c"
+KEY_VALUE = "PLAINSECRET-deploykey-b41d"
+VAULT_VALUE = "PLAINSECRET-vault-90aa"
+SECRETS = (ENV_VALUE, KEY_VALUE, VAULT_VALUE)
+
+
+def _blob(repo: Path, rev: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def history(victim_workspace: Path) -> Path:
+    """A repository whose first commit holds ``.env``, a deploy key and a ``*.vault`` file
+    (a secret by the workspace's own ``security.secret_files``); the second deletes
+    ``.env`` and changes the others, the working tree changes them again."""
+    ws = victim_workspace
+    git(ws, "init", "-q")
+    (ws / "a.txt").write_text("one\n")
+    (ws / ".env").write_text(f"VALUE={ENV_VALUE}\n")
+    (ws / "deploy").mkdir()
+    (ws / "deploy" / "id_ed25519").write_text(f"{KEY_VALUE}\n")
+    (ws / "prod.vault").write_text(f"{VAULT_VALUE}\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "first")
+    git(ws, "rm", "-q", ".env")
+    (ws / "a.txt").write_text("two\n")
+    (ws / "deploy" / "id_ed25519").write_text(f"{KEY_VALUE}-2\n")
+    (ws / "prod.vault").write_text(f"{VAULT_VALUE}-2\n")
+    git(ws, "commit", "-qam", "second")
+    (ws / "deploy" / "id_ed25519").write_text(f"{KEY_VALUE}-3\n")
+    (ws / "prod.vault").write_text(f"{VAULT_VALUE}-3\n")
+    git(ws, "add", "deploy")  # the index holds a third version of the key
+    return ws
+
+
+def _ctx(ws: Path) -> ToolContext:
+    return ToolContext(workspace=ws, allowed_commands=("git",), secret_files=("*.vault",))
+
+
+ATTACKS = [
+    "git log -p",
+    "git log -p --all --full-history",
+    "git log -p -- .env",
+    "git log -p -- deploy prod.vault",
+    "git log -p -S PLAINSECRET",
+    "git log -p -G PLAINSECRET --all",
+    "git log --format=%H -p HEAD~1",
+    "git whatchanged -p",
+    "git show HEAD~1",
+    "git show HEAD~1 -- .env",
+    "git show HEAD~1:.env",
+    "git show HEAD~1:./.env",
+    "git show HEAD~1:deploy/../.env",
+    "git show HEAD~1^{tree}:.env",
+    "git show HEAD:prod.vault",
+    "git show :deploy/id_ed25519",
+    "git show :0:deploy/id_ed25519",
+    "git show BLOB_ENV",
+    "git show BLOB_KEY_SHORT",
+    "git diff HEAD~1",
+    "git diff HEAD~1 HEAD",
+    "git diff HEAD~1 HEAD -- .env deploy",
+    "git diff --cached",
+    "git diff --cached HEAD~1",
+    "git diff",
+    "git diff BLOB_ENV BLOB_A",
+    "git diff-tree -p -r HEAD~1 HEAD",
+    "git diff-tree -p -r --root HEAD~1",
+    "git diff-index -p HEAD~1",
+    "git diff-index -p --cached HEAD~1",
+    "git diff-files -p",
+    "git grep PLAINSECRET HEAD~1",
+    "git grep -e PLAINSECRET --cached",
+    "git grep PLAINSECRET",
+    "git grep PLAINSECRET BLOB_ENV",
+    "git blame HEAD~1 -- .env",
+    "git annotate HEAD~1 -- .env",
+    "git blame deploy/id_ed25519",
+    "git log -L1,1:.env HEAD~1",
+    "git log -L 1,1:prod.vault",
+    "git log --follow -p -- .env",
+    "git log --follow -p -- *.vault",
+    "git cat-file -p HEAD~1:.env",
+    "git cat-file --batch-all-objects --batch",
+    "git --literal-pathspecs log -p",
+    "git --noglob-pathspecs log -p",
+    "git log -p --submodule=diff",
+    "git grep --recurse-submodules PLAINSECRET HEAD~1",
+    "git -P log -p --all",
+    "git --no-pager show --stat -p HEAD~1",
+]
+
+
+@pytest.mark.parametrize("command", ATTACKS)
+def test_no_unasked_git_command_prints_a_committed_secret(history: Path, command: str) -> None:
+    objects = {
+        "BLOB_ENV": _blob(history, "HEAD~1:.env"),
+        "BLOB_KEY_SHORT": _blob(history, "HEAD~1:deploy/id_ed25519")[:8],
+        "BLOB_A": _blob(history, "HEAD:a.txt"),
+    }
+    for name, value in objects.items():
+        command = command.replace(name, value)
+    result = run_command(_ctx(history), command)
+    seen = f"{result.output}\n{result.problem}"
+    assert not any(secret in seen for secret in SECRETS), (command, seen)
+
+
+@pytest.mark.parametrize(
+    ("command", "shows"),
+    [
+        ("git log -p", "+two"),
+        ("git show HEAD~1:a.txt", "one"),
+        ("git show HEAD", "+two"),
+        ("git diff HEAD~1 a.txt", "+two"),
+        ("git diff HEAD~1 HEAD", "+two"),
+        ("git log --follow -p -- a.txt", "+two"),
+        ("git log -L1,1:a.txt", "+two"),
+        ("git blame a.txt", "two"),
+        ("git grep -n one HEAD~1", "a.txt:1:one"),
+        ("git ls-tree -r --name-only HEAD~1", ".env"),  # names: list_files shows them too
+        ("git ls-files", "deploy/id_ed25519"),
+    ],
+)
+def test_git_still_reads_everything_else_unasked(history: Path, command: str, shows: str) -> None:
+    result = run_command(_ctx(history), command)
+    assert result.ran and result.exit_code == 0, (command, result)
+    assert shows in result.output, (command, result.output)
+
+
+def test_the_exclusions_follow_the_secret_file_rule() -> None:
+    rule = SecretFiles(["*.vault", "config/prod.yml"])
+    specs = git_secrets.excluded_pathspecs(rule)
+    assert ":(exclude,glob,icase)**/.env*" in specs
+    assert ":(exclude,glob,icase)**/*.vault" in specs
+    assert ":(exclude,glob,icase)**/config/prod.yml" in specs
+    assert ":(exclude,glob,icase)**/.ssh/**" in specs
+    # appended after the model's own arguments; not where git takes one path only
+    argv = ["git", "-P", "log", "-p", "--", "a.txt"]
+    assert git_secrets.with_secrets_excluded(argv, rule) == [*argv, *specs]
+    for unchanged in (
+        ["git", "log", "--follow", "--", "a.txt"],
+        ["git", "log", "-L1,2:a.txt"],
+        ["git", "diff", "--no-index", "a", "b"],
+        ["git", "status"],
+        ["git", "blame", "a.txt"],
+    ):
+        assert git_secrets.with_secrets_excluded(unchanged, rule) == unchanged
+
+
+@pytest.mark.slow  # harvey run in a subprocess
+def test_harvey_run_sends_the_model_no_committed_secret(history: Path, attack: Attack) -> None:
+    (history / "harvey.yaml").write_text(
+        "security:\n  allowed_commands: [git]\n  secret_files: ['*.vault']\n"
+    )
+    result = attack(
+        [
+            ("run_shell", {"command": "git log -p --all"}),
+            ("run_shell", {"command": "git show HEAD~1:.env"}),
+            ("run_shell", {"command": f"git show {_blob(history, 'HEAD~1:.env')}"}),
+            ("run_shell", {"command": "git grep PLAINSECRET HEAD~1"}),
+            ("run_shell", {"command": "git diff --cached HEAD~1"}),
+        ],
+        *trust(),
+    )
+    assert result.proc.returncode == 0, result.proc.stderr
+    sent = "\n".join(str(r) for r in result.requests) + result.proc.stdout + result.proc.stderr
+    assert not any(secret in sent for secret in SECRETS)
+    assert "+two" in result.tool_outputs[0]  # the history itself was read
+    assert "refused" in result.tool_outputs[1] and "secret file" in result.tool_outputs[1]
