@@ -23,7 +23,8 @@ __all__ = ["landlock"]  # the autouse fixture: these run under Landlock too
 ENV_VALUE = "PLAINSECRET-dotenv-7f3a9c"
 KEY_VALUE = "PLAINSECRET-deploykey-b41d"
 VAULT_VALUE = "PLAINSECRET-vault-90aa"
-SECRETS = (ENV_VALUE, KEY_VALUE, VAULT_VALUE)
+SSH_VALUE = "PLAINSECRET-sshconfig-c0de"
+SECRETS = (ENV_VALUE, KEY_VALUE, VAULT_VALUE, SSH_VALUE)
 
 
 def _blob(repo: Path, rev: str) -> str:
@@ -44,12 +45,17 @@ def history(victim_workspace: Path) -> Path:
     (ws / "deploy").mkdir()
     (ws / "deploy" / "id_ed25519").write_text(f"{KEY_VALUE}\n")
     (ws / "prod.vault").write_text(f"{VAULT_VALUE}\n")
+    (ws / "home" / ".ssh").mkdir(parents=True)
+    (ws / "home" / ".ssh" / "config").write_text(f"{SSH_VALUE}\n")
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "first")
+    git(ws, "tag", "light", "HEAD:.env")  # a tag may point at a blob, or at a tag of one
+    git(ws, "tag", "-a", "-m", "m", "annotated", "HEAD:deploy/id_ed25519")
     git(ws, "rm", "-q", ".env")
     (ws / "a.txt").write_text("two\n")
     (ws / "deploy" / "id_ed25519").write_text(f"{KEY_VALUE}-2\n")
     (ws / "prod.vault").write_text(f"{VAULT_VALUE}-2\n")
+    (ws / "home" / ".ssh" / "config").write_text(f"{SSH_VALUE}-2\n")
     git(ws, "commit", "-qam", "second")
     (ws / "deploy" / "id_ed25519").write_text(f"{KEY_VALUE}-3\n")
     (ws / "prod.vault").write_text(f"{VAULT_VALUE}-3\n")
@@ -111,6 +117,20 @@ ATTACKS = [
     "git log -p --submodule=diff",
     "git grep --recurse-submodules PLAINSECRET HEAD~1",
     "git -P log -p --all",
+    # a folder's tree: paths relative to it no longer show that .ssh/config is secret
+    "git diff HEAD~1:home/.ssh HEAD:home/.ssh",
+    "git diff HEAD~1:home HEAD:home",
+    "git grep PLAINSECRET HEAD~1:home/.ssh",
+    "git grep PLAINSECRET HEAD:home",
+    "git diff-tree -p TREE_SSH_OLD TREE_SSH",
+    "git show TREE_SSH",
+    "git grep PLAINSECRET TREE_SSH",
+    "git diff TREE_SSH_OLD^{tree} TREE_SSH^{tree}",
+    # tags that point at a secret's blob
+    "git show light",
+    "git show annotated",
+    "git grep PLAINSECRET light",
+    "git diff light BLOB_A",
     "git --no-pager show --stat -p HEAD~1",
 ]
 
@@ -121,6 +141,8 @@ def test_no_unasked_git_command_prints_a_committed_secret(history: Path, command
         "BLOB_ENV": _blob(history, "HEAD~1:.env"),
         "BLOB_KEY_SHORT": _blob(history, "HEAD~1:deploy/id_ed25519")[:8],
         "BLOB_A": _blob(history, "HEAD:a.txt"),
+        "TREE_SSH_OLD": _blob(history, "HEAD~1:home/.ssh"),
+        "TREE_SSH": _blob(history, "HEAD:home/.ssh"),
     }
     for name, value in objects.items():
         command = command.replace(name, value)
@@ -141,7 +163,10 @@ def test_no_unasked_git_command_prints_a_committed_secret(history: Path, command
         ("git log -L1,1:a.txt", "+two"),
         ("git blame a.txt", "two"),
         ("git grep -n one HEAD~1", "a.txt:1:one"),
-        ("git ls-tree -r --name-only HEAD~1", ".env"),  # names: list_files shows them too
+        ("git ls-tree -r --name-only HEAD~1", ".env"),
+        ("git show HEAD^{tree}", "a.txt"),
+        ("git grep -n one HEAD~1:", "a.txt:1:one"),
+        ("git diff HEAD~1^{tree} HEAD^{tree}", "+two"),  # names: list_files shows them too
         ("git ls-files", "deploy/id_ed25519"),
     ],
 )

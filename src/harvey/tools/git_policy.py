@@ -170,7 +170,7 @@ def _history_problem(
     """``git_secrets.history_problem``, first without asking git what the arguments
     name, then (for a command that prints objects) with it."""
     problem = git_secrets.history_problem(command, rest, secrets)
-    if problem or command not in git_secrets.SHOW_OBJECTS:
+    if problem or command not in git_secrets.PATH_LIMITED:
         return problem
     git = trusted_git(workspace)
     if git is None:

@@ -14,7 +14,9 @@ commands that run unasked:
 - an argument of ``show``, ``diff`` or ``grep`` that names a blob by its id (a file's
   content, whose path git does not know; ``REV:PATH`` is judged by its path) asks, and
   so do ``cat-file``, which prints any object, and an option that reaches into
-  submodules' history.
+  submodules' history;
+- so does an argument that names a folder's tree (``HEAD:.ssh``, a tree by its id):
+  git then prints paths relative to that folder, where ``.ssh/config`` is ``config``.
 
 A secret file committed under a name that is not a secret file's is out of reach of any
 name rule; the file tools have the same limit.
@@ -109,26 +111,46 @@ def history_problem(
         for arg in (*before, *after):
             if _names_secret(arg, secrets) or (command not in ONE_FILE and _GLOB & set(arg)):
                 return f"git {command} of {arg!r} may read a secret file's history"
-    if command in SHOW_OBJECTS:
+    if command in PATH_LIMITED:
+        types = object_type or {}
         for arg in before:
+            kind = types.get(arg)
             # REV:PATH was judged by its path above; a blob by id has none to judge
-            if ":" not in arg and (object_type or {}).get(arg) == "blob":
+            if kind == "blob" and ":" not in arg and command in SHOW_OBJECTS:
                 return f"git {command} of {arg!r} prints a file's content by its id"
+            if kind == "tree" and types.get(_commit_of(arg)) != "commit":
+                return (
+                    f"git {command} of {arg!r} reads a folder's tree, whose paths no longer "
+                    "show which files are secret"
+                )
     return None
+
+
+def _commit_of(arg: str) -> str:
+    """The revision whose whole tree ``arg`` names when it is ``REV^{tree}``, ``REV:`` or
+    ``REV:.``; anything else (a subfolder, a tree by id) gives a text that names nothing."""
+    if arg.endswith("^{tree}"):
+        return arg[: -len("^{tree}")]
+    rev, colon, path = arg.rpartition(":")
+    if colon and posixpath.normpath(path or ".") == ".":
+        return rev
+    return "\0"  # no object has this name
 
 
 def object_types(
     git: str, workspace: str, args: Sequence[str], env: Mapping[str, str], neutral: Sequence[str]
 ) -> dict[str, str]:
-    """The object type of each argument before ``--`` that is not an option (``blob``,
-    ``commit``…), from ``git cat-file -t`` with the program settings overridden; an
-    argument that names no object is left out. Runs no hook, pager or filter."""
+    """The object type of each argument before ``--`` that is not an option, and of the
+    revision of each ``REV^{tree}``/``REV:`` among them, tags peeled (``blob``, ``tree``,
+    ``commit``), from ``git cat-file -t`` with the program settings overridden; a name
+    of no object is left out. Runs no hook, pager or filter."""
     before, _after = _positional(args)
-    types: dict[str, str] = {}
-    for arg in dict.fromkeys(before):
+    names = [*before, *(_commit_of(a) for a in before if _commit_of(a) != "\0")]
+
+    def kind(name: str) -> str | None:
         try:
             done = subprocess.run(
-                [git, *neutral, "cat-file", "-t", arg],
+                [git, *neutral, "cat-file", "-t", name],
                 capture_output=True,
                 cwd=workspace,
                 env=dict(env),
@@ -136,8 +158,14 @@ def object_types(
                 stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.SubprocessError):
-            types[arg] = "blob"  # cannot tell: counted as the one that asks
-            continue
-        if done.returncode == 0:
-            types[arg] = done.stdout.decode("ascii", "replace").strip()
+            return "blob"  # cannot tell: counted as the one that asks
+        return done.stdout.decode("ascii", "replace").strip() if done.returncode == 0 else None
+
+    types: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        found = kind(name)
+        if found == "tag":  # what it points at is what git shows
+            found = kind(f"{name}^{{}}")
+        if found:
+            types[name] = found
     return types
