@@ -33,12 +33,10 @@ def _blob(repo: Path, rev: str) -> str:
     ).stdout.strip()
 
 
-@pytest.fixture
-def history(victim_workspace: Path) -> Path:
-    """A repository whose first commit holds ``.env``, a deploy key and a ``*.vault`` file
-    (a secret by the workspace's own ``security.secret_files``); the second deletes
-    ``.env`` and changes the others, the working tree changes them again."""
-    ws = victim_workspace
+def _make_history(ws: Path) -> Path:
+    """A repository whose first commit holds ``.env``, a deploy key, ``.ssh/config`` and a
+    ``*.vault`` file (a secret by the workspace's own ``security.secret_files``); the
+    second deletes ``.env`` and changes the others, the working tree changes them again."""
     git(ws, "init", "-q")
     (ws / "a.txt").write_text("one\n")
     (ws / ".env").write_text(f"VALUE={ENV_VALUE}\n")
@@ -61,6 +59,14 @@ def history(victim_workspace: Path) -> Path:
     (ws / "prod.vault").write_text(f"{VAULT_VALUE}-3\n")
     git(ws, "add", "deploy")  # the index holds a third version of the key
     return ws
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One repository for the commands that only read it (built once: 80 tests)."""
+    ws = tmp_path_factory.mktemp("history") / "ws"
+    ws.mkdir()
+    return _make_history(ws)
 
 
 def _ctx(ws: Path) -> ToolContext:
@@ -197,7 +203,10 @@ def test_the_exclusions_follow_the_secret_file_rule() -> None:
 
 
 @pytest.mark.slow  # harvey run in a subprocess
-def test_harvey_run_sends_the_model_no_committed_secret(history: Path, attack: Attack) -> None:
+def test_harvey_run_sends_the_model_no_committed_secret(
+    victim_workspace: Path, attack: Attack
+) -> None:
+    history = _make_history(victim_workspace)
     (history / "harvey.yaml").write_text(
         "security:\n  allowed_commands: [git]\n  secret_files: ['*.vault']\n"
     )
