@@ -81,6 +81,18 @@ def test_scanned_pdf_says_it_needs_ocr_with_its_page_count(tmp_path: Path) -> No
         extract(path)
 
 
+def test_a_pdf_whose_first_pages_have_no_text_is_not_taken_for_a_scan(tmp_path: Path) -> None:
+    """A scanned cover and blank pages, then the report: the size estimate samples the
+    opening pages, and an empty sample must not refuse the whole file."""
+    pages: list[list[str]] = [[], [], [], [], *([["Findings: the pump failed twice."]] * 4)]
+    path = _write(tmp_path, "report.pdf", pdf_bytes(pages))
+    assert estimated_text_bytes(path) == len(extract(path).text.encode("utf-8")) > 0
+    assert extract(path).page_at(extract(path).text.index("Findings")) == 5
+    scan = _write(tmp_path, "scan.pdf", pdf_bytes([[]] * 8))  # a real scan still says so
+    with pytest.raises(DocumentError, match=r"no text layer .* \(8 pages\)"):
+        estimated_text_bytes(scan)
+
+
 @pytest.mark.parametrize(
     "data", [b"%PDF-1.4\n1 0 obj garbage", pdf_bytes([["cut"]])[:60], b"%PDF-" + os.urandom(500)]
 )

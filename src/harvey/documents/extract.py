@@ -245,7 +245,14 @@ def estimated_text_bytes(path: Path, name: str | None = None) -> int:
         known = _known(entry, password)
         if known is not None:
             return len(known.text.encode("utf-8"))
-        sample = extract_pdf(data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password)
+        try:
+            sample = extract_pdf(data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password)
+        except DocumentError as exc:
+            if exc.reason != "no-text":
+                raise
+            # opening pages without text (a scanned cover, blank pages) say nothing of the
+            # rest: the whole file decides, and its text is cached for the read to come
+            return len(extract(path, name).text.encode("utf-8"))
         if len(sample.page_starts) >= sample.page_count:  # the sample is the whole file
             _remember(entry, sample, password)
             return len(sample.text.encode("utf-8"))
