@@ -851,3 +851,34 @@ def test_the_launcher_grants_no_workspace_part_reached_through_a_link(
         text=True,
     )
     assert "outside secret" in followed.stdout, followed.stderr
+
+
+def test_the_question_for_an_asked_git_command_names_the_repositorys_hooks(repo: Path) -> None:
+    """An approved ``git commit`` runs the repository's own hooks (as git would, confined):
+    the person deciding is told which, and files git never runs are not listed."""
+    hooks = repo / ".git" / "hooks"
+    for name in ("pre-commit", "commit-msg", "not-a-hook", "pre-push.sample"):
+        (hooks / name).write_text("#!/bin/sh\nexit 0\n")
+        (hooks / name).chmod(0o755)
+    (hooks / "post-commit").write_text("#!/bin/sh\n")  # not executable: git skips it
+    asked: list[str] = []
+
+    def confirm(question: str) -> bool:
+        asked.append(question)
+        return False
+
+    ctx = ToolContext(workspace=repo, allowed_commands=("git",), interactive=True, confirm=confirm)
+    assert not run_command(ctx, "git commit -qam x").ran
+    assert asked and asked[0].endswith(
+        "it may run the repository's own hooks: commit-msg, pre-commit)"
+    ), asked
+    git(repo, "config", "core.hooksPath", "elsewhere")
+    asked.clear()
+    run_command(ctx, "git commit -qam x")
+    assert "commit-msg, pre-commit, those of core.hooksPath)" in asked[0], asked
+    for name in ("pre-commit", "commit-msg"):
+        (hooks / name).unlink()
+    git(repo, "config", "--unset", "core.hooksPath")
+    asked.clear()
+    run_command(ctx, "git commit -qam x")
+    assert "hooks" not in asked[0], asked  # nothing to name: the question as before

@@ -230,6 +230,44 @@ def repository_config_problem(workspace: Path) -> str | None:
     return None
 
 
+#: The hook names git runs (githooks(5)); another file in ``.git/hooks`` is never run.
+HOOK_NAMES = frozenset(
+    _words("""
+    applypatch-msg pre-applypatch post-applypatch pre-commit pre-merge-commit
+    prepare-commit-msg commit-msg post-commit pre-rebase post-checkout post-merge pre-push
+    pre-receive update proc-receive post-receive post-update reference-transaction
+    push-to-checkout pre-auto-gc post-rewrite sendemail-validate fsmonitor-watchman
+    p4-changelist p4-prepare-changelist p4-post-changelist p4-pre-submit post-index-change
+    """)
+)
+
+
+def repository_hooks(workspace: Path) -> list[str]:
+    """The hooks an approved git command may run: the repository's executable
+    ``.git/hooks/*`` of a name git runs (never its ``*.sample`` files), and ``core.hooksPath``
+    when its config names another folder. An approved command runs them as git would,
+    so the question names them."""
+    hooks = workspace / ".git" / "hooks"
+    found: list[str] = []
+    try:
+        if hooks.is_dir() and not hooks.is_symlink():
+            found = sorted(
+                p.name
+                for p in hooks.iterdir()
+                if p.name in HOOK_NAMES and p.is_file() and os.access(p, os.X_OK)
+            )
+    except OSError:
+        found = ["(the hooks folder cannot be read)"]
+    if hooks.is_symlink():
+        found = ["(.git/hooks is a link)"]
+    files = config_files(workspace)
+    for path in files if isinstance(files, list) else []:
+        keys = _config_keys(path, workspace)
+        if isinstance(keys, list) and any(k.lower() == "core.hookspath" for k in keys):
+            found.append("those of core.hooksPath")
+    return found
+
+
 def trusted_git(workspace: Path) -> str | None:
     """The ``git`` Harvey itself runs to read a config file: never one of the workspace's.
 

@@ -162,6 +162,8 @@ def run_command(
         if not ctx.interactive or ctx.confirm is None:
             problem = f"refused: {reason} (non-interactive mode cannot ask for approval)"
             return ShellResult("", 126, ran=False, problem=problem)
+        if argv[0] == "git" and (hooks := git_policy.repository_hooks(ctx.workspace)):
+            reason += f"; it may run the repository's own hooks: {', '.join(hooks)}"
         if not ctx.confirm(f"Run `{command}`? ({reason})"):
             return ShellResult("", 126, ran=False, problem=f"the user declined to run {command!r}")
     elif argv[0] == "git":
