@@ -94,8 +94,9 @@ def _workspace(root: Path) -> Path:
     return root
 
 
-def _ask(workspace: Path, home: Path, prompt: str, mode: str) -> tuple[str, int]:
-    """One ``harvey run``-like turn on the embedded model: the answer and the calls made."""
+def _ask(workspace: Path, home: Path, prompt: str, mode: str) -> tuple[str, list[str]]:
+    """One ``harvey run``-like turn on the embedded model: the answer and what each call
+    returned."""
     from harvey.chat.runtime import open_runtime
     from harvey.config import Paths, Settings
     from harvey.ui import HeadlessUI
@@ -109,7 +110,7 @@ def _ask(workspace: Path, home: Path, prompt: str, mode: str) -> tuple[str, int]
         outcome = runtime.agent.turn(prompt)
     finally:
         runtime.close()
-    return outcome.reply, len(outcome.tool_results)
+    return outcome.reply, [r.content for r in outcome.tool_results]
 
 
 # The full run goes in blocks, each in both modes (a mode switch re-evaluates the
@@ -126,6 +127,7 @@ class Result:
     calls: int
     seconds: float
     reply: str
+    found: bool  # a tool result held the expected words: the calls found the answer
 
 
 def measure(count: int | None = None) -> list[Result]:
@@ -141,13 +143,16 @@ def measure(count: int | None = None) -> list[Result]:
             for index in block:
                 task, number = TASKS[index], index + 1
                 start = time.perf_counter()
-                reply, made = _ask(workspace, home, task.prompt, mode)
+                reply, returned = _ask(workspace, home, task.prompt, mode)
                 solved = all(word in reply.lower() for word in task.expect)
-                result = Result(mode, task, solved, made, time.perf_counter() - start, reply)
+                found = any(all(w in r.lower() for w in task.expect) for r in returned)
+                made = len(returned)
+                seconds = time.perf_counter() - start
+                result = Result(mode, task, solved, made, seconds, reply, found)
                 results.append(result)
                 print(
                     f"[tool_tasks] {mode} #{number} {'ok' if solved else 'FAIL'} "
-                    f"calls={made} {result.seconds:.0f}s {task.prompt!r} -> {reply[:300]!r}",
+                    f"calls={made} found={found} {result.seconds:.0f}s {task.prompt!r} -> {reply[:300]!r}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -161,8 +166,10 @@ KINDS = ("named-file question", "find a definition", "list a folder")
 def table(results: list[Result]) -> list[str]:
     """The per-mode table with a column per kind of task."""
     lines = [
-        "| mode | tasks solved | " + " | ".join(KINDS) + " | tool calls | wall time |",
-        "| --- | --- | " + " | ".join("---" for _ in KINDS) + " | --- | --- |",
+        "| mode | tasks solved | "
+        + " | ".join(KINDS)
+        + " | answer in a tool result | tool calls | wall time |",
+        "| --- | --- | " + " | ".join("---" for _ in KINDS) + " | --- | --- | --- |",
     ]
     for mode in LABEL:
         mine = [r for r in results if r.mode == mode]
@@ -175,10 +182,11 @@ def table(results: list[Result]) -> list[str]:
         wins = sum(r.solved for r in mine)
         calls = sum(r.calls for r in mine)
         seconds = sum(r.seconds for r in mine)
+        found = f"{sum(r.found for r in mine)}/{len(mine)}" if calls else "—"
         lines.append(
             f"| {LABEL[mode]} | {wins}/{len(mine)} | "
             + " | ".join(cells)
-            + f" | {calls} | {seconds:.0f} s |"
+            + f" | {found} | {calls} | {seconds:.0f} s |"
         )
     return lines
 

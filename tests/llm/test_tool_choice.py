@@ -16,12 +16,11 @@ from harvey.llm.tool_choice import (
     check_call,
     choice_schema,
     describe_tools,
-    named_paths,
     read_choice,
     tool_mode,
-    turn_paths,
     unfinished_answer,
 )
+from harvey.llm.turn_names import named_paths, turn_paths
 from harvey.messages import Message, ToolCall
 
 
@@ -112,10 +111,17 @@ def test_the_turns_paths_come_from_its_prompt_and_its_tool_results() -> None:
         ("The answer is 4.", None),
         ('{"tool": "answer"}', None),
         ('{"tool": "answer", "text": "cut', None),
+        # a grammar's string may hold a raw newline (llama-cpp-python's does)
+        ('{ "tool": "answer","text":"200 g\nof flour"}', Choice(text="200 g\nof flour")),
     ],
 )
 def test_read_choice(reply: str, choice: Choice | None) -> None:
     assert read_choice(reply) == choice
+
+
+def test_a_cut_answer_with_a_raw_newline_is_shown_as_its_words() -> None:
+    reply = '{ "tool": "answer","text":"The pancakes need\n200 g of flour. Rest'
+    assert unfinished_answer(reply) == "The pancakes need\n200 g of flour. Rest"
 
 
 def test_descriptions_name_each_tool_and_the_form() -> None:

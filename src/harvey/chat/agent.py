@@ -283,6 +283,7 @@ class Agent:
             self.budget.tool_mode(client),
             self.executor.schemas() if use_tools else None,
             session=self.session_id,
+            workspace=self.workspace,
         )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from harvey.chat.stream_holdback import HoldBack
@@ -33,9 +34,9 @@ from harvey.llm.tool_choice import (
     choice_schema,
     describe_tools,
     read_choice,
-    turn_paths,
     unfinished_answer,
 )
+from harvey.llm.turn_names import turn_folders, turn_paths, turn_words
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.session.records import ToolNote
 from harvey.tools.registry import ToolContext, ToolExecutor
@@ -52,10 +53,15 @@ class ToolRounds:
     ``note`` them; it remembers which calls were rescued and which must not run."""
 
     def __init__(
-        self, mode: str, schemas: Sequence[dict[str, Any]] | None, session: str | None = None
+        self,
+        mode: str,
+        schemas: Sequence[dict[str, Any]] | None,
+        session: str | None = None,
+        workspace: Path | None = None,
     ) -> None:
         self.mode = mode if schemas else "off"
         self.session = session  # the chat session its requests belong to (its llama.cpp slot)
+        self.workspace = workspace  # where a constrained listing's folders must exist
         self.schemas = list(schemas or [])
         self.rejected: dict[str, str] = {}  # call id → why it may not run
         self.via: dict[str, str] = {}  # call id → how it was made
@@ -164,7 +170,9 @@ class ToolRounds:
     ) -> ChatResult:
         """A round whose reply must be a choice object; its answer is shown once whole."""
         prompt = self._described(prompt, constrained=True)
-        schema = choice_schema(self.schemas, turn_paths(prompt))
+        words = turn_words(prompt)
+        folders = turn_folders(words, self.workspace) if self.workspace is not None else []
+        schema = choice_schema(self.schemas, turn_paths(prompt), words, folders)
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
         cut_short = unfinished_answer(result.text) if choice is None else None

@@ -51,6 +51,7 @@ from harvey.knowledge.floor import (
     unknown_share,
 )
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
+from harvey.stopwords import STOPWORDS
 
 POOL = 50  # candidates taken from each list before fusing
 # Rows FTS5 may score per query (see prune_terms): a few ms on the benchmark's 2 cores.
@@ -63,16 +64,9 @@ BM25_HALF = 5.0  # the BM25 at which a BM25-only score is 0.5
 COVERAGE_WEIGHT = 0.5  # a BM25-only chunk holding every query word scores at least this
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 32
-# Words that carry no topic: dropped from the FTS query (unless nothing else is left), since
-# OR-ing "how do I" into it scans nearly every posting list for no ranking gain.
-STOPWORDS = frozenset(
-    _WORD.findall(
-        """a an and are as at be but by can could do does doing did for from how i if in into is
-        it its me my of on or so than that the their them then there these this those to was we
-        were what when where which who why will with would you your should shall may might must
-        get got make want need use using"""
-    )
-)
+# Words that carry no topic (harvey.stopwords) are dropped from the FTS query (unless
+# nothing else is left), since OR-ing "how do I" into it scans nearly every posting list
+# for no ranking gain.
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from harvey.llm.tool_support import ToolSupport
 if TYPE_CHECKING:
     from harvey.config import ToolsSettings
     from harvey.llm.base import LLMClient, ModelCapabilities
-    from harvey.messages import Message
 
 ANSWER = "answer"
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -125,17 +124,25 @@ def _join(where: str, key: str) -> str:
 
 
 def choice_schema(
-    schemas: Sequence[dict[str, Any]], named_paths: Sequence[str] = ()
+    schemas: Sequence[dict[str, Any]],
+    named_paths: Sequence[str] = (),
+    words: Sequence[str] = (),
+    folders: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One JSON object: the answer, or a call of one offered tool with valid arguments.
 
     A tool's optional arguments are left out when it has required ones (a small model
     fills every field it is offered: ``read_file`` with ``limit: 2`` reads two bytes),
-    and a required ``path`` is one of the files the turn has named (``named_paths``:
-    the prompt's, then those its tool results showed): a 135M model copies names well
-    and invents them badly. A tool that requires a path is not offered before any file
-    is named: asked to find a definition, SmolLM2 read the example's ``plan.txt``
-    three times in three (BENCHMARKS.md); it must search or list first.
+    and what it names comes from what the turn named (``harvey.llm.turn_names``): a
+    required ``path`` is one of ``named_paths`` (the prompt's, then those its tool
+    results showed), a required ``pattern`` one of ``words`` (the prompt's names and
+    topical words), and the folder of a tool whose only argument is an optional
+    ``path`` (``list_files``) the workspace (``.``) or one of ``folders`` (the words
+    that name one). A 135M model
+    copies names well and invents them badly. A tool that requires a path is not
+    offered before any file is named: asked to find a definition, SmolLM2 read the
+    example's ``plan.txt`` three times in three (BENCHMARKS.md); it must search or
+    list first.
     """
     choices: list[dict[str, Any]] = [
         {
@@ -147,7 +154,9 @@ def choice_schema(
     ]
     for schema in schemas:
         function = function_of(schema)
-        parameters = _narrowed(dict(function.get("parameters") or {"type": "object"}), named_paths)
+        parameters = _narrowed(
+            dict(function.get("parameters") or {"type": "object"}), named_paths, words, folders
+        )
         if not named_paths and _needs_path(parameters):
             continue
         choices.append(
@@ -161,40 +170,33 @@ def choice_schema(
     return {"oneOf": choices}
 
 
-def _narrowed(parameters: dict[str, Any], named_paths: Sequence[str]) -> dict[str, Any]:
+def _narrowed(
+    parameters: dict[str, Any],
+    named_paths: Sequence[str],
+    words: Sequence[str],
+    folders: Sequence[str],
+) -> dict[str, Any]:
     properties = dict(parameters.get("properties") or {})
     required = list(parameters.get("required") or [])
     if required:
         properties = {k: v for k, v in properties.items() if k in required}
-    if named_paths and "path" in required and properties.get("path", {}).get("type") == "string":
+    elif _is_string(properties.get("path")):  # list_files: which folder, nothing else
+        listed = list(dict.fromkeys([".", *(f.strip("/") for f in folders)]))
+        properties = {"path": {**properties["path"], "enum": listed}}
+    if named_paths and "path" in required and _is_string(properties.get("path")):
         properties["path"] = {**properties["path"], "enum": list(dict.fromkeys(named_paths))}
+    if words and "pattern" in required and _is_string(properties.get("pattern")):
+        properties["pattern"] = {**properties["pattern"], "enum": list(dict.fromkeys(words))}
     return {**parameters, "properties": properties, "additionalProperties": False}
+
+
+def _is_string(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "string"
 
 
 def _needs_path(parameters: dict[str, Any]) -> bool:
     path = (parameters.get("properties") or {}).get("path") or {}
     return "path" in (parameters.get("required") or []) and path.get("type") == "string"
-
-
-def named_paths(text: str) -> list[str]:
-    """The file names a prompt mentions (``notes.md``, ``src/app.py``), in order."""
-    found = re.findall(
-        r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])", text
-    )
-    return list(dict.fromkeys(p.rstrip(".") for p in found))
-
-
-MAX_TURN_PATHS = 50  # the paths a constrained call may choose from, the prompt's first
-
-
-def turn_paths(messages: Sequence[Message]) -> list[str]:
-    """The files this turn has named: the newest user message's, then those named by the
-    tool results after it (a search hit's ``src/dates.py:1:``, a listing's names)."""
-    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-    texts = [m.content for m in messages[max(last, 0) :] if m.role in ("user", "tool")]
-    named = dict.fromkeys(p for text in texts for p in named_paths(text))
-    # a file's text can name any number of paths: the grammar's list stays small
-    return list(named)[:MAX_TURN_PATHS]
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,8 @@ def read_choice(reply: str) -> Choice | None:
     """The choice ``reply`` makes, or None when it is not a choice object (a server
     that ignored the schema, or a reply cut at the token cap)."""
     try:
-        value = json.loads(reply)
+        # strict=False: a grammar's string may hold a raw newline, which JSON proper forbids
+        value = json.loads(reply, strict=False)
     except ValueError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
@@ -236,7 +239,7 @@ def unfinished_answer(reply: str) -> str | None:
     raw = body.group() if body is not None else ""
     for trim in range(min(len(raw), 6) + 1):  # a cut may split an escape (\u00e9, \n)
         try:
-            text = json.loads('"' + raw[: len(raw) - trim] + '"')
+            text = json.loads('"' + raw[: len(raw) - trim] + '"', strict=False)
         except ValueError:
             continue
         if text and "\ud800" <= text[-1] <= "\udbff":  # half a surrogate pair
