@@ -233,7 +233,7 @@ def test_constrained_mode_reads_only_a_file_the_turn_has_named(workspace: Path) 
     (workspace / "src").mkdir()
     (workspace / "src" / "dates.py").write_text("def parse_date(text):\n    return text\n")
     script = [
-        Reply('{"tool": "search_files", "arguments": {"pattern": "def parse_date"}}'),
+        Reply('{"tool": "search_files", "arguments": {"pattern": "parse_date"}}'),
         Reply('{"tool": "read_file", "arguments": {"path": "src/dates.py"}}'),
         Reply('{"tool": "answer", "text": "In src/dates.py."}'),
     ]
@@ -251,6 +251,9 @@ def test_constrained_mode_reads_only_a_file_the_turn_has_named(workspace: Path) 
         return {c["properties"]["tool"]["const"]: c["properties"] for c in choices}
 
     assert "read_file" not in offered(requests[0]) and "search_files" in offered(requests[0])
+    # the pattern is one of the prompt's own words ("find", "defined" left out)
+    pattern = offered(requests[0])["search_files"]["arguments"]["properties"]["pattern"]
+    assert pattern["enum"] == ["parse_date"]
     read = offered(requests[1])["read_file"]["arguments"]["properties"]["path"]
     assert read["enum"] == ["src/dates.py"]
     assert any("return text" in t for t in tool_results(requests[2]))

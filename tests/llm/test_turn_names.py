@@ -84,3 +84,14 @@ def test_only_words_that_name_a_folder_are_offered_to_list(tmp_path: Path) -> No
     (tmp_path / "out").symlink_to(tmp_path.parent)  # a link is never offered
     words = ["UserStore", "src", "src/api", "notes.md", "missing", "out"]
     assert turn_folders(words, tmp_path) == ["src", "src/api"]
+
+
+def test_the_persons_own_words_name_the_turn_not_the_passages_sent_with_them() -> None:
+    """A turn's message carries the plan or retrieved passages ahead of the person's words:
+    a passage's names must not crowd the choice (nor offer a file only it mentions)."""
+    passage = "### Context (from knowledge base)\nsee old_helper in legacy/tools.py\n\n"
+    asked = "Find where parse_date is defined in src/dates.py"
+    messages = [Message("user", passage + asked)]
+    assert turn_words(messages, asked) == ["parse_date", "src/dates.py"]
+    assert turn_paths(messages, asked) == ["src/dates.py"]
+    assert "old_helper" in turn_words(messages) and "legacy/tools.py" in turn_paths(messages)

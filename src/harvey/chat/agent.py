@@ -261,6 +261,7 @@ class Agent:
         # The turn's context (plan, passages) rides ahead of its words, named files after
         # them, and the history keeps the message as sent: the next request then extends
         # this one byte for byte.
+        state.asked = text
         sent = "\n\n".join([*state.context_texts, text, *gathered.after])
         state.new_messages.append(Message("user", sent))
         state.context_texts.clear()  # in the message now: counted there, not twice
@@ -284,6 +285,7 @@ class Agent:
             self.executor.schemas() if use_tools else None,
             session=self.session_id,
             workspace=self.workspace,
+            asked=state.asked,
         )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds

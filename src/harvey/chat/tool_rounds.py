@@ -58,10 +58,12 @@ class ToolRounds:
         schemas: Sequence[dict[str, Any]] | None,
         session: str | None = None,
         workspace: Path | None = None,
+        asked: str | None = None,
     ) -> None:
         self.mode = mode if schemas else "off"
         self.session = session  # the chat session its requests belong to (its llama.cpp slot)
         self.workspace = workspace  # where a constrained listing's folders must exist
+        self.asked = asked  # the person's words, without the plan or passages sent with them
         self.schemas = list(schemas or [])
         self.rejected: dict[str, str] = {}  # call id → why it may not run
         self.via: dict[str, str] = {}  # call id → how it was made
@@ -170,9 +172,9 @@ class ToolRounds:
     ) -> ChatResult:
         """A round whose reply must be a choice object; its answer is shown once whole."""
         prompt = self._described(prompt, constrained=True)
-        words = turn_words(prompt)
+        words = turn_words(prompt, self.asked)
         folders = turn_folders(words, self.workspace) if self.workspace is not None else []
-        schema = choice_schema(self.schemas, turn_paths(prompt), words, folders)
+        schema = choice_schema(self.schemas, turn_paths(prompt, self.asked), words, folders)
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
         cut_short = unfinished_answer(result.text) if choice is None else None

@@ -48,6 +48,7 @@ class TurnState:
     rag: RagInfo | None = None  # retrieval added passages to this turn's prompt
     rag_sources: list[RagSource] = field(default_factory=list)
     context_texts: list[str] = field(default_factory=list)  # sent ahead of this turn's prompt
+    asked: str | None = None  # the person's own words in this turn's message
 
 
 class TurnRecorder:

@@ -90,28 +90,30 @@ def listing_paths(text: str) -> list[str]:
     return found
 
 
-def turn_paths(messages: Sequence[Message]) -> list[str]:
-    """The files this turn has named: the newest user message's, then those named by the
-    tool results after it (a search hit's ``src/dates.py:1:``, a listing's files)."""
+def turn_paths(messages: Sequence[Message], asked: str | None = None) -> list[str]:
+    """The files this turn has named: the newest user message's (``asked``, the person's
+    own words, when given: not the plan or passages sent with them), then those named by
+    the tool results after it (a search hit's ``src/dates.py:1:``, a listing's files)."""
     named: dict[str, None] = {}
     for message in _this_turn(messages):
-        listed = message.role == "tool" and message.name == "list_files"
-        named.update(
-            dict.fromkeys(
-                listing_paths(message.content) if listed else named_paths(message.content)
-            )
-        )
+        if message.role == "user":
+            text = message.content if asked is None else asked
+            named.update(dict.fromkeys(named_paths(text)))
+        elif message.name == "list_files":
+            named.update(dict.fromkeys(listing_paths(message.content)))
+        else:
+            named.update(dict.fromkeys(named_paths(message.content)))
     # a file's text can name any number of paths: the grammar's list stays small
     return list(named)[:MAX_TURN_PATHS]
 
 
-def turn_words(messages: Sequence[Message]) -> list[str]:
-    """The words the newest user message asks about, names first (``parse_date``,
-    ``UserStore``, ``config/app``), then plain words; no stopwords or command words."""
-    users = [m for m in messages if m.role == "user"]
-    if not users:
-        return []
-    words = [w.rstrip("./") for w in _WORD.findall(users[-1].content)]
+def turn_words(messages: Sequence[Message], asked: str | None = None) -> list[str]:
+    """The words the newest user message (``asked``, when given) asks about, names first
+    (``parse_date``, ``UserStore``, ``config/app``), then plain words; no stopwords or
+    command words."""
+    users = [m.content for m in messages if m.role == "user"]
+    text = asked if asked is not None else (users[-1] if users else "")
+    words = [w.rstrip("./") for w in _WORD.findall(text)]
     topical = [
         w
         for w in dict.fromkeys(words)
