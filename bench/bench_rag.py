@@ -37,6 +37,7 @@ from bench.rag_floor_stores import (
     FLOOR_NOTES,
     NO_WORD,
     PLAIN,
+    misspelt_rows,
     other_stores,
     pydoc_store,
     slice_store,
@@ -312,6 +313,7 @@ def run() -> str:
         assert isinstance(code_hybrid, KnowledgeStore)
         part = slice_store(tmp, embedder)
         second = other_stores({"pydoc": pydoc, "docs slice": part, "code": code_hybrid}, embedder)
+        second += ["", *misspelt_rows(hyb_store, embedder)]
         pydoc.close()
         big = _big_store(tmp, chunks, embedder)
         big_rows = _chunk_texts(big)

@@ -11,6 +11,7 @@ whose ``library/`` pages document a module it holds (or, in the slice, that it h
 from __future__ import annotations
 
 import hashlib
+import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from harvey.knowledge.floor import BACKGROUND, Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, create_store
+from harvey.stopwords import STOPWORDS
 
 NO_WORD = replace(BACKGROUND, unknown_word_cosine=0.0)  # without the unknown-word gate
 PLAIN = Floor(unknown_share=0.0)  # the default floor without its unknown-word check
@@ -146,6 +148,68 @@ def other_stores(stores: dict[str, KnowledgeStore], embedder: LocalEmbedder) -> 
     ]
 
 
+def misspelt(question: str, rng: random.Random) -> str:
+    """``question`` with one letter (not the first or last) dropped from one of its words
+    of five letters or more that is not a stopword."""
+    words = question.split()
+    long = [i for i, w in enumerate(words) if len(w) >= 5 and w.lower() not in STOPWORDS]
+    if not long:
+        return question
+    i = rng.choice(long)
+    at = rng.randrange(1, len(words[i]) - 1)
+    words[i] = words[i][:at] + words[i][at + 1 :]
+    return " ".join(words)
+
+
+def _hit_at_5(searcher: Searcher, questions: list[tuple[str, tuple[str, ...]]]) -> float:
+    """The share of ``questions`` with a relevant page among the first five documents."""
+    hits = 0
+    for question, relevant in questions:
+        docs: list[str] = []
+        for hit in searcher.search(question, 50):
+            doc = hit.chunk.path.removeprefix("docs/").removesuffix(".rst.txt")
+            if doc not in docs:
+                docs.append(doc)
+        hits += any(d in relevant for d in docs[:5])
+    return hits / len(questions)
+
+
+def misspelt_rows(store: KnowledgeStore, embedder: LocalEmbedder) -> list[str]:
+    """hit@5 over the answerable questions (both lists) with one letter dropped from one
+    word, two seeds: what the unknown-word check costs a person who mistypes."""
+    questions = QUESTIONS + HELDOUT_QUESTIONS
+    samples = [
+        [(misspelt(q, rng), rel) for q, rel in questions]
+        for rng in (random.Random(7), random.Random(11))
+    ]
+    rows = []
+    near = KnowledgeStore.near_term
+    for label, floor, tolerant in (
+        ("none", Floor(0.0, 0.0, 0.0), True),
+        ("default without the unknown-word check", PLAIN, True),
+        ("default", Floor(), True),
+        ("default, a misspelling counted as an unknown word", Floor(), False),
+    ):
+        searcher = Searcher(store, embedder, floor)
+        if not tolerant:
+            KnowledgeStore.near_term = lambda self, word: False  # type: ignore[method-assign]
+        try:
+            hits = [_hit_at_5(searcher, sample) for sample in samples]
+        finally:
+            KnowledgeStore.near_term = near  # type: ignore[method-assign]
+        rows.append(f"| {label} | " + " | ".join(f"{h:.3f}" for h in hits) + " |")
+    return [
+        f"Misspelt questions: the {len(questions)} answerable questions (both lists), one "
+        "letter dropped from one word of five letters or more (two seeds); hit@5 at document "
+        "level on the docs store. A word one edit from a term of the store counts as known "
+        "(`knowledge/vocabulary.py`), so a typo does not read as another subject.",
+        "",
+        "| floor | seed 7 | seed 11 |",
+        "| --- | --- | --- |",
+        *rows,
+    ]
+
+
 #: How the floor came to be what it is; ``bench_rag`` prints it under the tables above.
 FLOOR_NOTES = [
     "How the default floor was chosen. The unanswerable questions the cosine floor lets "
@@ -165,7 +229,10 @@ FLOOR_NOTES = [
     "unanswerable questions and in 1 of the 61 answerable ones. Any such word as a gate "
     "cost that one answer (hit@5 0.787); a quarter of the query's words costs none, since "
     "a real question with one unknown word has others the store knows, while off-subject "
-    "prompts are short and their subject words are the unknown ones. The levels (a share of "
+    "prompts are short and their subject words are the unknown ones. A misspelt word is "
+    "in no chunk either: one edit from a term of the store, it counts as known, which "
+    "brings the check's cost on misspelt questions from about 10 points of hit@5 to 1.5 "
+    "(the table above). The levels (a share of "
     "0.25 and a cosine of 0.50) are the middle of the plateau on the in-sample lists "
     "(shares of 0.2-0.25 and cosines of 0.45 and up silence the same); the held-out lists, "
     "the code store and the slice were not used to choose them.",

@@ -10,8 +10,11 @@ import pydoc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harvey.knowledge.floor import MIN_VOCABULARY_CHUNKS
+from harvey.knowledge.vocabulary import within_one_edit
 from tests.harvey_process import invoke_harvey
 
 # about 1.35 MB of the stdlib's own pydoc text: 8,000+ chunks of 200 bytes
@@ -59,8 +62,10 @@ def test_a_large_store_sends_nothing_for_a_prompt_of_words_it_does_not_know(larg
         # the check is what keeps them out: without it the cosine floor lets passages by
         assert _paths(large, query, "  floor_unknown_share: 0\n"), query
         assert _paths(large, query, "  floor_unknown_word_cosine: 0\n"), query
-    # a question in the store's own words is answered as before
+    # a question in the store's own words is answered as before, misspelt too: a word one
+    # letter from one the store holds is not unknown (three of these five are misspelt)
     assert "docs/json.txt" in _paths(large, REAL)[:2]
+    assert "docs/json.txt" in _paths(large, "turn a dictonary into a JSON strng and bak")
 
 
 @pytest.mark.slow
@@ -73,3 +78,38 @@ def test_a_small_store_is_not_judged_on_its_words(tmp_path: Path) -> None:
     assert "docs/csv.txt" in _paths(ws, unknown_words)
     for query in [*OFF_SUBJECT, REAL, unknown_words]:
         assert _paths(ws, query) == _paths(ws, query, "  floor_unknown_share: 0.01\n"), query
+
+
+@settings(max_examples=500)
+@given(st.text("abcd", max_size=7), st.text("abcd", max_size=7))
+def test_one_edit_is_the_optimal_string_alignment_distance_of_one(a: str, b: str) -> None:
+    assert within_one_edit(a, b) == (_osa(a, b) <= 1)
+
+
+def _osa(a: str, b: str) -> int:
+    """The optimal string alignment distance, the textbook table."""
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def test_a_misspelling_is_near_a_term_and_another_subject_is_not(tmp_path: Path) -> None:
+    from harvey.knowledge.store import open_store
+
+    ws = _store(tmp_path / "near", ("json", "csv"))
+    with open_store(ws, "d") as store:
+        for typo in ("dictonary", "serialise", "delimter", "quotchar", "encodr", "gien"):
+            assert store.near_term(typo), typo
+        for other in ("calories", "sourdough", "iphone", "thermostat", "tax", "zzqx"):
+            assert not store.near_term(other), other
+        before = store.counts()
+    assert before == open_store(ws, "d").counts()  # the store file is not touched

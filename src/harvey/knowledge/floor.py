@@ -31,7 +31,9 @@ silences 27 of 30 unanswerable questions, against 25 without it, for no answerab
 lost, and it also silences more on the held-out lists and on the 10,182-chunk code
 store without losing an answer there. In smaller stores everyday words are missing
 ("biggest" is in no chunk of a 2,257-chunk slice of the same docs), so there it lost
-one answerable question of 29 for three more silenced: hence the size.
+one answerable question of 29 for three more silenced: hence the size. A misspelt word
+("confgure") is in no chunk either; one edit from a term the store holds, it counts as
+known (``knowledge.vocabulary``), or every typo would read as another subject.
 
 With the background levels set, a store of at least ``MIN_BACKGROUND_CHUNKS`` chunks
 has a *background*: the direction of its mean chunk vector, which every text in it

@@ -287,16 +287,28 @@ class Searcher:
                 q_along = float(unit @ query)
                 chunk_along = index.cosine_of(along, sorted(cosines))
                 cosines = {c: relative(s, q_along, chunk_along[c]) for c, s in cosines.items()}
+            large = self._chunk_count() >= MIN_VOCABULARY_CHUNKS
             evidence = pooled(
                 cosines,
                 shares,
                 files,
                 background=background is not None,
-                unknown_share=unknown_share(counts),
-                vocabulary=self._chunk_count() >= MIN_VOCABULARY_CHUNKS,
+                unknown_share=self._unknown_share(terms, counts, large),
+                vocabulary=large,
             )
             kept = floored(ranked, evidence, self.floor)
         return self._hits(kept[:k], len(ranked) - len(kept))
+
+    def _unknown_share(self, terms: list[str], counts: list[int], large: bool) -> float:
+        """The share of the query's words no chunk holds, a misspelling of a word the
+        store holds counted as known (``vocabulary``): asked only of a large store, and
+        only when enough words are missing for the floor to care."""
+        share = unknown_share(counts)
+        if not large or share < self.floor.unknown_share or self.floor.unknown_share <= 0:
+            return share
+        missing = [t for t, n in zip(terms, counts, strict=True) if n == 0]
+        misspelt = sum(1 for t in missing if self.store.near_term(t))
+        return (len(missing) - misspelt) / len(counts)
 
     def _hits(self, ranked: list[tuple[int, float]], below: int) -> Ranked:
         rows = self.store.chunks_by_id([cid for cid, _ in ranked])

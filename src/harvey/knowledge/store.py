@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvey.errors import KnowledgeError, UsageError, WorkspaceError
+from harvey.knowledge import vocabulary
 from harvey.knowledge.names import (  # re-exported: store.py is where callers look
     NAME_RE,
     check_name,
@@ -304,6 +305,11 @@ class KnowledgeStore:
                 )
                 for term in terms
             ]
+
+    def near_term(self, word: str) -> bool:
+        """Whether the index holds a term one edit from ``word`` (``vocabulary``)."""
+        with self._translated():
+            return vocabulary.near_term(self._db, word)
 
     # -- vectors --------------------------------------------------------------------
 
