@@ -239,7 +239,7 @@ FLOOR_NOTES = [
     "",
     'The size rule: in the slice of the docs everyday words are missing ("biggest" is in no '
     "chunk of it), and the check made there loses an answer for three more silenced; at "
-    "260 chunks it loses four. The code store, 10,182 chunks, loses none and silences four "
+    "260 chunks it loses two. The code store, 10,182 chunks, loses none and silences three "
     "more. Below the size the default floor is the plain cosine floor, exactly as before.",
     "",
     "The background floor stays opt-in (`rag.floor_background_cosine`, "
