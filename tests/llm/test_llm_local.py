@@ -148,3 +148,25 @@ def test_each_client_samples_with_its_own_window_and_seed(
         5,
         local.MAP_REPLY_TOKENS,
     )
+
+
+@pytest.mark.slow  # a child interpreter loads the tokenizer and the model
+@needs_model
+def test_llama_cpp_prints_nothing_on_the_terminal(tmp_path: Path) -> None:
+    """llama-cpp-python prints native warnings as errors even with verbose=False (the
+    tokenizer's "possible training context overflow" landed in the REPL's /status):
+    Harvey sends them to logging instead."""
+    import subprocess
+
+    code = (
+        "from harvey.llm.counting import embedded_tokenizer\n"
+        "from harvey.llm.local import find_model_file, load\n"
+        "embedded_tokenizer(find_model_file()).count('hello')\n"
+        "load(find_model_file(), 512, 1)\n"
+        "print('loaded')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "loaded\n" and done.stderr == "", done.stderr

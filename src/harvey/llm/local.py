@@ -70,6 +70,9 @@ def _import_llama() -> Any:
         import llama_cpp
     except ImportError as exc:
         raise BackendError(f"llama-cpp-python is not installed — {INSTALL_HINT}") from exc
+    from harvey.llm.llama_logs import quiet
+
+    quiet(llama_cpp)
     return llama_cpp
 
 
