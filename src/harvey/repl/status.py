@@ -15,9 +15,13 @@ if TYPE_CHECKING:
 
 
 def banner_line(agent: Agent) -> str:
-    """``backend · model · context N tokens``: the start of the REPL's banner."""
-    st = agent.status()
-    return f"{st.backend} · {st.model} · context {st.context_window:,} tokens"
+    """``backend · model · context N tokens``: the start of the REPL's banner. Only what
+    it shows is asked: the whole ``status()`` builds the system prompt, which needs the
+    model's tool support, and finding that out can take one probe call of up to 20 s
+    before the first prompt appears (the first turn asks it instead)."""
+    client = agent.client
+    window = agent.budget.capabilities().context_window
+    return f"{client.backend} · {client.model} · context {window:,} tokens"
 
 
 def status_rows(agent: Agent) -> list[tuple[str, str]]:
