@@ -50,9 +50,12 @@ class EchoLlamaCpp(FakeLlamaCpp):
         return Reply(f"result {match[1]} of {match[2]}" if match else "synthesis")
 
     def map_calls(self) -> list[int]:
-        """The chunk numbers of the map calls received, in arrival order."""
+        """The chunk numbers of the map calls received whole, in arrival order: a request
+        cut off when its node is removed (its body missing or half sent) is not one."""
         found = []
         for body in self.chat_requests:
+            if not isinstance(body, dict) or not body.get("messages"):
+                continue
             match = CHUNK.search(str(body["messages"][-1]["content"]))
             if match:
                 found.append(int(match[1]))
