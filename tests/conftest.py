@@ -141,6 +141,18 @@ def isolated_env(
     yield home
 
 
+@pytest.fixture()
+def tool_probe_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The suite turns the tool-support probe off (``isolated_env``); a test of the probe
+    turns it on, with a fresh process memo before and after."""
+    from harvey.llm import tool_support
+
+    monkeypatch.delenv("HARVEY_TOOL_PROBE", raising=False)
+    tool_support.forget()
+    yield
+    tool_support.forget()
+
+
 def missing_dependency(reason: str) -> None:
     """Skip a test whose optional dependency is absent, except in CI.
 

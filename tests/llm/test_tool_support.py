@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,7 @@ AS_TEXT = Reply('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris
 PROSE = Reply("It is usually mild in Paris in spring.")
 
 
-@pytest.fixture(autouse=True)
-def probing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The suite turns the probe off; these tests turn it on, with a fresh process memo."""
-    monkeypatch.delenv("HARVEY_TOOL_PROBE", raising=False)
-    tool_support.forget()
-    yield
-    tool_support.forget()
+pytestmark = pytest.mark.usefixtures("tool_probe_on")
 
 
 def _resolve(url: str, home: Path, tools: ToolsSettings | None = None) -> ToolSupport:

@@ -3,25 +3,17 @@ probed by the first turn, not before the first prompt appears."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harvey.chat.runtime import open_runtime
 from harvey.config import Paths, Settings
-from harvey.llm import tool_support
 from harvey.repl.status import banner_line
 from harvey.ui import HeadlessUI
 from tests.fakes.servers import FakeOpenAI, Reply
 
-
-@pytest.fixture(autouse=True)
-def probing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("HARVEY_TOOL_PROBE", raising=False)
-    tool_support.forget()
-    yield
-    tool_support.forget()
+pytestmark = pytest.mark.usefixtures("tool_probe_on")
 
 
 def test_the_banner_makes_no_probe_and_the_first_turn_does(tmp_path: Path) -> None:
