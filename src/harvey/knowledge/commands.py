@@ -210,5 +210,6 @@ def retrieval_line(active: Retrieval) -> str:
         f"{active.knowledge.store.embedder_spec}, retrieval {state}, top_k "
         f"{active.settings.top_k}, min_score {active.settings.min_score}, floor cosine "
         f"{active.settings.floor_cosine}, bm25 {active.settings.floor_bm25}, cosine alone "
-        f"{active.settings.floor_cosine_alone}; last turn: {active.last_outcome}"
+        f"{active.settings.floor_cosine_alone}, unknown words {active.settings.floor_unknown_share}"
+        f" → cosine {active.settings.floor_unknown_word_cosine}; last turn: {active.last_outcome}"
     )

@@ -113,7 +113,9 @@ class Floor:
         prompt at least ``unknown_share`` of whose words are unknown; the background
         floor, whose levels were chosen with it, of any unknown word."""
         cos = evidence.cosine
-        if cos is None or self.unknown_share <= 0 or cos >= self.unknown_word_cosine:
+        if cos is None or self.unknown_share <= 0 or self.unknown_word_cosine <= 0:
+            return False  # either level at 0: no such check
+        if cos >= self.unknown_word_cosine:
             return False
         if evidence.background:
             return evidence.unknown_share > 0

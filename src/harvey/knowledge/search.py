@@ -293,18 +293,27 @@ class Searcher:
                 shares,
                 files,
                 background=background is not None,
-                unknown_share=self._unknown_share(terms, counts, large),
+                # only a calibrated cosine is judged on the words (``Floor.off_subject``)
+                unknown_share=(
+                    self._unknown_share(terms, counts, large, background is not None)
+                    if cosines is not None
+                    else 0.0
+                ),
                 vocabulary=large,
             )
             kept = floored(ranked, evidence, self.floor)
         return self._hits(kept[:k], len(ranked) - len(kept))
 
-    def _unknown_share(self, terms: list[str], counts: list[int], large: bool) -> float:
+    def _unknown_share(
+        self, terms: list[str], counts: list[int], large: bool, background: bool
+    ) -> float:
         """The share of the query's words no chunk holds, a misspelling of a word the
-        store holds counted as known (``vocabulary``): asked only of a large store, and
-        only when enough words are missing for the floor to care."""
+        store holds counted as known (``vocabulary``): asked only when the floor would
+        judge the words (a large store with enough of them missing, or the background
+        floor, which judges any missing word)."""
         share = unknown_share(counts)
-        if not large or share < self.floor.unknown_share or self.floor.unknown_share <= 0:
+        judged = background or (large and share >= self.floor.unknown_share)
+        if share == 0 or self.floor.unknown_share <= 0 or not judged:
             return share
         missing = [t for t, n in zip(terms, counts, strict=True) if n == 0]
         misspelt = sum(1 for t in missing if self.store.near_term(t))

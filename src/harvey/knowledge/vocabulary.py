@@ -9,7 +9,7 @@ terms that begin with the same two letters: "confgure" is near "configur", "serv
 "server", "gien" near "given"; "iphone", "calories", "sourdough" stay unknown in the
 Python docs. Words under four letters are not matched: too many short words are one letter
 apart. On the benchmark's questions with one letter dropped from one word, this brings the
-check's cost from 8.5 points of hit@5 to 1.5 (BENCHMARKS.md).
+check's cost from 11 and 7 points of hit@5 (two seeds) to 1.5 (BENCHMARKS.md).
 
 The stem comes from FTS5's own porter tokenizer (a one-row temporary table), so it is
 the stem the index holds; both temporary tables live in the connection's ``temp``

