@@ -81,8 +81,9 @@ def test_a_constrained_search_and_listing_choose_from_the_turns_words() -> None:
 def test_only_words_that_name_a_folder_are_offered_to_list(tmp_path: Path) -> None:
     (tmp_path / "src" / "api").mkdir(parents=True)
     (tmp_path / "notes.md").write_text("x")
-    (tmp_path / "out").symlink_to(tmp_path.parent)  # a link is never offered
-    words = ["UserStore", "src", "src/api", "notes.md", "missing", "out"]
+    (tmp_path / "out").symlink_to(tmp_path.parent)  # a link is never offered,
+    (tmp_path.parent / "elsewhere").mkdir(exist_ok=True)  # nor a folder through one
+    words = ["UserStore", "src", "src/api", "notes.md", "missing", "out", "out/elsewhere"]
     assert turn_folders(words, tmp_path) == ["src", "src/api"]
 
 

@@ -137,6 +137,33 @@ ATTACKS = [
     "git show annotated",
     "git grep PLAINSECRET light",
     "git diff light BLOB_A",
+    # words after "--" are paths: they must not turn the exclusions off
+    "git log -p -- -Lx .",
+    "git log -p -- --follow .",
+    "git log -p -- --no-index .",
+    "git show HEAD~1 -- -L .",
+    "git diff HEAD~1 -- --no-index .",
+    "git grep -e PLAINSECRET HEAD~1 -- --no-index .",
+    # --follow on a folder, --full-diff, objects no argument names
+    "git log --follow -p -- .",
+    "git log --follow -p deploy",
+    "git log -p --full-diff",
+    "git log -p --full-d",
+    "git show --full-diff HEAD~1",
+    "git diff-tree -p -r --full-diff HEAD~1 HEAD",
+    "git show --indexed-objects",
+    "git show --all",
+    "git show --tags",
+    "git show --glob=refs/tags/l*",
+    "git grep --recurse-sub PLAINSECRET HEAD",
+    # a path under a tree rather than a commit; the staged diff; a ref's raw object
+    "git show TREE_SSH_OLD:config",
+    "git grep PLAINSECRET TREE_SSH_OLD:config",
+    "git status -v",
+    "git status -sv",
+    "git status --verbose",
+    "git for-each-ref --format=%(raw) refs/tags",
+    "git for-each-ref --format=%(*raw) refs/tags",
     "git --no-pager show --stat -p HEAD~1",
 ]
 
@@ -165,11 +192,13 @@ def test_no_unasked_git_command_prints_a_committed_secret(history: Path, command
         ("git show HEAD", "+two"),
         ("git diff HEAD~1 a.txt", "+two"),
         ("git diff HEAD~1 HEAD", "+two"),
-        ("git log --follow -p -- a.txt", "+two"),
         ("git log -L1,1:a.txt", "+two"),
         ("git blame a.txt", "two"),
         ("git grep -n one HEAD~1", "a.txt:1:one"),
         ("git ls-tree -r --name-only HEAD~1", ".env"),
+        ("git show :a.txt", "two"),  # the index form, judged by its path
+        ("git status -s", "prod.vault"),  # names, not contents
+        ("git log -p -- a.txt", "+two"),
         ("git show HEAD^{tree}", "a.txt"),
         ("git grep -n one HEAD~1:", "a.txt:1:one"),
         ("git diff HEAD~1^{tree} HEAD^{tree}", "+two"),  # names: list_files shows them too
@@ -192,8 +221,10 @@ def test_the_exclusions_follow_the_secret_file_rule() -> None:
     # appended after the model's own arguments; not where git takes one path only
     argv = ["git", "-P", "log", "-p", "--", "a.txt"]
     assert git_secrets.with_secrets_excluded(argv, rule) == [*argv, *specs]
+    # a "-L" or "--no-index" after "--" is a path: the exclusions still go on
+    words = ["git", "log", "-p", "--", "-L", "--no-index"]
+    assert git_secrets.with_secrets_excluded(words, rule) == [*words, *specs]
     for unchanged in (
-        ["git", "log", "--follow", "--", "a.txt"],
         ["git", "log", "-L1,2:a.txt"],
         ["git", "diff", "--no-index", "a", "b"],
         ["git", "status"],

@@ -129,12 +129,15 @@ def turn_folders(words: Sequence[str], workspace: Path) -> list[str]:
     has no ``..`` or leading ``/`` (``_WORD``); a link is not offered (and the tool would
     check it as any read)."""
     found = []
+    root = workspace.resolve()
     for word in words:
         try:
             folder = workspace / word
-            if folder.is_dir() and not folder.is_symlink():
+            # a link anywhere on the way (``docs -> /etc``, then ``docs/ssh``) leads out:
+            # the folder must be itself once every link is followed
+            if folder.is_dir() and folder.resolve() == root / word:
                 found.append(word)
-        except OSError:
+        except (OSError, RuntimeError):
             continue
     return found
 

@@ -123,6 +123,7 @@ def git_env(workspace: Path) -> dict[str, str]:
         "GIT_PAGER": "cat",
         "PAGER": "cat",
         "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_NO_LAZY_FETCH": "1",  # a partial clone fetches nothing to answer (git >= 2.45)
         "GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.realpath(workspace)),
     }
 
@@ -167,18 +168,17 @@ def check_git(
 def _history_problem(
     command: str, rest: list[str], workspace: Path, secrets: SecretFiles
 ) -> str | None:
-    """``git_secrets.history_problem``, first without asking git what the arguments
-    name, then (for a command that prints objects) with it."""
-    problem = git_secrets.history_problem(command, rest, secrets)
+    """``git_secrets``' checks: the paths named, then (for a command that prints contents)
+    what the arguments name, asked of git in one call."""
+    problem = git_secrets.path_problem(command, rest, secrets)
     if problem or command not in git_secrets.PATH_LIMITED:
         return problem
     git = trusted_git(workspace)
     if git is None:
         return "no git outside the workspace to check what the arguments name"
     env = {**git_env(workspace), "PATH": os.path.dirname(git), "HOME": os.devnull, "LC_ALL": "C"}
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
     types = git_secrets.object_types(git, str(workspace), rest, env, NEUTRAL)
-    return git_secrets.history_problem(command, rest, secrets, types)
+    return git_secrets.object_problem(command, rest, types)
 
 
 def _risky_option(arg: str) -> str | None:
