@@ -249,6 +249,13 @@ USER_LIMITS: Mapping[str, Callable[[Any, Any], bool]] = {
 }
 
 
+#: Pairs of keys of which either, at 0, turns one check off (``Floor.off_subject``).
+TURNED_OFF_TOGETHER = {
+    "rag.floor_unknown_share": "rag.floor_unknown_word_cosine",
+    "rag.floor_unknown_word_cosine": "rag.floor_unknown_share",
+}
+
+
 def within_user(setting: Setting, user: Mapping[str, Any]) -> bool:
     """False when a leaf the table lets through would lift a limit the user's own file
     sets (``USER_LIMITS``): a cloned file may narrow further, never turn the model's tools or
@@ -262,6 +269,10 @@ def within_user(setting: Setting, user: Mapping[str, Any]) -> bool:
     own = _get(user, *(str(part) for part in loc))
     if per_model and own is _UNSET:
         own = _get(user, "tools", "mode")
+    if own is _UNSET and key in TURNED_OFF_TOGETHER and setting.value == 0:
+        # either level at 0 turns the check off: the user's own other level keeps it on
+        sibling = _get(user, *TURNED_OFF_TOGETHER[key].split("."))
+        return not (isinstance(sibling, (int, float)) and sibling > 0)
     return own is _UNSET or not lifts(setting.value, own)
 
 

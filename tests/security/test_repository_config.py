@@ -347,6 +347,15 @@ LIFTS_THE_USERS_LIMIT = {  # (the user's own harvey.yaml, the cloned one)
         "rag:\n  floor_unknown_share: 0.9\n",
     ),
     "unknown_share_off": ("rag:\n  floor_unknown_share: 0.2\n", "rag:\n  floor_unknown_share: 0\n"),
+    # either level at 0 turns the check off, whichever of the two the user set
+    "unknown_check_off_by_share": (
+        "rag:\n  floor_unknown_word_cosine: 0.6\n",
+        "rag:\n  floor_unknown_share: 0\n",
+    ),
+    "unknown_check_off_by_cosine": (
+        "rag:\n  floor_unknown_share: 0.2\n",
+        "rag:\n  floor_unknown_word_cosine: 0\n",
+    ),
 }
 
 #: The same keys tightening further: they apply untrusted.
