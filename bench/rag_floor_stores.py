@@ -244,8 +244,9 @@ FLOOR_NOTES = [
     "",
     "The background floor stays opt-in (`rag.floor_background_cosine`, "
     "`rag.floor_background_cosine_alone`, 0 by default): on the docs' store it silences as "
-    "much as the default with hit@5 1.6 points higher, but on every other store it keeps "
-    "fewer answerable questions than the default floor. Its levels (0.29 / 0.32, and any "
+    "much as the default with hit@5 1.6 points higher and silences less held out, and on "
+    "the pydoc and code stores it keeps fewer answerable questions than the default floor "
+    "(on the slice, one more). Its levels (0.29 / 0.32, and any "
     "unknown word 0.50) are the middle of its in-sample plateau. An FTS-only store, or one "
     "with an `ollama:` or `openai:` embedder, is floored on the BM25 share alone, since "
     "those models' cosines are on other scales than the calibrated wordllama's.",
