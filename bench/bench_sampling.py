@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from importlib.resources import files
 
-from harvey.analysis.params import map_prompt
-from harvey.analysis.reduce import reduce_prompt
+from bench.analysis_pipelines import seed_map_prompt as map_prompt
+from bench.analysis_pipelines import seed_reduce_prompt as reduce_prompt
 from harvey.llm.repetition import MIN_UNIT, ReplyGuard, last_whole, unit_key
 
 DEMO_INSTRUCTION = (  # harvey.demo.INSTRUCTION, copied: importing the demo imports the CLI

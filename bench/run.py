@@ -33,6 +33,7 @@ DEFAULT_OUTPUT = REPO / "BENCHMARKS.md"
 SECTIONS: list[tuple[str, str, str]] = [
     ("chunker", "bench.bench_chunker", "Chunkers"),
     ("map_phase", "bench.bench_map_phase", "Map phase"),
+    ("analysis_quality", "bench.bench_analysis_quality", "Faithful analysis"),
     ("guard", "bench.bench_guard", "Pre-read guard"),
     ("estimator", "bench.bench_estimator", "Token estimator"),
     ("tokens", "bench.bench_tokens", "Token counting and window-sized chunks"),

@@ -140,3 +140,40 @@ def test_startup_bench_skips_the_warm_up_and_refuses_a_wrong_answer(tmp_path: Pa
         run_once(wrong)
     rows = table([Timing("a", [0.2, 0.4, 0.3]), Timing("b", [0.9, 0.6, 0.6])], "a").splitlines()
     assert rows[2] == "| a | 0.300 | 0.200 | 1.00 |" and rows[3] == "| b | 0.600 | 0.600 | 2.00 |"
+
+
+def test_the_quality_scores_are_string_matches() -> None:
+    """Grounding counts an invented date against an answer, coverage finds a gold fact,
+    a citation is valid only when its words are in the lines it names."""
+    from bench.analysis_scoring import citation_valid, score
+
+    from harvey.analysis.answer import Citation
+    from harvey.analysis.quotes import Location
+
+    source = "The dam failed on 3 March 1889.\nPercy Aldous was scalded by steam.\n"
+    answer = "The dam failed on 3 March 1889 [1]. It was rebuilt in 1902 by Percy Aldous."
+    good = Citation(1, Location("s.md", 1, 1), "The dam failed on 3 March 1889.")
+    bad = Citation(2, Location("s.md", 2, 2), "The dam failed on 3 March 1889.")
+    result = score(answer, source, ["3 March 1889", "Percy Aldous", "scalded"], [good, bad])
+    assert (result.grounded, result.atoms) == (2, 3)  # 1902 is not in the source
+    assert (result.covered, result.gold) == (2, 3)
+    assert (result.valid, result.citations) == (1, 2)
+    assert citation_valid(good, source) and not citation_valid(bad, source)
+
+
+def test_the_quality_cases_gold_lists_come_from_the_text() -> None:
+    from bench.analysis_cases import changelog_versions_and_dates, closed_bugs, plant, planted_gold
+
+    log = (
+        "pkg (1.2-3) unstable; urgency=medium\n\n  * Fix it. (Closes: #123, #456)\n\n"
+        " -- A Person <a@b.c>  Sat, 10 Apr 2021 15:55:15 +0200\n"
+    )
+    assert changelog_versions_and_dates(log) == ("1.2-3", "Sat, 10 Apr 2021")
+    assert closed_bugs(log) == ("123", "456")
+    import random
+
+    text = "\n\n".join(f"Paragraph {i}." for i in range(40))
+    facts = ["Archivist's note: Ruth Pellow rebound it on 2 May 1950."]
+    planted = plant(text, facts, random.Random(1))
+    assert facts[0] in planted and planted.replace(facts[0] + "\n\n", "") == text
+    assert planted_gold(facts) == ("Ruth Pellow", "2 May 1950")

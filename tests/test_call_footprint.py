@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import harvey
+from tests.fakes.quoting import QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI, Reply
 from tests.harvey_process import invoke_harvey
 
@@ -38,8 +39,13 @@ PACKAGE = str(Path(harvey.__file__).parent) + "/"
 TURN_FILES = 25
 # 30 when the renovation landed; +3 with what issues 21 and 23 added to every analysis: the
 # document check (documents/extract.py), capacity discovery (llm/capacity.py) and the
-# loop guard on every reply (llm/repetition.py).
-ANALYSIS_FILES = 30
+# loop guard on every reply (llm/repetition.py). 41 with issue 28, which made an answer's
+# claims traceable: each chunk's evidence is found (analysis/finder.py, units.py), read from
+# the model's records (mapper.py) and verified by string match (quotes.py, matching.py),
+# kept (evidence.py) and recorded (session/evidence_notes.py); the answer is merged and
+# cited (answer.py), written or not by the model by its size (sizes.py), and its claims
+# checked against the records they cite (synthesis.py, atoms.py).
+ANALYSIS_FILES = 41
 
 
 @contextmanager
@@ -108,7 +114,7 @@ def test_one_analysis_calls_into_few_files(tmp_path: Path, monkeypatch: pytest.M
     import harvey.analysis.api as api
 
     (tmp_path / "notes.md").write_text("# Notes\n\n" + "The boiler was serviced in May.\n" * 40)
-    with FakeOpenAI([], default_reply=Reply("A summary.")) as srv:
+    with QuotingOpenAI() as srv:
 
         def analyze() -> None:
             args = ("analyze", "notes.md", "-i", "Summarise", "--backend", "openai")

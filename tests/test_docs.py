@@ -191,6 +191,10 @@ def test_fountain_doc_has_version_and_all_notes() -> None:
         "[[synthesis:",
         "[[write:",
         "[[compaction:",
+        "[[evidence:",
+        "[[evidence-dropped:",
+        "[[citation:",
+        "[[unsupported:",
     ):
         assert note in FOUNTAIN, note
     for scene in ("TALKING", "SHELL", "CONTEXT RECALL", "CHUNK ANALYSIS", "UNDO", "EXT."):
@@ -317,6 +321,10 @@ NOTE_VIEWS = {  # the scene attribute the parser fills for each note documented
     "chunk-result": "chunk_results",
     "synthesis": "synthesis",
     "compaction": "compaction",
+    "evidence": "evidence",
+    "evidence-dropped": "evidence_dropped",
+    "citation": "citations",
+    "unsupported": "unsupported",
 }
 NOTE_EXAMPLES = re.findall(r"^\| `\[\[.*\| `(\[\[.*\]\])` \|$", FOUNTAIN, re.M)
 

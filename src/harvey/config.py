@@ -225,10 +225,13 @@ class ChunkingSettings(_Strict):
 
 
 class AnalysisSettings(_Strict):
-    """Where ``harvey analyze`` runs its map calls: here, or on a Ray cluster."""
+    """Where an analysis runs its map calls (here, or on a Ray cluster), how it finds
+    evidence and who writes its answer (``analysis/sizes.py``: ``auto`` asks the model's size)."""
 
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = Field(None, min_length=1)  # None: start Ray here (or RAY_ADDRESS)
+    evidence: Literal["auto", "harvey", "choose", "model"] = "auto"
+    answer: Literal["auto", "evidence", "synthesis"] = "auto"
 
 
 class OffloadSettings(_Strict):

@@ -1,4 +1,8 @@
-"""Words that carry no topic: a search leaves them out of what it looks for."""
+"""Words that carry no topic, and when two words are one: what every word search shares.
+
+A knowledge-store search and an analysis's evidence finder both leave these words out
+of what they look for, and both count ``note`` and ``notes`` as one word (``same_word``).
+"""
 
 from __future__ import annotations
 
@@ -14,3 +18,17 @@ STOPWORDS = frozenset(
         get got make want need use using"""
     )
 )
+
+
+def same_word(query_word: str, word: str) -> bool:
+    """The word, or one sharing its stem roughly as the porter tokenizer would match it
+    (``note``/``notes``, ``configure``/``configuration``): both of at least four letters,
+    sharing all but the shorter one's last two."""
+    if query_word == word:
+        return True
+    short = min(len(query_word), len(word))
+    if short < 4:
+        return False
+    pairs = zip(query_word, word, strict=False)  # up to the shorter word
+    shared = next((i for i, (a, b) in enumerate(pairs) if a != b), short)
+    return shared >= max(4, short - 2)

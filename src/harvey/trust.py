@@ -92,6 +92,9 @@ NARROWING: Mapping[str, Rule] = {
     "chunking.concurrency": _always,
     "max_in_flight": _always,  # like chunking.concurrency: how hard the server is worked
     "analysis.executor": _one_of("local"),  # ray starts a cluster; ray_address joins one
+    # How evidence is found and who writes the answer: every answer is checked either way.
+    "analysis.evidence": _always,
+    "analysis.answer": _always,
     "offload.enabled": _always,
     "offload.threshold": _always,
     "offload.preview_lines": _always,

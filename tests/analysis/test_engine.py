@@ -1,9 +1,8 @@
-"""W4: the map-reduce engine — order, failures, synthesis, hierarchy, progress, cancel."""
+"""The map-reduce engine: evidence per chunk, notes in order, failures, the answer, cancel."""
 
 from __future__ import annotations
 
 import io
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -12,21 +11,20 @@ from typing import Any
 import pytest
 
 from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
-from harvey.analysis.engine import (
-    AnalysisResult,
-    ChunkAnalysisParams,
-    SynthesisError,
-    map_prompt,
-    reduce_prompt,
-    run_chunked_analysis,
-)
+from harvey.analysis.engine import ChunkAnalysisParams, SynthesisError, run_chunked_analysis
+from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import BackendError, Cancelled
 from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
-from harvey.llm.scripted import ScriptedClient
 from harvey.messages import Message
+from tests.fakes.evidence import chosen, chunk_of, part_of, quote_first_sentence, records
 
-CHUNK_RE = re.compile(r"Chunk (\d+) of (\d+):\n")
+NOTES = "Archivist's note: the {} ledger was rebound in {}."
+INSTRUCTION = "List every archivist's note."
+
+
+def chunk(i: int) -> str:
+    return f"Intro {i} is plain. " + NOTES.format(f"blue {i}", 1900 + i) + " An outro follows."
 
 
 class FnClient:
@@ -39,16 +37,22 @@ class FnClient:
         self.reply = reply
         self.model = model
         self.prompts: list[str] = []
+        self.schemas: list[dict[str, Any] | None] = []
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
 
     def stream_chat(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        response_schema: dict[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         prompt = messages[-1].content
         with self.lock:
             self.prompts.append(prompt)
+            self.schemas.append(response_schema)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -78,203 +82,213 @@ class RecordingDouble:
         self.events: list[tuple[Any, ...]] = []
 
     def record_chunk_analysis_start(
-        self,
-        filename: str,
-        total_chunks: int,
-        model: str,
-        boundary: str,
-        chunk_size_bytes: int,
-        user_instruction: str,
+        self, filename: str, total: int, model: str, *rest: Any
     ) -> None:
-        self.events.append(
-            ("start", filename, total_chunks, model, boundary, chunk_size_bytes, user_instruction)
-        )
+        self.events.append(("start", filename, total, model, *rest))
 
     def record_chunk_result(self, i: int, n: int, status: str) -> None:
         self.events.append(("result", i, n, status))
 
-    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:
-        self.events.append(("synthesis", model, status, levels))
+    def record_chunk_evidence(self, i: int, n: int, kept: Any, dropped: Any) -> None:
+        self.events.append(("evidence", i, [r.id for r in kept], [d.reason for d in dropped]))
+
+    def record_answer(self, answer: Any) -> None:
+        self.events.append(("answer", [c.id for c in answer.citations], answer.unsupported))
+
+    def record_chunk_synthesis(
+        self, model: str, status: str, levels: int = 1, answer: str = ""
+    ) -> None:
+        self.events.append(("synthesis", model, status, answer))
 
 
-def chunk_index(prompt: str) -> int | None:
-    m = CHUNK_RE.search(prompt)
-    return int(m.group(1)) if m else None
-
-
-def params(chunks: list[str], concurrency: int = 4, **kw: Any) -> ChunkAnalysisParams:
+def params(chunks: Sequence[str], *, evidence: str = "harvey", answer: str = "evidence",
+           concurrency: int = 4) -> ChunkAnalysisParams:  # fmt: skip
     return ChunkAnalysisParams(
         filename="doc.md",
-        chunks=chunks,
-        instruction="Summarize each section.",
+        chunks=list(chunks),
+        instruction=INSTRUCTION,
         model="LLAMA3",
         boundary="paragraph",
-        config=ChunkConfig(concurrency=concurrency, **kw),
+        config=ChunkConfig(concurrency=concurrency),
+        evidence=evidence,  # type: ignore[arg-type]
+        answer=answer,  # type: ignore[arg-type]
     )
 
 
-def test_prompts_are_the_seeds() -> None:
-    assert map_prompt("Do X.", 2, 5, "body") == "Do X.\n\n---\nChunk 2 of 5:\nbody"
-    assert reduce_prompt("Do X.", ["a", "b"]) == (
-        "Do X.\n\n---\nCombine the following 2 section summaries into a single coherent "
-        "response:\n\na\n\n---\nb"
-    )
-
-
-def test_two_chunks_with_the_scripted_backend() -> None:
-    client = ScriptedClient(["result1", "result2", "final"], model="LLAMA3")
+def test_harvey_finds_the_evidence_without_a_model_call() -> None:
+    client = FnClient(lambda p: pytest.fail("no call expected"))
     rec = RecordingDouble()
     out = run_chunked_analysis(
-        client, params(["one", "two"], concurrency=1), recorder=rec, progress=NullProgress()
-    )
-    assert out == AnalysisResult("final", [], 1, ["result1", "result2"])
-    assert [s.messages[0].content for s in client.seen] == [
-        "Summarize each section.\n\n---\nChunk 1 of 2:\none",
-        "Summarize each section.\n\n---\nChunk 2 of 2:\ntwo",
-        reduce_prompt("Summarize each section.", ["result1", "result2"]),
+        client, params([chunk(1), "Nothing to see here.", chunk(3)]), recorder=rec,
+        progress=NullProgress(),
+    )  # fmt: skip
+    assert client.prompts == []
+    assert [r.quote for r in out.records] == [
+        NOTES.format("blue 1", 1901),
+        NOTES.format("blue 3", 1903),
     ]
+    assert out.evidence[1] == ChunkEvidence(skipped=True)
     assert rec.events == [
-        ("start", "doc.md", 2, "LLAMA3", "paragraph", 6000, "Summarize each section."),
-        ("result", 1, 2, "ok"),
-        ("result", 2, 2, "ok"),
-        ("synthesis", "LLAMA3", "ok", 1),
+        ("start", "doc.md", 3, "LLAMA3", "paragraph", 6000, INSTRUCTION),
+        ("result", 1, 3, "ok, 1 quote"),
+        ("evidence", 1, [1], []),
+        ("result", 2, 3, "skipped: nothing here for the instruction"),
+        ("result", 3, 3, "ok, 1 quote"),
+        ("evidence", 3, [2], []),
+        ("answer", [1, 2], []),
+        ("synthesis", "LLAMA3", "ok", "evidence"),
     ]
+    assert out.answer.kind == "evidence"
+    assert f"- {NOTES.format('blue 1', 1901)} [1]" in out.text
+    assert out.text.endswith("Sources:\n[1] doc.md:L1\n[2] doc.md:L1")
 
 
-def test_chunk_error_continues_and_synthesis_sees_the_failure_note() -> None:
+def test_model_records_are_verified_and_an_invented_quote_is_dropped_and_recorded() -> None:
     def reply(prompt: str) -> str:
-        i = chunk_index(prompt)
-        if i == 2:
-            raise BackendError("context exceeded\nmore detail")
-        return f"result{i}" if i else "final"
+        text = chunk_of(prompt) or ""
+        i = int(text.split()[1])
+        return records(NOTES.format(f"blue {i}", 1900 + i), "Archivist's note: a quote it made up.")
 
     client = FnClient(reply)
     rec = RecordingDouble()
     out = run_chunked_analysis(
-        client, params(["a", "b", "c"]), recorder=rec, progress=NullProgress()
+        client, params([chunk(1), chunk(2)], evidence="model"), recorder=rec,
+        progress=NullProgress(),
+    )  # fmt: skip
+    assert [r.quote for r in out.records] == [NOTES.format(f"blue {i}", 1900 + i) for i in (1, 2)]
+    assert all(s is not None and "records" in s["properties"] for s in client.schemas)
+    assert ("result", 1, 2, "ok, 1 quote, 1 dropped") in rec.events
+    assert ("evidence", 1, [1], ["not in the chunk word for word"]) in rec.events
+    assert "made up" not in out.text
+
+
+def test_choose_takes_the_numbered_candidates_the_model_picks() -> None:
+    text = chunk(1) + " " + NOTES.format("red", 1950)
+    client = FnClient(lambda p: chosen(2, 7))
+    out = run_chunked_analysis(client, params([text], evidence="choose"), progress=NullProgress())
+    assert [r.quote for r in out.records] == [NOTES.format("red", 1950)]
+    schema = client.schemas[0]
+    assert schema is not None
+    assert schema["properties"]["chosen"]["items"]["enum"] == [1, 2]  # only the candidates
+    assert out.evidence[0] is not None and out.evidence[0].dropped[0].reason == (
+        "no such numbered sentence"
     )
-    assert out.text == "final"
-    assert out.failures == [2]
-    assert out.partials == ["result1", "[chunk 2 failed: context exceeded]", "result3"]
-    assert client.prompts[-1] == reduce_prompt("Summarize each section.", out.partials)
-    assert ("result", 2, 3, "error: context exceeded") in rec.events
 
 
-def test_synthesis_error_is_raised_and_recorded() -> None:
+def test_a_failed_chunk_does_not_stop_the_map_phase() -> None:
     def reply(prompt: str) -> str:
-        if chunk_index(prompt) is None:
-            raise BackendError("server went away")
-        return "partial"
+        found = part_of(prompt)
+        if found and found[0] == 2:
+            raise BackendError("context exceeded\nmore detail")
+        return quote_first_sentence(prompt)
 
     rec = RecordingDouble()
-    with pytest.raises(SynthesisError, match="server went away"):
-        run_chunked_analysis(
-            FnClient(reply), params(["a", "b"]), recorder=rec, progress=NullProgress()
-        )
-    assert rec.events[-1] == ("synthesis", "LLAMA3", "error: server went away", 1)
+    chunks = [NOTES.format(f"b{i}", 1900 + i) for i in range(3)]
+    out = run_chunked_analysis(
+        FnClient(reply), params(chunks, evidence="model"), recorder=rec, progress=NullProgress()
+    )
+    assert out.failures == [2]
+    assert out.evidence[1] is None
+    assert ("result", 2, 3, "error: context exceeded") in rec.events
+    assert [r.id for r in out.records] == [1, 2]
 
 
-def test_nil_recorder() -> None:
-    client = FnClient(lambda p: "partial" if chunk_index(p) else "final")
-    assert run_chunked_analysis(client, params(["a", "b"]), progress=NullProgress()).text == "final"
-
-
-def test_progress_lines_in_chunk_order_before_synthesis() -> None:
-    out = io.StringIO()
-    client = FnClient(lambda p: "partial" if chunk_index(p) else "final")
-    run_chunked_analysis(client, params(["a", "b"]), progress=out)
-    lines = out.getvalue().splitlines()
-    assert lines[:2] == ["Processing chunk 1/2…", "Processing chunk 2/2…"]
-    assert lines[2].startswith("Synthesizing 2 partial results")
-
-
-def test_results_and_notes_in_chunk_order_when_calls_finish_out_of_order() -> None:
+def test_notes_and_numbers_are_in_chunk_order_when_calls_finish_out_of_order() -> None:
     n = 8
 
     def reply(prompt: str) -> str:
-        i = chunk_index(prompt)
-        if i is None:
-            return "final"
-        time.sleep(0.005 * (n - i))  # later chunks finish first
-        return f"r{i}"
+        found = part_of(prompt)
+        assert found is not None
+        time.sleep(0.005 * (n - found[0]))  # later chunks finish first
+        return quote_first_sentence(prompt)
 
     client = FnClient(reply)
     rec = RecordingDouble()
+    chunks = [NOTES.format(f"c{i}", 1900 + i) for i in range(n)]
     out = run_chunked_analysis(
-        client,
-        params([str(i) for i in range(n)], concurrency=4),
-        recorder=rec,
-        progress=NullProgress(),
+        client, params(chunks, evidence="model"), recorder=rec, progress=NullProgress()
     )
-    assert out.partials == [f"r{i}" for i in range(1, n + 1)]
     assert [e[1] for e in rec.events if e[0] == "result"] == list(range(1, n + 1))
+    assert [(r.id, r.quote) for r in out.records] == [(i + 1, chunks[i]) for i in range(n)]
     assert 1 < client.max_in_flight <= 4
 
 
 def test_concurrency_one_is_sequential() -> None:
-    client = FnClient(lambda p: (time.sleep(0.002), "x")[1])
-    run_chunked_analysis(client, params(["a"] * 6, concurrency=1), progress=NullProgress())
+    client = FnClient(lambda p: (time.sleep(0.002), records())[1])
+    chunks = [NOTES.format("x", 1901)] * 6
+    run_chunked_analysis(
+        client, params(chunks, evidence="model", concurrency=1), progress=NullProgress()
+    )
     assert client.max_in_flight == 1
 
 
-def test_hierarchical_reduce_when_partials_do_not_fit() -> None:
-    def reply(prompt: str) -> str:
-        i = chunk_index(prompt)
-        if i is not None:
-            return f"summary {i} " + "s" * 600
-        count = int(re.search(r"Combine the following (\d+)", prompt).group(1))  # type: ignore[union-attr]
-        return f"combined {count}"
-
-    client = FnClient(reply)
-    rec = RecordingDouble()
-    chunks = [f"chunk {i}" for i in range(12)]
-    out = run_chunked_analysis(
-        client, params(chunks), recorder=rec, progress=NullProgress(), context_window=1024
+def test_the_synthesis_is_checked_and_a_sentence_the_evidence_does_not_hold_is_removed() -> None:
+    answer = (
+        "The blue 1 ledger was rebound in 1901 [1]. "
+        "The blue 2 ledger was rebound in 1902 [2]. "
+        "It was rebound again in 1999 [1]. "
+        "The red ledger burned [9]."
     )
-    # 12 × ~150 tokens do not fit 1024 - 10%: groups first, then one final synthesis.
-    assert out.levels == 2
-    assert out.text.startswith("combined")
-    reduce_prompts = [p for p in client.prompts if chunk_index(p) is None]
-    assert len(reduce_prompts) > 2
-    assert all(len(p.encode()) / 4 <= 1024 * 0.9 for p in reduce_prompts)
-    assert rec.events[-1] == ("synthesis", "LLAMA3", "ok", 2)
+    client = FnClient(lambda p: answer)
+    rec = RecordingDouble()
+    out = run_chunked_analysis(
+        client, params([chunk(1), chunk(2)], answer="synthesis"), recorder=rec,
+        progress=NullProgress(),
+    )  # fmt: skip
+    assert out.answer.kind == "synthesis"
+    assert "1999" not in out.text and "red ledger" not in out.text
+    assert "The blue 1 ledger was rebound in 1901 [1]." in out.text
+    assert [c.id for c in out.answer.citations] == [1, 2]
+    assert len(out.answer.unsupported) == 2
+    assert any("'1999' is in none of the records it cites" in u for u in out.answer.unsupported)
+    assert any("cites [9], which it was not given" in u for u in out.answer.unsupported)
+    assert rec.events[-1] == ("synthesis", "LLAMA3", "ok", "synthesis")
+    assert "2 sentences stating what the evidence they cite does not say were removed" in out.text
 
 
-def test_hierarchical_reduce_must_shrink() -> None:
+def test_a_synthesis_that_mostly_invents_gives_way_to_the_evidence() -> None:
+    client = FnClient(lambda p: "It happened on 4 May 1066 [1]. Nobody knows why.")
+    out = run_chunked_analysis(
+        client, params([chunk(1)], answer="synthesis"), progress=NullProgress()
+    )
+    assert out.answer.kind == "evidence"
+    assert "synthesis failed Harvey's check" in out.text
+    assert "1066" not in out.text and NOTES.format("blue 1", 1901) in out.text
+
+
+def test_a_failed_synthesis_call_is_raised_and_recorded() -> None:
     def reply(prompt: str) -> str:
-        return "s" * 800 if chunk_index(prompt) else "t" * 2000  # synthesis grows the text
+        raise BackendError("server went away")
 
     rec = RecordingDouble()
-    with pytest.raises(SynthesisError, match="did not shrink"):
+    with pytest.raises(SynthesisError, match="server went away"):
         run_chunked_analysis(
-            FnClient(reply),
-            params(["a"] * 6),
-            recorder=rec,
+            FnClient(reply), params([chunk(1)], answer="synthesis"), recorder=rec,
             progress=NullProgress(),
-            context_window=1024,
-        )
-    assert rec.events[-1][2].startswith("error: level ")
-    assert "did not shrink" in rec.events[-1][2]
+        )  # fmt: skip
+    assert rec.events[-1] == ("synthesis", "LLAMA3", "error: server went away", "")
 
 
-def test_partial_too_big_for_the_synthesis_context() -> None:
-    client = FnClient(lambda p: "s" * 10_000 if chunk_index(p) else "final")
-    with pytest.raises(SynthesisError, match="alone does not fit"):
-        run_chunked_analysis(
-            client, params(["a", "b"]), progress=NullProgress(), context_window=1024
-        )
-
-
-def test_synthesis_client_is_used_for_the_reduce() -> None:
-    mapper = FnClient(lambda p: "partial")
-    synth = FnClient(lambda p: "final", model="BIGMODEL")
+def test_the_synthesis_client_writes_the_answer_and_the_map_client_the_records() -> None:
+    mapper = FnClient(quote_first_sentence)
+    synth = FnClient(lambda p: "The blue 1 ledger was rebound in 1901 [1].", model="BIG")
     rec = RecordingDouble()
     out = run_chunked_analysis(
-        mapper, params(["a", "b"]), recorder=rec, progress=NullProgress(), synthesis_client=synth
-    )
-    assert out.text == "final"
-    assert len(mapper.prompts) == 2 and len(synth.prompts) == 1
-    assert rec.events[-1] == ("synthesis", "BIGMODEL", "ok", 1)
+        mapper, params([NOTES.format("blue 1", 1901)], evidence="model", answer="synthesis"),
+        recorder=rec,
+        progress=NullProgress(), synthesis_client=synth,
+    )  # fmt: skip
+    assert len(mapper.prompts) == 1 and len(synth.prompts) == 1
+    assert "Evidence quoted word for word from the source" in synth.prompts[0]
+    assert rec.events[-1] == ("synthesis", "BIG", "ok", "synthesis")
+    assert out.answer.kind == "synthesis"
+    assert out.text.startswith("The blue 1 ledger was rebound in 1901 [1].")
+
+
+def test_progress_lines_in_chunk_order() -> None:
+    out = io.StringIO()
+    run_chunked_analysis(FnClient(quote_first_sentence), params([chunk(1), chunk(2)]), progress=out)
+    assert out.getvalue().splitlines()[:2] == ["Processing chunk 1/2…", "Processing chunk 2/2…"]
 
 
 def test_cancel_stops_outstanding_calls_and_records_it() -> None:
@@ -285,7 +299,7 @@ def test_cancel_stops_outstanding_calls_and_records_it() -> None:
     def reply(prompt: str) -> str:
         started.set()
         release.wait(5)  # a server that does not answer
-        return "late"
+        return records()
 
     client = FnClient(reply)
     rec = RecordingDouble()
@@ -295,7 +309,7 @@ def test_cancel_stops_outstanding_calls_and_records_it() -> None:
         try:
             run_chunked_analysis(
                 client,
-                params(["a"] * 20, concurrency=2),
+                params([chunk(i) for i in range(20)], evidence="model", concurrency=2),
                 recorder=rec,
                 progress=NullProgress(),
                 cancel=cancel,
@@ -313,18 +327,22 @@ def test_cancel_stops_outstanding_calls_and_records_it() -> None:
     worker.join()
     assert not alive
     assert isinstance(result["exc"], Cancelled)
-    assert rec.events[-1] == ("synthesis", "LLAMA3", "error: cancelled", 1)
+    assert rec.events[-1] == ("synthesis", "LLAMA3", "error: cancelled", "")
     assert 1 <= len(client.prompts) <= 2  # at most `concurrency` started; queued never did
 
 
-def test_analysis_of_a_real_chunked_document() -> None:
-    text = "\n\n".join(f"Paragraph {i}. " + "words " * 40 for i in range(30))
+def test_records_are_located_in_the_file_of_a_real_chunked_document() -> None:
+    paragraphs = [f"Paragraph {i}. " + "words " * 40 for i in range(30)]
+    paragraphs[17] = NOTES.format("green", 1917)
+    text = "\n\n".join(paragraphs)
     chunks = chunk_document(text, ChunkConfig(chunk_size_bytes=1000), DocType.PROSE)
-    client = FnClient(lambda p: f"saw {chunk_index(p)}" if chunk_index(p) else "final")
     p = params([c.text for c in chunks])
     p.chunks = chunks
-    out = run_chunked_analysis(client, p, progress=NullProgress())
-    assert out.partials == [f"saw {i}" for i in range(1, len(chunks) + 1)]
+    out = run_chunked_analysis(FnClient(lambda _p: ""), p, progress=NullProgress())
+    assert [(r.quote, r.location.first_line) for r in out.records] == [
+        (NOTES.format("green", 1917), 35)
+    ]
+    assert text.split("\n")[34] == NOTES.format("green", 1917)
 
 
 def test_the_library_prints_plain_lines_even_on_a_terminal() -> None:
@@ -344,8 +362,8 @@ class MapVariantClient(FnClient):
     """A backend that offers a separate client for map calls (like the embedded model)."""
 
     def __init__(self) -> None:
-        super().__init__(lambda prompt: "final")
-        self.map_variant = FnClient(lambda prompt: f"partial {chunk_index(prompt)}")
+        super().__init__(lambda prompt: "The blue 1 ledger was rebound in 1901 [1].")
+        self.map_variant = FnClient(quote_first_sentence)
 
     def for_map_calls(self) -> LLMClient:
         return self.map_variant
@@ -353,10 +371,12 @@ class MapVariantClient(FnClient):
 
 def test_map_calls_go_to_the_variant_a_backend_offers_and_synthesis_does_not() -> None:
     client = MapVariantClient()
-    out = run_chunked_analysis(client, params(["a", "b", "c"]), progress=NullProgress())
-    assert out.text == "final"
-    assert sorted(chunk_index(p) for p in client.map_variant.prompts) == [1, 2, 3]
-    assert [chunk_index(p) for p in client.prompts] == [None]  # only the synthesis
+    chunks = [NOTES.format(f"b{i}", 1900 + i) for i in range(3)]
+    run_chunked_analysis(
+        client, params(chunks, evidence="model", answer="synthesis"), progress=NullProgress()
+    )
+    assert sorted(part_of(p) for p in client.map_variant.prompts) == [(1, 3), (2, 3), (3, 3)]
+    assert [part_of(p) for p in client.prompts] == [None]  # only the synthesis
 
 
 def test_the_embedded_models_map_replies_are_capped_and_its_chat_replies_are_not() -> None:
@@ -373,18 +393,49 @@ def test_the_embedded_models_map_replies_are_capped_and_its_chat_replies_are_not
     assert map_client_of(plain) is plain
 
 
-def test_when_every_map_call_fails_no_synthesis_is_asked_for() -> None:
+def test_when_every_map_call_fails_no_answer_is_made() -> None:
     def reply(prompt: str) -> str:
-        if chunk_index(prompt) is not None:
+        if part_of(prompt) is not None:
             raise BackendError("the server fell over")
         return "an invented answer"
 
     client = FnClient(reply)
     rec = RecordingDouble()
+    chunks = [NOTES.format(f"b{i}", 1900 + i) for i in range(3)]
     with pytest.raises(SynthesisError) as info:
-        run_chunked_analysis(client, params(["a", "b", "c"]), recorder=rec, progress=NullProgress())
+        run_chunked_analysis(
+            client, params(chunks, evidence="model", answer="synthesis"), recorder=rec,
+            progress=NullProgress(),
+        )  # fmt: skip
     assert str(info.value) == (
         "no synthesis: all 3 map calls failed (the first: the server fell over)"
     )
-    assert all(chunk_index(p) is not None for p in client.prompts)  # no reduce prompt
+    assert all(part_of(p) is not None for p in client.prompts)  # no synthesis prompt
     assert rec.events[-1][:3] == ("synthesis", "LLAMA3", f"error: {info.value}")
+
+
+class Stored:
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}
+
+    def get(self, key: str) -> str | None:
+        return self.rows.get(key)
+
+    def put(self, key: str, model: str, text: str) -> None:
+        self.rows[key] = text
+
+
+def test_a_second_run_reuses_the_stored_records_and_makes_no_call() -> None:
+    stored = Stored()
+    chunks = [NOTES.format(f"b{i}", 1900 + i) for i in range(3)]
+    first = FnClient(quote_first_sentence)
+    one = run_chunked_analysis(
+        first, params(chunks, evidence="model"), progress=NullProgress(), results=stored
+    )
+    assert len(first.prompts) == 3 and len(stored.rows) == 3
+    assert all(ChunkEvidence.from_json(v) is not None for v in stored.rows.values())
+    again = FnClient(lambda p: pytest.fail("a stored result was asked for again"))
+    two = run_chunked_analysis(
+        again, params(chunks, evidence="model"), progress=NullProgress(), results=stored
+    )
+    assert two.reused == 3 and two.text == one.text

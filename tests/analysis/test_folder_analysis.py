@@ -1,25 +1,33 @@
-"""Whole-folder analysis: one map phase over every file, per-file then overall synthesis."""
+"""Whole-folder analysis: one map phase over every file's chunks, one answer from all of it."""
 
 from __future__ import annotations
 
 import io
-import re
 import threading
 from typing import Any
 
 import pytest
 
 from harvey.analysis.chunking import ChunkConfig
-from harvey.analysis.engine import reduce_prompt
-from harvey.analysis.folder_analysis import FolderRun, file_instruction, per_file_markdown
-from harvey.analysis.folder_map import FileChunks, file_map_prompt
+from harvey.analysis.folder_analysis import FolderRun, per_file_markdown
+from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import Cancelled, SynthesisError, WorkspaceError
 from harvey.session.records import ChunkFileNote
 from tests.analysis.test_engine import FnClient
+from tests.fakes.evidence import chunk_of, file_of, part_of, records
 
-FILE_RE = re.compile(r"File (\S+), chunk (\d+) of (\d+):\n(.*)", re.S)
-INSTRUCTION = "Summarise."
+INSTRUCTION = "List every archivist's note."
+
+
+def quote_notes(prompt: str) -> str:
+    """A model that quotes every archivist's note of the chunk it is shown, and nothing else."""
+    chunk = chunk_of(prompt) or ""
+    return records(*(line for line in chunk.splitlines() if line.startswith("Archivist")))
+
+
+def note(tag: str) -> str:
+    return f"Archivist's note: the {tag} ledger was rebound."
 
 
 class Recording:
@@ -34,14 +42,22 @@ class Recording:
     def record_chunk_result(self, i: int, n: int, status: str) -> None:
         self.events.append(("result", i, n, status))
 
+    def record_chunk_evidence(self, i: int, n: int, kept: Any, dropped: Any) -> None:
+        self.events.append(("evidence", i, [(r.id, r.location.path) for r in kept]))
+
     def record_chunk_served(self, served: int, endpoints: int) -> None:
         self.events.append(("served", served, endpoints))
 
     def record_chunk_file(self, note: ChunkFileNote) -> None:
         self.events.append(("file", note))
 
-    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:
-        self.events.append(("synthesis", model, status, levels))
+    def record_answer(self, answer: Any) -> None:
+        self.events.append(("answer", [c.id for c in answer.citations]))
+
+    def record_chunk_synthesis(
+        self, model: str, status: str, levels: int = 1, answer: str = ""
+    ) -> None:
+        self.events.append(("synthesis", model, status, answer))
 
 
 class DictCache:
@@ -55,21 +71,11 @@ class DictCache:
         self.rows[key] = text
 
 
-def reply(prompt: str) -> str:
-    """A map call answers ``map:FILE:i``, a file synthesis ``file:FILE``, the overall ``all``."""
-    m = FILE_RE.search(prompt)
-    if m:
-        return f"map:{m.group(1)}:{m.group(2)}"
-    if "(The sections below are parts of the file " in prompt:
-        return "file:" + prompt.split("parts of the file ", 1)[1].split(".)", 1)[0]
-    return "all"
-
-
 def files() -> list[FileChunks]:
     return [
-        FileChunks("a.md", ["a1", "a2"], 2, "paragraph", 1000),
-        FileChunks("b.py", ["b1"], 1, "source", 800),
-        FileChunks("c.md", iter(["c1", "c2", "c3"]), 3, "paragraph", 1000),
+        FileChunks("a.md", [note("a1"), note("a2")], 2, "paragraph", 1000),
+        FileChunks("b.py", ["x = 1  # see the notes"], 1, "source", 800),
+        FileChunks("c.md", iter([note("c1"), "Plain text.", note("c3")]), 3, "paragraph", 1000),
     ]
 
 
@@ -78,58 +84,57 @@ def run(client: Any, **kw: Any) -> FolderRun:
     return FolderRun(client=client, instruction=INSTRUCTION, model="M", label="docs/", **kw)
 
 
-def test_one_map_phase_then_each_file_then_the_files() -> None:
-    client = FnClient(reply)
+def test_one_map_phase_then_one_answer_from_every_files_records() -> None:
+    client = FnClient(quote_notes)
     rec = Recording()
-    result = run(client, recorder=rec).run(files(), NullProgress())
-    maps = sorted(p for p in client.prompts if FILE_RE.search(p))
-    assert maps == sorted(
-        file_map_prompt(INSTRUCTION, name, i, n, f"{name[0]}{i}")
-        for name, n in (("a.md", 2), ("b.py", 1), ("c.md", 3))
-        for i in range(1, n + 1)
-    )
-    # a file of one chunk is its map result; the others are synthesised
-    assert [(a.name, a.text, a.first, a.last) for a in result.files] == [
-        ("a.md", "file:a.md", 1, 2),
-        ("b.py", "map:b.py:1", 3, 3),
-        ("c.md", "file:c.md", 4, 6),
+    result = run(client, recorder=rec, evidence="model").run(files(), NullProgress())
+    called = sorted((file_of(p), part_of(p)) for p in client.prompts)
+    assert called == [
+        ("a.md", (1, 2)),
+        ("a.md", (2, 2)),
+        ("b.py", (1, 1)),
+        ("c.md", (1, 3)),
+        ("c.md", (3, 3)),
+    ]  # fmt: skip  (c.md's plain chunk holds no word of the instruction: skipped, no call)
+    assert [(a.name, a.first, a.last, [r.quote for r in a.records]) for a in result.files] == [
+        ("a.md", 1, 2, [note("a1"), note("a2")]),
+        ("b.py", 3, 3, []),
+        ("c.md", 4, 6, [note("c1"), note("c3")]),
     ]
-    assert reduce_prompt(file_instruction(INSTRUCTION, "a.md"), ["map:a.md:1", "map:a.md:2"]) in (
-        client.prompts
-    )
-    sections = ["File a.md:\nfile:a.md", "File b.py:\nmap:b.py:1", "File c.md:\nfile:c.md"]
-    assert client.prompts[-1] == reduce_prompt(INSTRUCTION, sections)
-    assert result.text == "all" and len(client.prompts) == 6 + 2 + 1
+    assert [c.id for c in result.answer.citations] == [1, 2, 3, 4]
+    assert [c.location.path for c in result.answer.citations] == ["a.md", "a.md", "c.md", "c.md"]
+    assert "Harvey: from a.md" in result.text and "Harvey: from c.md" in result.text
     kinds = [e[0] for e in rec.events]
-    assert kinds == ["start", *["result"] * 6, "file", "file", "file", "synthesis"]
+    assert kinds[0] == "start" and kinds[-2:] == ["answer", "synthesis"]
+    assert kinds.count("result") == 6 and kinds.count("file") == 3
     assert rec.events[0][1:6] == ("docs/", 6, "M", "mixed", 1000)
     assert rec.events[0][-1] == {"files": 3}
-    assert [e[1:] for e in rec.events[1:7]] == [(i, 6, "ok") for i in range(1, 7)]
-    assert rec.events[8][1] == ChunkFileNote("b.py", 3, 3, "source", 800, 0, "ok")
-    assert rec.events[-1] == ("synthesis", "M", "ok", 1)
+    assert ("result", 5, 6, "skipped: nothing here for the instruction") in rec.events
+    assert ChunkFileNote("b.py", 3, 3, "source", 800, 0, "ok") in [e[1] for e in rec.events]
+    assert rec.events[-1] == ("synthesis", "M", "ok", "evidence")
 
 
 def test_per_file_markdown() -> None:
-    result = run(FnClient(reply)).run(files(), NullProgress())
-    assert per_file_markdown(result) == (
-        "## a.md\n\nfile:a.md\n\n## b.py\n\nmap:b.py:1\n\n## c.md\n\nfile:c.md\n\n"
-        "## Overall\n\nall\n"
-    )
+    result = run(FnClient(quote_notes)).run(files(), NullProgress())
+    text = per_file_markdown(result)
+    assert text.startswith(f"## a.md\n\n- {note('a1')} [1]\n- {note('a2')} [2]\n\n## b.py\n\n")
+    assert "nothing in b.py answers the instruction" in text
+    assert "## Overall\n\n" in text and text.rstrip().endswith("[4] c.md:L1")
 
 
 def test_failed_chunks_are_counted_per_file_and_do_not_stop_the_run() -> None:
     def flaky(prompt: str) -> str:
-        if "chunk 2 of 2" in prompt or "b.py, chunk 1" in prompt:
+        if part_of(prompt) == (2, 2) or file_of(prompt) == "b.py":
             raise WorkspaceError("boom")
-        return reply(prompt)
+        return quote_notes(prompt)
 
     rec = Recording()
-    result = run(FnClient(flaky), recorder=rec).run(files(), NullProgress())
+    result = run(FnClient(flaky), recorder=rec, evidence="model").run(files(), NullProgress())
     assert result.failures == [2, 3]
     a, b, c = result.files
     assert a.failures == [2] and a.status == "ok"
     assert b.status == "error: every chunk failed" and b.text.startswith("[b.py: every chunk")
-    assert c.failures == [] and result.text == "all"
+    assert c.failures == [] and [r.quote for r in c.records] == [note("c1"), note("c3")]
     notes = [e[1] for e in rec.events if e[0] == "file"]
     assert [(n.failed, n.status) for n in notes] == [
         (1, "ok"),
@@ -138,67 +143,42 @@ def test_failed_chunks_are_counted_per_file_and_do_not_stop_the_run() -> None:
     ]
 
 
-def test_a_failed_file_synthesis_is_recorded_and_the_rest_goes_on() -> None:
-    def bad_a(prompt: str) -> str:
-        if "parts of the file a.md" in prompt:
-            raise WorkspaceError("no room")
-        return reply(prompt)
-
-    rec = Recording()
-    result = run(FnClient(bad_a), recorder=rec).run(files(), NullProgress())
-    assert result.files[0].status == "error: no room"
-    assert result.files[0].text == "[a.md: synthesis failed: no room]"
-    assert result.text == "all"
-    assert rec.events[-1] == ("synthesis", "M", "ok", 1)
-
-
-def test_overall_synthesis_failure_raises_and_is_noted() -> None:
-    def bad_all(prompt: str) -> str:
-        if reply(prompt) == "all":
+def test_a_failed_synthesis_raises_and_is_noted() -> None:
+    def bad(prompt: str) -> str:
+        if part_of(prompt) is None:
             raise WorkspaceError("server gone")
-        return reply(prompt)
+        return quote_notes(prompt)
 
     rec = Recording()
     with pytest.raises(SynthesisError):
-        run(FnClient(bad_all), recorder=rec).run(files(), NullProgress())
-    assert rec.events[-1] == ("synthesis", "M", "error: server gone", 1)
+        run(FnClient(bad), recorder=rec, answer="synthesis").run(files(), NullProgress())
+    assert rec.events[-1] == ("synthesis", "M", "error: server gone", "")
 
 
-def test_a_second_run_reuses_map_results_and_file_syntheses() -> None:
+def test_a_second_run_reuses_every_stored_map_result() -> None:
     cache = DictCache()
-    first = FnClient(reply)
-    run(first, results=cache).run(files(), NullProgress())
-    assert len(cache.rows) == 6 + 2  # every map result and both file syntheses
-    again = FnClient(reply)
-    result = run(again, results=cache).run(files(), NullProgress())
-    assert (result.reused, result.reused_files) == (6, 2)
-    assert len(again.prompts) == 1 and result.text == "all"  # only the overall synthesis
+    first = FnClient(quote_notes)
+    one = run(first, results=cache, evidence="model").run(files(), NullProgress())
+    assert len(cache.rows) == 5
+    again = FnClient(lambda p: pytest.fail("asked again"))
+    result = run(again, results=cache, evidence="model").run(files(), NullProgress())
+    assert result.reused == 5 and result.text == one.text
 
 
 def test_adding_a_file_keeps_the_other_files_results() -> None:
     cache = DictCache()
-    run(FnClient(reply), results=cache).run(files(), NullProgress())
-    more = [FileChunks("0.md", ["z"], 1, "paragraph", 1000), *files()]
-    again = FnClient(reply)
-    result = run(again, results=cache).run(more, NullProgress())
-    assert result.reused == 6 and len(again.prompts) == 2  # the new file's chunk, the overall
-
-
-def test_many_files_reduce_hierarchically() -> None:
-    many = [FileChunks(f"f{i:03}.md", [f"t{i}"], 1, "paragraph", 1000) for i in range(60)]
-
-    def long_reply(prompt: str) -> str:
-        return reply(prompt) + " " + "x" * 300 if FILE_RE.search(prompt) else "short"
-
-    result = run(FnClient(long_reply), context_window=2048).run(many, NullProgress())
-    assert result.levels >= 2 and result.text == "short"
+    run(FnClient(quote_notes), results=cache, evidence="model").run(files(), NullProgress())
+    more = [FileChunks("0.md", [note("z")], 1, "paragraph", 1000), *files()]
+    again = FnClient(quote_notes)
+    result = run(again, results=cache, evidence="model").run(more, NullProgress())
+    assert result.reused == 5 and len(again.prompts) == 1  # only the new file's chunk
 
 
 def test_a_file_that_changes_between_count_and_map_stops_the_run() -> None:
-    changed = [FileChunks("a.md", ["a1", "a2", "a3"], 2, "paragraph", 1000)]
+    changed = [FileChunks("a.md", [note("1"), note("2"), note("3")], 2, "paragraph", 1000)]
     rec = Recording()
     with pytest.raises(WorkspaceError, match=r"a\.md changed"):
-        run(FnClient(reply), recorder=rec).run(changed, NullProgress())
+        run(FnClient(quote_notes), recorder=rec).run(changed, NullProgress())
     assert rec.events[-1][0] == "synthesis" and rec.events[-1][2].startswith("error: a.md")
 
 
@@ -207,17 +187,19 @@ def test_cancel_stops_the_run() -> None:
 
     def stop(prompt: str) -> str:
         cancel.set()
-        return reply(prompt)
+        return quote_notes(prompt)
 
     rec = Recording()
     with pytest.raises(Cancelled):
-        run(FnClient(stop), recorder=rec, cancel=cancel).run(files(), NullProgress())
-    assert rec.events[-1] == ("synthesis", "M", "error: cancelled", 1)
+        run(FnClient(stop), recorder=rec, cancel=cancel, evidence="model").run(
+            files(), NullProgress()
+        )
+    assert rec.events[-1] == ("synthesis", "M", "error: cancelled", "")
 
 
 def test_plain_progress_counts_files() -> None:
     out = io.StringIO()
-    run(FnClient(reply), config=ChunkConfig(concurrency=1)).run(files(), PlainProgress(out))
+    run(FnClient(quote_notes), config=ChunkConfig(concurrency=1)).run(files(), PlainProgress(out))
     lines = out.getvalue().splitlines()
     assert "Processing chunk 6/6…" in lines
     assert [line for line in lines if line.startswith("File ")] == [
@@ -225,14 +207,13 @@ def test_plain_progress_counts_files() -> None:
         "File 2/3 done: b.py",
         "File 3/3 done: c.md",
     ]
-    assert "Synthesizing 2 files…" in lines and "Synthesizing 3 partial results…" in lines
 
 
 class PoolDouble(FnClient):
     """A client that says it is a pool of three endpoints, of which two complete calls."""
 
     def __init__(self) -> None:
-        super().__init__(reply)
+        super().__init__(quote_notes)
         self.served = [0, 0, 0]
         self.total_capacity = 2
 
@@ -241,15 +222,15 @@ class PoolDouble(FnClient):
 
         return [EndpointStats(f"u{i}", "ok", 1, 0, n, None) for i, n in enumerate(self.served)]
 
-    def stream_chat(self, messages: Any, tools: Any = None) -> Any:
+    def stream_chat(self, messages: Any, tools: Any = None, **kw: Any) -> Any:
         with self.lock:
             self.served[len(self.prompts) % 2] += 1
-        return super().stream_chat(messages, tools)
+        return super().stream_chat(messages, tools, **kw)
 
 
 def test_the_served_note_counts_endpoints_that_completed_calls() -> None:
     rec = Recording()
-    run(PoolDouble(), recorder=rec).run(files(), NullProgress())
+    run(PoolDouble(), recorder=rec, evidence="model").run(files(), NullProgress())
     assert ("served", 2, 3) in rec.events
     assert rec.events[0][-1] == {"endpoints": 3, "files": 3}
 
@@ -262,10 +243,10 @@ def test_the_rich_bar_shows_files_done_for_a_folder_only() -> None:
             return True
 
     folder, single = Tty(), Tty()
-    run(FnClient(reply)).run(files(), make_progress(progress_for(folder)))
+    run(FnClient(quote_notes)).run(files(), make_progress(progress_for(folder)))
     bar = progress_for(single)
     bar.start(2)
     bar.chunk_finished(1, 2, None)
     bar.close()
-    assert "3/3 files" in folder.getvalue() and "Synthesizing" in folder.getvalue()
+    assert "3/3 files" in folder.getvalue()
     assert "files" not in single.getvalue()

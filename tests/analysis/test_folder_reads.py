@@ -10,6 +10,7 @@ from harvey.analysis.chunking import ChunkConfig, DocType
 from harvey.analysis.file_chunks import chunks_of
 from harvey.analysis.folder_reads import _Recut, collect_files, folder_label
 from harvey.errors import UsageError
+from tests.fakes.evidence import chunk_of, file_of, records
 
 
 @pytest.fixture()
@@ -93,10 +94,10 @@ def test_files_past_the_memory_cap_are_cut_again_for_the_map_phase(
 
     monkeypatch.setattr(harvey.analysis.folder_reads, "KEEP_BYTES", 0)
     (ws / "a" / "one.md").write_text("\n\n".join(f"Part {i}. " + "text " * 60 for i in range(8)))
-    with FakeOpenAI([], default_reply="r") as srv:
-        args = ["analyze", "a", "-i", "x", "--backend", "openai", "--base-url", srv.url]
+    with FakeOpenAI([], default_reply=records()) as srv:
+        args = ["analyze", "a", "-i", "Summarise", "--backend", "openai", "--base-url", srv.url]
         result = CliRunner().invoke(main, [*args, "--chunk-size", "500", "--yes", "--no-record"])
         prompts = [b["messages"][-1]["content"] for b in srv.chat_requests]
     assert result.exit_code == 0, result.output
-    maps = [p for p in prompts if "\n---\nFile a/one.md, chunk " in p]
-    assert len(maps) > 3 and all(p.split(":\n", 1)[1].strip() for p in maps)
+    maps = [p for p in prompts if file_of(p) == "a/one.md"]
+    assert len(maps) > 3 and all((chunk_of(p) or "").strip() for p in maps)

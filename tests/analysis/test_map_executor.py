@@ -7,15 +7,16 @@ import threading
 from collections.abc import Iterable
 
 from harvey.analysis.engine import ChunkAnalysisParams, MapTask, run_chunked_analysis
+from harvey.analysis.evidence import ChunkEvidence, Record
 from harvey.analysis.map_calls import OnDone, OnStart
 from harvey.analysis.params import result_key
 from harvey.analysis.progress import NullProgress
+from harvey.analysis.quotes import Location
 from harvey.errors import BackendError, ContextTooLong
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
-from tests.analysis.test_engine import CHUNK_RE, FnClient, RecordingDouble
-
-PART_RE = re.compile(r"Chunk (\d+) of \d+, part ")
+from tests.analysis.test_engine import FnClient, RecordingDouble
+from tests.fakes.evidence import chunk_of, part_of, records
 
 
 class BackwardsExecutor:
@@ -38,13 +39,15 @@ class BackwardsExecutor:
             on_start(j)
             self.tasks.append(task)
         for j in reversed(range(len(self.tasks))):
-            prompt = self.tasks[j].prompt
-            if "Chunk 2 of" in prompt:
+            task = self.tasks[j]
+            assert task.schema is not None  # the records' schema travels with the task
+            if part_of(task.prompt) == (2, 4):
                 on_done(j, None, BackendError("node lost"))
-            elif "Chunk 3 of" in prompt and "part" not in prompt:
+            elif part_of(task.prompt) == (3, 4):
                 on_done(j, None, ContextTooLong("too long", 900, 512))
             else:
-                on_done(j, chat(client, [Message(role="user", content=prompt)]).text, None)
+                message = Message(role="user", content=task.prompt)
+                on_done(j, chat(client, [message], response_schema=task.schema).text, None)
 
 
 class Store:
@@ -59,15 +62,24 @@ class Store:
 
 
 def _reply(prompt: str) -> str:
-    match = CHUNK_RE.search(prompt) or PART_RE.search(prompt)
-    return f"r{match[1]}" if match else "synthesis"
+    """Quote the first "Note on X." sentence of the chunk (its part after a split)."""
+    found = re.search(r"Note on \w+\.", chunk_of(prompt) or "")
+    return records(found.group()) if found else records()
+
+
+def _chunk(word: str, count: int = 40) -> str:
+    return f"Note on {word}. " + f"{word}. " * count
 
 
 def test_results_notes_and_stored_keys_stay_in_chunk_order_whatever_the_executor_does() -> None:
-    chunks = ["alpha. " * 40, "beta. " * 40, "gamma. " * 40 + "\n\n" + "delta. " * 40, "eps. " * 40]
-    params = ChunkAnalysisParams("doc.md", chunks, "Summarise", "LLAMA3")
+    chunks = [
+        _chunk("alpha"), _chunk("beta"), _chunk("gamma") + "\n\n" + _chunk("delta"), _chunk("eps")
+    ]  # fmt: skip
+    params = ChunkAnalysisParams("doc.md", chunks, "List every note", "LLAMA3", evidence="model")
     key = [result_key("LLAMA3", params, i + 1, 4, c) for i, c in enumerate(chunks)]
-    store = Store({key[3]: "stored r4"})  # chunk 4 was done by an earlier run
+    offset = sum(len(c) for c in chunks[:3])  # where chunk 4 starts in the text
+    stored = ChunkEvidence([Record("Note on eps.", Location("doc.md", 3, 3), offset=offset)])
+    store = Store({key[3]: stored.to_json()})  # chunk 4 was done by an earlier run
     executor = BackwardsExecutor()
     recorder = RecordingDouble()
     client = FnClient(_reply)
@@ -80,11 +92,17 @@ def test_results_notes_and_stored_keys_stay_in_chunk_order_whatever_the_executor
         results=store,
     )
     assert [t.key for t in executor.tasks] == key[:3]  # chunk 4 costs no call
-    assert result.partials[0] == "r1" and result.partials[3] == "stored r4"
-    assert result.partials[1] == "[chunk 2 failed: node lost]" and result.failures == [2]
-    assert result.partials[2].count("r3") == 2  # refused whole: split here, both halves
-    assert result.reused == 1 and result.text == "synthesis"
+    assert [r.quote for r in result.records] == [
+        "Note on alpha.",
+        "Note on gamma.",
+        "Note on delta.",
+        "Note on eps.",
+    ]  # fmt: skip  (chunk 3 refused whole: split here, both halves quoted)
+    assert result.evidence[1] is None and result.failures == [2]
+    assert [r.id for r in result.records] == [1, 2, 3, 4]
+    assert result.reused == 1
     notes = [e[1:] for e in recorder.events if e[0] == "result"]
     assert [n[0] for n in notes] == [1, 2, 3, 4]
-    assert notes[1][2] == "error: node lost" and notes[2][2].startswith("ok (split in 2 parts")
+    assert notes[1][2] == "error: node lost"
+    assert notes[2][2] == "ok, 2 quotes (split in 2 parts: the server said the chunk was too long)"
     assert set(store.rows) == {key[0], key[2], key[3]}  # the failed chunk is not stored

@@ -16,6 +16,7 @@ from harvey.analysis.split_retry import MAX_SPLIT_DEPTH, split_in_two
 from harvey.errors import Cancelled, SynthesisError
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
+from tests.fakes.evidence import chunk_of, records
 from tests.fakes.servers import FakeOpenAI
 
 
@@ -30,7 +31,13 @@ class Notes:
     def record_chunk_result(self, i: int, n: int, status: str) -> None:
         self.results.append((i, n, status))
 
-    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:
+    def record_chunk_evidence(self, *args: Any) -> None:
+        pass
+
+    def record_answer(self, *args: Any) -> None:
+        pass
+
+    def record_chunk_synthesis(self, model: str, status: str, *args: Any, **kw: Any) -> None:
         self.synthesis.append(status)
 
 
@@ -64,7 +71,9 @@ def test_split_in_two_never_loses_text(text: str) -> None:
 def _params(text: str, instruction: str = "Summarise.") -> ChunkAnalysisParams:
     cfg = ChunkConfig(chunk_size_bytes=max(len(text.encode()), 16), concurrency=2)
     chunks = chunk_document(text, cfg, DocType.PROSE)
-    return ChunkAnalysisParams("doc.md", chunks, instruction, "fake-model", config=cfg)
+    return ChunkAnalysisParams(
+        "doc.md", chunks, instruction, "fake-model", config=cfg, evidence="model"
+    )
 
 
 def _map_requests(srv: FakeOpenAI) -> list[str]:
@@ -73,7 +82,9 @@ def _map_requests(srv: FakeOpenAI) -> list[str]:
 
 def test_a_too_long_chunk_is_split_and_both_halves_are_analysed() -> None:
     text = _paragraphs(12)  # about 3,700 bytes: ~930 estimated tokens
-    with FakeOpenAI(max_prompt_tokens=700, default_reply=Reply("partial")) as srv:
+    with FakeOpenAI(
+        max_prompt_tokens=700, default_reply=Reply(records("Paragraph 3. word word"))
+    ) as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         notes = Notes()
         result = run_chunked_analysis(
@@ -84,21 +95,20 @@ def test_a_too_long_chunk_is_split_and_both_halves_are_analysed() -> None:
     assert rejected == 1  # the whole chunk, once
     assert result.failures == []
     assert notes.results == [
-        (1, 1, "ok (split in 2 parts: the server said the chunk was too long)")
+        (1, 1, "ok, 1 quote, 1 dropped (split in 2 parts: the server said the chunk was too long)")
+    ]  # the quote is in one half only: the other half's copy of it is dropped
+    halves = [chunk_of(p) or "" for p in prompts[1:]]
+    assert len(halves) == 2 and halves[0] + halves[1] == text  # nothing lost
+    assert [(r.quote, r.location.first_line) for r in result.records] == [
+        ("Paragraph 3. word word", 7)
     ]
-    parts = [p for p in prompts if "part " in p]
-    assert len(parts) == 2
-    assert "Chunk 1 of 1, part 1" in parts[0] and "Chunk 1 of 1, part 2" in parts[1]
-    # nothing lost: every paragraph reached the model in one of the halves
-    for i in range(12):
-        assert any(f"Paragraph {i}." in p for p in parts)
-    assert result.partials == ["partial\n\npartial"]
+    assert text.split("\n")[6].startswith("Paragraph 3.")  # located in the file, not the half
     assert notes.synthesis == ["ok"]
 
 
 def test_a_half_still_too_long_is_split_again() -> None:
     text = _paragraphs(24)  # ~1,850 tokens estimated: needs four pieces under 600
-    with FakeOpenAI(max_prompt_tokens=600, default_reply=Reply("p")) as srv:
+    with FakeOpenAI(max_prompt_tokens=600, default_reply=Reply(records())) as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         notes = Notes()
         result = run_chunked_analysis(
@@ -106,7 +116,7 @@ def test_a_half_still_too_long_is_split_again() -> None:
         )
     assert result.failures == []
     status = notes.results[0][2]
-    assert status.startswith("ok (split in ") and int(status.split()[3]) >= 4
+    assert status.startswith("ok, 0 quotes (split in ") and int(status.split()[5]) >= 4
 
 
 def test_a_window_nothing_fits_fails_the_chunk_after_the_depth_limit() -> None:
@@ -125,7 +135,7 @@ def test_a_window_nothing_fits_fails_the_chunk_after_the_depth_limit() -> None:
     # the whole chunk and its first piece at each depth (the first piece that cannot be cut
     # further fails the chunk); its only chunk failed, so no synthesis is asked for
     assert rejected == 1 + MAX_SPLIT_DEPTH
-    assert "Combine the following" not in last
+    assert "Evidence quoted" not in last
 
 
 def test_cancel_during_a_split_stops_it() -> None:
@@ -134,11 +144,13 @@ def test_cancel_during_a_split_stops_it() -> None:
 
     def count(body: dict[str, Any]) -> int:
         content = str(body["messages"][-1]["content"])
-        if ", part " in content:
+        if len(content) < 3000:
             cancel.set()  # Ctrl-C while the first half is being analysed
         return len(content.encode()) // 4
 
-    with FakeOpenAI(max_prompt_tokens=700, count_tokens=count, default_reply=Reply("x")) as srv:
+    with FakeOpenAI(
+        max_prompt_tokens=700, count_tokens=count, default_reply=Reply(records())
+    ) as srv:
         client = OpenAIClient(srv.url, "fake-model", retries=0)
         notes = Notes()
         with pytest.raises(Cancelled):

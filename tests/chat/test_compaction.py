@@ -31,7 +31,7 @@ SUMMARY = "Summary: the user asked about rivers one to N; the assistant describe
 
 
 def is_summary(body: Any) -> bool:
-    """A summary request: one call, or a map or synthesis call of the analysis engine."""
+    """A summary request: one call, or a group's summary, or the call joining them."""
     messages = body.get("messages") or [] if isinstance(body, dict) else []
     return any(SUMMARISER in str(m.get("content") or "") for m in messages[:2]) or any(
         "Summarise the conversation above" in str(m.get("content") or "") for m in messages
@@ -250,7 +250,7 @@ def test_the_model_reads_summarised_turns_back_with_recall_turns(workspace: Path
     assert "recall_turns" in tools
 
 
-def test_turns_larger_than_the_window_go_through_the_analysis_engine(workspace: Path) -> None:
+def test_turns_larger_than_the_window_are_summarised_in_groups_then_joined(workspace: Path) -> None:
     from harvey.chat.compaction import compact_if_needed
 
     big = [
@@ -273,7 +273,7 @@ def test_turns_larger_than_the_window_go_through_the_analysis_engine(workspace: 
             rt.close()
         bodies = srv.chat_requests
     summaries = [b for b in bodies if is_summary(b)]
-    assert len(summaries) >= 3, "map calls over groups of turns, then a synthesis"
+    assert len(summaries) >= 3, "a summary per group of turns, then one joining them"
     assert srv.rejected == 0 and all(_estimated_prompt(b) <= WINDOW for b in bodies)
     assert rows and rows[-1].messages == 2 * rows[-1].last_turn
 

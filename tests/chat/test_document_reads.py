@@ -12,6 +12,7 @@ from harvey.documents import extract
 from harvey.llm.scripted import Reply
 from harvey.ui import HeadlessUI
 from tests.documents.makers import encrypted_pdf, pdf_bytes
+from tests.fakes.evidence import part_of, records
 
 from .conftest import AgentFactory
 
@@ -51,11 +52,11 @@ def test_a_pdf_over_the_budget_is_analysed_in_chunks_of_its_text(
     (workspace / "history.pdf").write_bytes(pdf_bytes(pages))
     replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.pdf"})])]
     n = len(chunk_sections(extract(workspace / "history.pdf"), ChunkConfig()))
-    replies += ["part"] * n + ["DONE"]
+    replies += [records(line.strip())] * n + ["It opened in 1881 [1]."]
     agent = make_agent(replies, context_window=2048, ui=HeadlessUI(auto_yes=True))
     outcome = agent.turn("Summarise history.pdf")
-    assert outcome.reply == "DONE"
+    assert outcome.reply == "It opened in 1881 [1].\n\nSources:\n[1] history.pdf:p1"
     maps = [s.messages[-1].content for s in agent.client.seen[1:-1]]
-    assert len(maps) == n > 1 and all("---\nChunk " in m for m in maps)
+    assert len(maps) == n > 1 and all(part_of(m) for m in maps)
     assert any("Page 12." in m for m in maps) and not any("%PDF" in m for m in maps)
-    assert all(re.search(r"Chunk \d+ of \d+:\n\[pages? \d+(-\d+)?\]\nPage \d+\.", m) for m in maps)
+    assert all(re.search(r"Text:\nPage \d+\.", m) for m in maps)  # chunks start at pages

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harvey.llm.scripted import Reply
 from harvey.session.store import SessionStore
+from tests.fakes.evidence import records
 
 from .conftest import AgentFactory
 from .test_read_alert_doc_type import python_source
@@ -16,10 +17,10 @@ def test_map_calls_of_a_source_file_record_source_samples(
 ) -> None:
     path = workspace / "shapes.py"
     path.write_text(python_source(60))  # about 19 KB: 4 chunks of 6,000 bytes
-    replies: list[Reply | str] = [Reply(f"part {i}", prompt_tokens=1500 + i) for i in range(4)]
-    agent = make_agent([*replies, "FINAL"])
-    result = agent.chunks.analyze(path, "Summarise")
-    assert result.text == "FINAL"
+    replies: list[Reply | str] = [Reply(records(), prompt_tokens=1500 + i) for i in range(4)]
+    agent = make_agent(replies)
+    agent.chunks.analyze(path, "Summarise")
+    assert len(agent.client.seen) == 4  # a map call per chunk, and no synthesis of nothing
     samples = store.calibration_samples("testmodel", "source")
     units = store.calibration_samples("testmodel", "source", "units")
     assert sorted(t for _, t in samples) == [1500, 1501, 1502, 1503]  # one per map call
@@ -27,4 +28,4 @@ def test_map_calls_of_a_source_file_record_source_samples(
     assert all(size < 7000 for size, _ in samples)
     assert sum(size for size, _ in samples) > path.stat().st_size
     assert all(u != b for (u, _), (b, _) in zip(units, samples, strict=True))
-    assert store.calibration_samples("testmodel", "prose") == []  # the synthesis is not code
+    assert store.calibration_samples("testmodel", "prose") == []

@@ -11,10 +11,13 @@ from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
 from harvey.session.recorder import CHUNK_DONE as CHUNK_CLOSING
 from harvey.ui import HeadlessUI
+from tests.fakes.evidence import part_of, records
 
 from .conftest import AgentFactory
 
-PARAGRAPH = "The reservoir opened in 1881 and held four hundred million gallons of water. " * 6
+SENTENCE = "The reservoir opened in 1881 and held four hundred million gallons of water."
+PARAGRAPH = f"{SENTENCE} " * 6
+RECORD = records(SENTENCE)  # a map reply: the sentence, quoted from the chunk
 
 
 def big_file(workspace: Path, paragraphs: int = 80) -> Path:
@@ -85,17 +88,19 @@ def test_accepted_alert_runs_map_reduce_and_injects_the_synthesis(
     assert n > 1
     ui = AnsweringUI("List the dates in each part.")
     replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
-    replies += [f"partial {i}" for i in range(n)] + ["FINAL: 1881."]
+    replies += [RECORD] * n + ["FINAL: 1881 [1]."]
     agent = make_agent(replies, context_window=2048, ui=ui)
     outcome = agent.turn("Summarise history.md")
-    assert outcome.reply == "FINAL: 1881."
+    answer = "FINAL: 1881 [1].\n\nSources:\n[1] history.md:L1"
+    assert outcome.reply == answer  # the answer enters the conversation with its sources
     assert outcome.chunk_analysis
-    assert outcome.tool_results[0].content == "FINAL: 1881."
-    assert agent.history[-1].content == "FINAL: 1881."
+    assert outcome.tool_results[0].content == answer
+    assert agent.history[-1].content == answer
     map_prompts = [s.messages[-1].content for s in agent.client.seen[1 : n + 1]]
-    assert all(p.startswith("List the dates in each part.\n\n---\nChunk ") for p in map_prompts)
+    assert all(p.startswith("Instruction: List the dates in each part.") for p in map_prompts)
+    assert [part_of(p) for p in map_prompts] == [(i, n) for i in range(1, n + 1)]
     synthesis = agent.client.seen[n + 1].messages[-1].content
-    assert f"Combine the following {n} section summaries" in synthesis
+    assert f"[1] (history.md:L1) {SENTENCE}" in synthesis
 
     agent.recorder.close()
     scenes = parse_session(agent.recorder.path).scenes
@@ -107,8 +112,10 @@ def test_accepted_alert_runs_map_reduce_and_injects_the_synthesis(
     assert any("Context overflow" in text for who, text in overflow.dialogue if who == "HARVEY")
     assert analysis.chunk is not None and analysis.chunk.chunks == n
     assert len(analysis.chunk_results) == n
+    assert [e.quote for e in analysis.evidence][:1] == [SENTENCE]
+    assert [c.id for c in analysis.citations] == [1]
     assert any(CHUNK_CLOSING in text for who, text in analysis.dialogue)
-    assert answer.reply == "FINAL: 1881."
+    assert answer.reply == "FINAL: 1881 [1].\n\nSources:\n[1] history.md:L1"
 
 
 def test_chunking_disabled_reads_without_any_guard(
@@ -140,14 +147,14 @@ def test_tool_less_model_gets_the_same_guard(make_agent: AgentFactory, workspace
     n = expected_chunks(path)
     ui = AnsweringUI("Dates please.")
     agent = make_agent(
-        [f"p{i}" for i in range(n)] + ["SYNTHESIS"],
+        [RECORD] * n + ["It opened in 1881 [1]."],
         context_window=2048,
         ui=ui,
         supports_tools=False,
     )
     outcome = agent.turn("What happened in history.md?")
     assert ui.alerts, "the alert fired for a file named in the prompt"
-    assert outcome.reply == "SYNTHESIS"
+    assert outcome.reply.startswith("It opened in 1881 [1].")
 
 
 def test_tool_less_model_gets_small_files_attached(
@@ -166,15 +173,12 @@ def test_harvey_run_yes_uses_prompt_as_instruction(
     path = big_file(workspace)
     n = expected_chunks(path)
     replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
-    replies += ["p"] * n + ["DONE"]
+    replies += [RECORD] * n + ["It is about the reservoir [1]."]
     agent = make_agent(replies, context_window=2048, ui=HeadlessUI(auto_yes=True))
     outcome = agent.turn("Summarise history.md")
-    assert outcome.reply == "DONE"
-    assert (
-        agent.client.seen[1]
-        .messages[-1]
-        .content.startswith("Summarise history.md\n\n---\nChunk 1 of")
-    )
+    assert outcome.reply.startswith("It is about the reservoir [1].")
+    first = agent.client.seen[1].messages[-1].content
+    assert first.startswith("Instruction: Summarise history.md\n") and part_of(first) == (1, n)
 
 
 def test_route_in_the_instruction_routes_map_and_synthesis(
@@ -184,12 +188,12 @@ def test_route_in_the_instruction_routes_map_and_synthesis(
     n = expected_chunks(path)
     ui = AnsweringUI("List the dates. @scout")
     replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
-    replies += ["p"] * n + ["ROUTED"]
+    replies += [RECORD] * n + ["ROUTED in 1881 [1]."]
     agent = make_agent(replies, context_window=2048, ui=ui)
     outcome = agent.turn("Summarise history.md")
-    assert outcome.reply == "ROUTED"
+    assert outcome.reply.startswith("ROUTED in 1881 [1].")
     prompts = [s.messages[-1].content for s in agent.client.seen[1:]]
-    assert all(p.startswith("List the dates.\n\n---\n") for p in prompts)
+    assert all(p.startswith("Instruction: List the dates.\n") for p in prompts)
     assert all("@scout" not in p for p in prompts)
     agent.recorder.close()
     analysis = next(

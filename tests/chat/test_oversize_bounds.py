@@ -18,9 +18,10 @@ from harvey.config import ChunkingSettings, Settings
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
 from harvey.ui import HeadlessUI
+from tests.fakes.evidence import chunk_of, records
 
 from .conftest import AgentFactory
-from .test_oversize import PARAGRAPH, big_file
+from .test_oversize import PARAGRAPH, RECORD, big_file
 
 CANCELLED = ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
 
@@ -85,13 +86,11 @@ def test_a_file_over_one_window_is_streamed_to_the_same_prompts(
     read_whole = []
     monkeypatch.setattr(file_chunks, "chunk_document", lambda *a, **k: read_whole.append(1))
     settings = Settings(chunking=ChunkingSettings(max_chunks=n, chunk_size_bytes=6000))
-    agent = make_agent([f"part {i}" for i in range(n)] + ["FINAL"], settings=settings)
-    assert agent.chunks.analyze(path, "Sum up").text == "FINAL"
+    agent = make_agent([RECORD] * n + ["FINAL [1]."], settings=settings)
+    assert agent.chunks.analyze(path, "Sum up").text.startswith("FINAL [1].")
     assert read_whole == []
-    prompts = sorted(s.messages[-1].content for s in agent.client.seen[:n])
-    assert prompts == sorted(
-        f"Sum up\n\n---\nChunk {i + 1} of {n}:\n{c.text}" for i, c in enumerate(expected)
-    )
+    prompts = [s.messages[-1].content for s in agent.client.seen[:n]]
+    assert [chunk_of(p) for p in prompts] == [c.text for c in expected]  # the same chunks
     assert PARAGRAPH.strip() in prompts[0]
 
 
@@ -125,27 +124,28 @@ def test_the_map_phase_pulls_chunks_only_as_call_slots_free() -> None:
             with lock:
                 pulled += 1
                 ahead.append(pulled - finished)
-            yield f"chunk {i}"
+            yield f"Chunk {i} holds a line of text."
 
     class Counting(ScriptedClient):
-        def stream_chat(self, messages, tools=None):  # type: ignore[no-untyped-def]
+        def stream_chat(self, messages, tools=None, **kw):  # type: ignore[no-untyped-def]
             nonlocal finished
-            events = list(super().stream_chat(messages, tools))
+            events = list(super().stream_chat(messages, tools, **kw))
             with lock:
                 finished += 1
             return iter(events)
 
-    client = Counting([f"p{i}" for i in range(40)] + ["done"], model="m")
+    client = Counting([records()] * 40, model="m")
     params = ChunkAnalysisParams(
         filename="f",
         chunks=chunks(),
-        instruction="x",
+        instruction="Summarise",
         model="m",
         config=ChunkConfig(concurrency=3),
         total=40,
+        evidence="model",
     )
     result = run_chunked_analysis(client, params, progress=NullProgress())
-    assert result.text == "done" and len(result.partials) == 40
+    assert len(result.evidence) == 40 and result.failures == [] and len(client.seen) == 40
     assert max(ahead) <= 3  # never more chunks in memory than calls in flight
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from harvey.llm.scripted import Reply
 from tests.cli.conftest import Run, assert_one_line_error
 from tests.documents.makers import HTML_PAGE, docx_bytes, encrypted_pdf, pdf_bytes
+from tests.fakes.evidence import records
 from tests.fakes.servers import FakeOpenAI
 
 BACKEND = ("--backend", "openai", "--base-url")
@@ -16,15 +17,16 @@ BACKEND = ("--backend", "openai", "--base-url")
 def test_analyze_a_pdf_sends_its_text_to_the_model(harvey: Run, workspace: Path) -> None:
     pages = [[f"Finding {n}: margins rose in region {n}."] for n in range(1, 4)]
     (workspace / "report.pdf").write_bytes(pdf_bytes(pages))
-    with FakeOpenAI([], default_reply=Reply("three findings")) as srv:
+    answer = "Margins rose in region 2 [2]."
+    replies = [Reply(records(*(p[0] for p in pages))), Reply(answer)]
+    with FakeOpenAI(replies) as srv:
         proc = harvey("analyze", "report.pdf", "-i", "List the findings", *BACKEND, srv.url)
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "three findings\n"
+    assert proc.stdout == f"{answer}\n\nSources:\n[2] report.pdf:p2\n"  # a quote's page
     sent = "\n".join(prompts)
     assert "Finding 2: margins rose in region 2." in sent
     assert "%PDF" not in sent and "endobj" not in sent
-    assert "[pages 1-3]\nFinding 1" in sent  # the chunk names its pages for the model
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert "INT. CHUNK ANALYSIS — report.pdf" in spmd
     assert "chunk-size=" in spmd and ", pages=1-3]]" in spmd
@@ -33,6 +35,7 @@ def test_analyze_a_pdf_sends_its_text_to_the_model(harvey: Run, workspace: Path)
     path = next((workspace / ".harvey" / "sessions").glob("*.spmd"))
     scene = next(s for s in parse_session(path).scenes if s.kind == "chunk_analysis")
     assert scene.chunk is not None and scene.chunk.pages == "1-3"
+    assert [(e.id, e.place.first_page) for e in scene.evidence] == [(1, 1), (2, 2), (3, 3)]
 
 
 def test_analyze_a_locked_pdf_is_one_line_exit_2(harvey: Run, workspace: Path) -> None:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
 
 from harvey.llm.scripted import Reply
 from tests.cli.conftest import Run, assert_one_line_error
+from tests.fakes.evidence import file_of, part_of
+from tests.fakes.quoting import ANSWER, QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI
 
-MAP_HEAD = re.compile(r"\n---\nFile (\S+), chunk \d+ of \d+:\n")
 BACKEND = ("--backend", "openai", "--base-url", "http://127.0.0.1:9/v1")
 
 
@@ -38,20 +38,21 @@ def test_a_folder_prints_per_file_sections_and_the_overall_answer(
     harvey: Run, workspace: Path
 ) -> None:
     _tree(workspace)
-    with FakeOpenAI([], default_reply=Reply("an answer")) as srv:
+    with QuotingOpenAI() as srv:
         proc = harvey(
             "analyze", "docs", "-i", "Summarise", "--backend", "openai", "--base-url", srv.url,
             "--per-file", "--chunk-size", "1000", "--yes",
         )  # fmt: skip
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == (
-        "## docs/a.md\n\nan answer\n\n## docs/sub/b.py\n\nan answer\n\n## Overall\n\nan answer\n"
-    )
+    sections = [line for line in proc.stdout.splitlines() if line.startswith("## ")]
+    assert sections == ["## docs/a.md", "## docs/sub/b.py", "## Overall"]
+    assert "- Alpha. Words about alpha. [1]" in proc.stdout  # a.md's first quote, cited
+    assert f"## Overall\n\n{ANSWER}" in proc.stdout
     assert "skipped 2 files: docs/blob.bin (binary), docs/empty.txt (empty)" in proc.stderr
-    named = {m.group(1) for p in prompts for m in MAP_HEAD.finditer(p)}
+    named = {file_of(p) for p in prompts if part_of(p)}
     assert named == {"docs/a.md", "docs/sub/b.py"}  # never node_modules/ or *.log
-    assert "/2 done: docs/sub/b.py" in proc.stderr and "Synthesizing 1 file…" in proc.stderr
+    assert "/2 done: docs/sub/b.py" in proc.stderr
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert spmd.count("INT. CHUNK ANALYSIS") == 1
     assert "INT. CHUNK ANALYSIS — docs/ " in spmd and "files=2, chunks=" in spmd
@@ -61,16 +62,17 @@ def test_a_folder_prints_per_file_sections_and_the_overall_answer(
 def test_include_exclude_and_several_paths(harvey: Run, workspace: Path) -> None:
     _tree(workspace)
     (workspace / "top.md").write_text("Top level.\n")
-    with FakeOpenAI([], default_reply=Reply("r")) as srv:
+    with QuotingOpenAI() as srv:
         proc = harvey(
-            "analyze", "docs", "top.md", "-i", "x", "--backend", "openai", "--base-url", srv.url,
-            "--include", "*.md", "--include", "*.py", "--exclude", "sub/*", "--exclude", "docs/sub/*",
+            "analyze", "docs", "top.md", "-i", "Summarise", "--backend", "openai",
+            "--base-url", srv.url, "--include", "*.md", "--include", "*.py",
+            "--exclude", "sub/*", "--exclude", "docs/sub/*",
         )  # fmt: skip
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "r\n"
-    maps = sorted(p.split("\n---\n", 1)[1].split(":", 1)[0] for p in prompts if ", chunk " in p)
-    assert maps == ["File docs/a.md, chunk 1 of 1", "File top.md, chunk 1 of 1"]
+    assert proc.stdout.startswith(ANSWER)
+    maps = sorted((file_of(p), part_of(p)) for p in prompts if part_of(p))
+    assert maps == [("docs/a.md", (1, 1)), ("top.md", (1, 1))]
     assert "docs/ top.md" in next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
 
 
@@ -130,11 +132,13 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
 
 
 def test_one_file_is_analysed_as_before(harvey: Run, workspace: Path) -> None:
-    (workspace / "doc.md").write_text("One paragraph.\n\nAnother.\n")
-    with FakeOpenAI([], default_reply=Reply("same")) as srv:
-        proc = harvey("analyze", "doc.md", "-i", "Do", "--backend", "openai", "--base-url", srv.url)
+    (workspace / "doc.md").write_text("One paragraph of words.\n\nAnother.\n")
+    with QuotingOpenAI() as srv:
+        args = ("--backend", "openai", "--base-url", srv.url)
+        proc = harvey("analyze", "doc.md", "-i", "Summarise", *args)
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
-    assert proc.returncode == 0 and proc.stdout == "same\n", proc.stderr
-    assert prompts[0] == "Do\n\n---\nChunk 1 of 1:\nOne paragraph.\n\nAnother.\n"
+    assert proc.returncode == 0 and proc.stdout.startswith(ANSWER), proc.stderr
+    assert prompts[0].endswith("Text:\nOne paragraph of words.\n\nAnother.\n")
+    assert part_of(prompts[0]) == (1, 1) and file_of(prompts[0]) == "doc.md"
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert "files=" not in spmd and "chunk-file" not in spmd

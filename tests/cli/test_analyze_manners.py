@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.fakes.evidence import part_of, records
+from tests.fakes.quoting import ANSWER
 from tests.fakes.servers import FakeOpenAI, Interrupted, Reply
 
 from .conftest import Run
 
 DOC = "\n\n".join(f"Paragraph {i}. " + "Some words here. " * 40 for i in range(4))
+ONE = "Paragraph 0. Some words here."  # in chunk 1
+THREE = "Paragraph 3. Some words here."  # in chunk 2
 
 
 def analyze(harvey: Run, srv: FakeOpenAI) -> object:
@@ -31,7 +35,7 @@ def analyze(harvey: Run, srv: FakeOpenAI) -> object:
 
 def maps_and_syntheses(srv: FakeOpenAI) -> tuple[list[str], list[str]]:
     prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
-    maps = [p for p in prompts if "\n\n---\nChunk " in p]
+    maps = [p for p in prompts if part_of(p)]
     return maps, [p for p in prompts if p not in maps]
 
 
@@ -41,25 +45,25 @@ def spmd(workspace: Path) -> str:
 
 def test_an_empty_map_reply_is_asked_again_and_never_stored(harvey: Run, workspace: Path) -> None:
     (workspace / "doc.md").write_text(DOC)
-    replies = [Reply(""), "Part one.", "Part two.", "The answer."]
+    replies = [Reply(""), records(ONE), records(THREE), ANSWER]
     with FakeOpenAI(replies) as srv:
         proc = analyze(harvey, srv)
         maps, syntheses = maps_and_syntheses(srv)
     assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
-    assert proc.stdout == "The answer.\n"  # type: ignore[attr-defined]
+    assert proc.stdout.startswith(ANSWER)  # type: ignore[attr-defined]
     assert len(maps) == 3 and maps[0] == maps[1]  # chunk 1 asked twice
-    assert "Part one." in syntheses[0] and "Part two." in syntheses[0]
-    assert "[[chunk-result: 1/2 — ok]]" in spmd(workspace)
+    assert f"[1] (doc.md:L1) {ONE}" in syntheses[0] and f"[2] (doc.md:L7) {THREE}" in syntheses[0]
+    assert "[[chunk-result: 1/2 — ok, 1 quote]]" in spmd(workspace)
 
 
 def test_a_map_reply_cut_off_twice_is_recorded_as_an_error(harvey: Run, workspace: Path) -> None:
     (workspace / "doc.md").write_text(DOC)
-    replies = [Interrupted("The main"), Interrupted(""), "Part two.", "The answer."]
+    replies = [Interrupted("The main"), Interrupted(""), records(THREE), ANSWER]
     with FakeOpenAI(replies) as srv:
         proc = analyze(harvey, srv)
         _maps, syntheses = maps_and_syntheses(srv)
     assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
-    assert "[chunk 1 failed: stream ended early" in syntheses[0]
+    assert f"[1] (doc.md:L7) {THREE}" in syntheses[0] and ONE not in syntheses[0]
     assert "[[chunk-result: 1/2 — error: stream ended early from fake-model" in spmd(workspace)
 
 

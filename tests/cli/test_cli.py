@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from harvey.llm.scripted import Reply
+from tests.fakes.evidence import part_of, records
+from tests.fakes.quoting import ANSWER, QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI, HTTPFailure
 
 from .conftest import Run, assert_one_line_error
@@ -146,7 +148,7 @@ def test_analyze_missing_and_binary_files(harvey: Run, workspace: Path) -> None:
 def test_analyze_against_server(harvey: Run, workspace: Path) -> None:
     doc = "\n\n".join(f"Paragraph {i}. " + "Some words here. " * 40 for i in range(30))
     (workspace / "doc.md").write_text(doc)
-    with FakeOpenAI([], default_reply=Reply("partial or final")) as srv:
+    with QuotingOpenAI() as srv:
         proc = harvey(
             "analyze",
             "doc.md",
@@ -163,20 +165,24 @@ def test_analyze_against_server(harvey: Run, workspace: Path) -> None:
         )
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "partial or final\n"
+    assert proc.stdout.startswith(f"{ANSWER}\n\nSources:\n[1] doc.md:L1\n")
     assert "Processing chunk 1/" in proc.stderr
-    maps = [p for p in prompts if "\n\n---\nChunk " in p]
-    assert len(maps) >= 5 and all(p.startswith("Summarise\n\n---\nChunk ") for p in maps)
-    assert any("section summaries into a single coherent response" in p for p in prompts)
+    maps = [p for p in prompts if part_of(p)]
+    assert len(maps) >= 5 and all(p.startswith("Instruction: Summarise\n") for p in maps)
+    assert any("Evidence quoted word for word from the source" in p for p in prompts)
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     assert "INT. CHUNK ANALYSIS — doc.md" in spmd
-    assert "[[synthesis: model=" in spmd
+    assert "[[evidence: [1] doc.md:L1 — Paragraph 0. Some words here.]]" in spmd
+    assert "[[citation: [1] doc.md:L1 — verified]]" in spmd
+    assert "[[synthesis: model=fake-model, answer=synthesis — ok]]" in spmd
 
 
 def test_analyze_synthesis_failure_exits_1(harvey: Run, workspace: Path) -> None:
     (workspace / "doc.md").write_text("One paragraph.\n\nAnother paragraph.\n")
     (workspace / "harvey.yaml").write_text("retries: 0\n")
-    with FakeOpenAI([Reply("partial"), HTTPFailure(500, "synthesis exploded")]) as srv:
+    with QuotingOpenAI(
+        [Reply(records("One paragraph.")), HTTPFailure(500, "synthesis exploded")]
+    ) as srv:
         proc = harvey(
             "analyze", "doc.md", "-i", "Summarise", "--backend", "openai", "--base-url", srv.url
         )

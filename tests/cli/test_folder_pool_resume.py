@@ -19,11 +19,11 @@ import pytest
 
 from tests.cli.conftest import Run
 from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.fakes.quoting import ANSWER, QuotingLlamaCpp, map_requests
 from tests.harvey_process import harvey_argv
 
 SMALL = 240  # files of one chunk
 LARGE = 6  # files of several chunks each
-MAP_HEAD = re.compile(r"\n---\nFile (\S+), chunk (\d+) of (\d+):\n")
 
 
 def _corpus(workspace: Path) -> None:
@@ -42,8 +42,7 @@ def _stored() -> int:
 
 
 def _map_prompts(servers: list[FakeLlamaCpp]) -> list[str]:
-    prompts = [b["messages"][-1]["content"] for s in servers for b in s.chat_requests]
-    return [p for p in prompts if MAP_HEAD.search(p) and "Combine the following" not in p]
+    return [p for s in servers for p in map_requests(s)]
 
 
 def _calls(servers: list[FakeLlamaCpp]) -> int:
@@ -57,7 +56,7 @@ def test_a_folder_over_three_servers_killed_resumed_and_one_server_stopped(
     _corpus(workspace)
     with ExitStack() as stack:
         servers = [
-            stack.enter_context(FakeLlamaCpp(slots=2, delay_per_call=0.01)) for _ in range(3)
+            stack.enter_context(QuotingLlamaCpp(slots=2, delay_per_call=0.01)) for _ in range(3)
         ]
         args = ["analyze", "corpus", "-i", "Summarise", "--backend", "openai"]
         args += [a for s in servers for a in ("--endpoint", s.url)]
@@ -108,7 +107,7 @@ def test_a_folder_over_three_servers_killed_resumed_and_one_server_stopped(
     sections = re.findall(r"^## (.+)$", second.stdout, re.M)
     assert len(sections) == SMALL + LARGE + 1 and sections[-1] == "Overall"
     assert sections[0] == "corpus/report0.md" and "corpus/part7/note239.md" in sections
-    assert second.stdout.rstrip().endswith("## Overall\n\npartial")
+    assert f"## Overall\n\n{ANSWER}" in second.stdout
 
     texts = [f.read_text() for f in (workspace / ".harvey" / "sessions").glob("*.spmd")]
     (text,) = [t for t in texts if "THE END." in t]  # the killed run's file has no end

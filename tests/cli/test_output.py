@@ -10,6 +10,7 @@ import pytest
 
 from harvey.cli.output import SCHEMA_VERSION, requested_format
 from harvey.llm.scripted import Reply
+from tests.fakes.quoting import ANSWER, QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI
 
 from .conftest import Run
@@ -118,18 +119,25 @@ def test_json_analyze_reports_chunks_and_reuse(harvey: Run, workspace: Path) -> 
     doc_text = "\n\n".join(f"Paragraph {i}. " + "Some words here. " * 40 for i in range(12))
     (workspace / "doc.md").write_text(doc_text)
     args = ("analyze", "doc.md", "-i", "Summarise", "--chunk-size", "2000", "--backend", "openai")
-    with FakeOpenAI([], default_reply=Reply("partial or final")) as srv:
+    with QuotingOpenAI() as srv:
         first = harvey(*args, "--base-url", srv.url, "--output-format", "stream-json")
     assert first.returncode == 0, first.stderr
     events = lines(first.stdout)
     chunks = [e for e in events if e["type"] == "chunk"]
     result = events[-1]
-    assert result["reply"] == "partial or final" and result["command"] == "analyze"
+    assert result["reply"].startswith(ANSWER) and result["command"] == "analyze"
+    assert result["version"] == 2
     assert result["analysis"] == {"chunks": len(chunks), "failed": 0, "reused": 0}
     assert len(chunks) >= 3 and all(c["status"] == "ok" for c in chunks)
     assert result["usage"]["calls"] >= len(chunks) + 1
+    assert result["citations"] == [
+        {"id": 1, "path": "doc.md", "lines": [1, 1], "pages": None,
+         "quote": "Paragraph 0. Some words here.", "verified": True},
+    ]  # fmt: skip
+    (cited,) = [e for e in events if e["type"] == "citations"]
+    assert cited["citations"] == result["citations"]
     assert "Processing chunk" not in first.stdout
-    with FakeOpenAI([], default_reply=Reply("partial or final")) as srv:
+    with QuotingOpenAI() as srv:
         again = harvey(*args, "--base-url", srv.url, "--output-format", "json")
     assert one(again.stdout)["analysis"]["reused"] == len(chunks)
 
@@ -184,7 +192,7 @@ def test_stream_json_folder_analysis_reports_files(harvey: Run, workspace: Path)
     (workspace / "docs").mkdir()
     for name in ("a.md", "b.md"):
         (workspace / "docs" / name).write_text(f"# {name}\n\n" + "Some words here. " * 30)
-    with FakeOpenAI([], default_reply=Reply("about words")) as srv:
+    with QuotingOpenAI() as srv:
         proc = harvey(
             "analyze", "docs", "-i", "Summarise", "--output-format", "stream-json",
             "--backend", "openai", "--base-url", srv.url,
@@ -195,4 +203,5 @@ def test_stream_json_folder_analysis_reports_files(harvey: Run, workspace: Path)
     assert sorted(e["name"] for e in files) == ["docs/a.md", "docs/b.md"]
     assert [e["done"] for e in files] == [1, 2] and all(e["total"] == 2 for e in files)
     result = events[-1]
-    assert result["reply"] == "about words" and result["analysis"]["chunks"] >= 2
+    assert result["reply"].startswith(ANSWER) and result["analysis"]["chunks"] >= 2
+    assert [c["path"] for c in result["citations"]] == ["docs/a.md"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Run
-from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.fakes.quoting import QuotingLlamaCpp, map_requests
 from tests.harvey_process import harvey_argv
 
 CHUNKS_ARGS = ("--chunk-size", "1000", "--yes", "--concurrency", "1")
@@ -32,7 +32,7 @@ def _stored() -> int:
 @pytest.mark.slow
 def test_resume_after_kill_9_and_fresh(harvey: Run, workspace: Path) -> None:
     _doc(workspace)
-    with FakeLlamaCpp(delay_per_call=0.1) as srv:
+    with QuotingLlamaCpp(delay_per_call=0.1) as srv:
         args = ["analyze", "doc.md", "-i", "Summarise", "--backend", "openai"]
         args += ["--endpoint", srv.url, *CHUNKS_ARGS]
         proc = subprocess.Popen(
@@ -52,10 +52,7 @@ def test_resume_after_kill_9_and_fresh(harvey: Run, workspace: Path) -> None:
         second = harvey(*args)
         assert second.returncode == 0, second.stderr
         first_total = done + srv.calls - 1  # what the second run made, minus the synthesis
-        map_calls = [
-            b for b in srv.chat_requests if "\n\n---\nChunk " in b["messages"][-1]["content"]
-        ]
-        assert len(map_calls) == srv.calls - 1
+        assert len(map_requests(srv)) == srv.calls - 1
         assert f"reused {done} of {first_total} map results" in second.stderr
         srv.requests.clear()
         third = harvey(*args)  # everything stored: only the synthesis
@@ -68,7 +65,7 @@ def test_resume_after_kill_9_and_fresh(harvey: Run, workspace: Path) -> None:
 
 def test_sessions_delete_removes_stored_results(harvey: Run, workspace: Path) -> None:
     _doc(workspace)
-    with FakeLlamaCpp() as srv:
+    with QuotingLlamaCpp() as srv:
         args = ["analyze", "doc.md", "-i", "Summarise", "--backend", "openai"]
         assert harvey(*args, "--base-url", srv.url, *CHUNKS_ARGS).returncode == 0
     assert _stored() > 0

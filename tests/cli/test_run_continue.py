@@ -11,6 +11,7 @@ from harvey.cli import main
 from harvey.cli.group_options import FLAGS, HONOURED
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
+from tests.fakes.quoting import ANSWER, QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI
 
 from .conftest import Run, assert_one_line_error
@@ -183,14 +184,14 @@ def test_no_record_before_run_is_honoured(harvey: Run, workspace: Path) -> None:
 
 
 def test_run_continue_after_analyze_goes_on_in_its_recording(harvey: Run, workspace: Path) -> None:
-    (workspace / "doc.md").write_text("One paragraph.\n\nAnother paragraph.\n")
-    with FakeOpenAI([], default_reply=Reply("It is about paragraphs.")) as srv:
+    (workspace / "doc.md").write_text("One paragraph of words.\n\nAnother paragraph.\n")
+    with QuotingOpenAI() as srv:
         url = ("--backend", "openai", "--base-url", srv.url)
         assert harvey("analyze", "doc.md", "-i", "Summarise", *url).returncode == 0
         proc = harvey("run", "-c", "And in one word?", *url)
         sent = srv.chat_requests[-1]["messages"]
     assert proc.returncode == 0, proc.stderr
-    assert any("It is about paragraphs." in (m["content"] or "") for m in sent[:-1])
+    assert any(ANSWER in (m["content"] or "") for m in sent[:-1])  # the answer, with its sources
     (recording,) = (workspace / ".harvey" / "sessions").glob("*.spmd")
     text = recording.read_text()
     assert "INT. CHUNK ANALYSIS" in text and "And in one word?" in text

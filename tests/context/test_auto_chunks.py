@@ -17,7 +17,8 @@ from harvey.context.budget import (
 )
 from harvey.errors import ConfigError
 from harvey.llm.openai import OpenAIClient
-from harvey.llm.scripted import Reply
+from tests.fakes.evidence import part_of
+from tests.fakes.quoting import QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI
 from tests.harvey_process import invoke_harvey
 
@@ -74,17 +75,15 @@ def _analyze(ws: Path, srv: FakeOpenAI, *extra: str) -> subprocess.CompletedProc
 def test_a_32k_window_needs_five_times_fewer_calls_and_none_is_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    text = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 20 for i in range(900))
+    text = "\n\n".join(f"Paragraph {i}. " + "Lorem ipsum dolor sit amet. " * 20 for i in range(900))
     (ws / "doc.md").write_text(text)  # about 500 KB
     calls = {}
     for label, extra in (("auto", ()), ("fixed", ("--chunk-size", "6000"))):
-        with FakeOpenAI(
-            context_window=32_768, max_prompt_tokens=32_768, default_reply=Reply("ok")
-        ) as srv:
+        with QuotingOpenAI(context_window=32_768, max_prompt_tokens=32_768) as srv:
             proc = _analyze(ws, srv, *extra)
             assert proc.returncode == 0, proc.stderr
             prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
-            calls[label] = sum(1 for p in prompts if "\n---\nChunk " in p)
+            calls[label] = sum(1 for p in prompts if part_of(p))
             assert srv.rejected == 0
     assert calls["auto"] >= 1
     assert calls["fixed"] >= 5 * calls["auto"], calls

@@ -129,8 +129,9 @@ def test_when_every_word_is_common_the_two_rarest_together_rank_first(
 def test_coverage_matches_comparing_every_word(query: list[str], words: list[str]) -> None:
     """Comparing a query word only with the words that begin as it does finds what
     comparing it with every word finds."""
-    from harvey.knowledge.search import _same_word, coverage
+    from harvey.knowledge.search import coverage
+    from harvey.stopwords import same_word
 
     text = " ".join(words)
-    found = sum(1 for q in query if any(_same_word(q, w) for w in set(words)))
+    found = sum(1 for q in query if any(same_word(q, w) for w in set(words)))
     assert coverage(query, text) == found / len(query)

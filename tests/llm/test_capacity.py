@@ -17,6 +17,7 @@ from harvey.llm.capacity import Capacity, Ramp, discover, is_llama_cpp_python
 from harvey.llm.local import LocalClient
 from harvey.llm.openai import OpenAIClient
 from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.fakes.quoting import QuotingLlamaCpp
 from tests.fakes.servers import FakeOpenAI
 
 
@@ -69,11 +70,13 @@ def test_discover_reads_slots_recognises_llama_cpp_python_and_honours_config() -
 def _params(n: int) -> ChunkAnalysisParams:
     config = ChunkConfig(concurrency=4, concurrency_given=False)  # nobody set it
     chunks = [f"Section {i}. Some words." for i in range(n)]
-    return ChunkAnalysisParams("doc.md", chunks, "Sum up.", "m", "paragraph", config)
+    return ChunkAnalysisParams(
+        "doc.md", chunks, "Sum up.", "m", "paragraph", config, evidence="model", answer="synthesis"
+    )
 
 
 def test_a_server_without_slots_gets_one_call_first_then_more() -> None:
-    with FakeLlamaCpp(slots=0, delay_per_call=0.1, default_reply="A part.") as srv:
+    with QuotingLlamaCpp(slots=0, delay_per_call=0.1) as srv:
         result = run_chunked_analysis(
             OpenAIClient(srv.url, "m"), _params(6), progress=NullProgress()
         )
@@ -84,7 +87,7 @@ def test_a_server_without_slots_gets_one_call_first_then_more() -> None:
 
 
 def test_llama_cpp_python_is_sent_one_call_at_a_time() -> None:
-    with FakeLlamaCpp(slots=0, owned_by="me", delay_per_call=0.05, default_reply="A part.") as srv:
+    with QuotingLlamaCpp(slots=0, owned_by="me", delay_per_call=0.05) as srv:
         run_chunked_analysis(
             OpenAIClient(srv.url, "m"),
             _params(5),

@@ -15,6 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from harvey.analysis.evidence import ChunkEvidence
 from tests.harvey_process import harvey_argv, run_harvey
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("embedded_model")]
@@ -42,6 +43,7 @@ def test_analyze_stores_no_empty_map_result(
     proc = run_harvey(
         "analyze", "doc.md", "-i", "Name the year and the event in one short sentence.",
         "--backend", "openai", "--base-url", llama_server, "--chunk-size", "600", *forced,
+        "--evidence", "model",
         cwd=ws, env=_env(tmp_path), timeout=600,
     )  # fmt: skip
     spmd = next((ws / ".harvey" / "sessions").glob("*.spmd")).read_text()
@@ -50,15 +52,15 @@ def test_analyze_stores_no_empty_map_result(
     db = sqlite3.connect(tmp_path / "home" / "sessions.db")
     stored = [row[0] for row in db.execute("SELECT text FROM map_results")]
     db.close()
-    assert all(text.strip() for text in stored), stored  # never an empty result kept
-    ok = [s for _n, s in statuses if s == "ok"]
+    assert all(ChunkEvidence.from_json(text) for text in stored), stored  # records, never empty
+    ok = [s for _n, s in statuses if s.startswith("ok")]
     assert len(stored) == len(ok)  # what is stored is what was recorded ok
     for _n, status in statuses:
-        assert status == "ok" or status.startswith(("error: stream ended early", "error: empty"))
+        assert status.startswith(("ok", "skipped", "error: stream ended early", "error: empty"))
     if concurrency is None:  # recognised: one call at a time, every answer whole
         assert proc.returncode == 0, proc.stderr[-2000:]
-        assert len(ok) == len(statuses) and proc.stdout.strip()
-    elif not ok:
+        assert all(s.startswith(("ok", "skipped")) for _n, s in statuses) and proc.stdout.strip()
+    elif all(s.startswith("error") for _n, s in statuses):
         assert proc.returncode == 1 and "no synthesis" in proc.stderr
     else:
         assert proc.returncode == 0, proc.stderr[-2000:]

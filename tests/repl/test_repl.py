@@ -8,6 +8,7 @@ import pexpect
 import pytest
 
 from harvey.llm.scripted import Reply
+from tests.fakes.quoting import QuotingOpenAI, map_requests
 from tests.fakes.servers import FakeOpenAI
 
 from .conftest import PROMPT, Spawn, send_line
@@ -117,7 +118,7 @@ def test_overflow_alert_prefill_and_analysis(spawn: Spawn, workspace: Path) -> N
     text = "\n\n".join(f"Section {i}. " + "The dam held until spring. " * 20 for i in range(40))
     (workspace / "big.md").write_text(text)
     script = [Reply(tool_calls=[("read_file", {"path": "big.md"})])]
-    with FakeOpenAI(script, default_reply=Reply("SYNTHESIZED ANSWER")) as srv:
+    with QuotingOpenAI(script, answer="The dam held until spring [1].") as srv:
         child = spawn("--backend", "openai", "--base-url", srv.url)
         child.expect(PROMPT)
         send_line(child, "what happened to the dam in big.md")
@@ -126,17 +127,19 @@ def test_overflow_alert_prefill_and_analysis(spawn: Spawn, workspace: Path) -> N
         child.expect("instruction>")
         child.expect("what happened to the dam in big.md")  # pre-filled, editable
         send_line(child, "")  # Enter accepts the suggestion
-        child.expect("SYNTHESIZED ANSWER")
+        child.expect("The dam held until spring")
+        child.expect("Sources:")
+        child.expect(r"big\.md:L\d+")  # the answer names where its evidence is
         child.expect(PROMPT)
         finish(child)
-        maps = [r["messages"][-1]["content"] for r in srv.chat_requests[1:-1]]
+        maps = map_requests(srv)
     assert maps and all(
-        m.startswith("what happened to the dam in big.md\n\n---\nChunk ") for m in maps
+        m.startswith("Instruction: what happened to the dam in big.md\n") for m in maps
     )
     spmd = next((workspace / ".harvey" / "sessions").glob("*.spmd")).read_text()
     a = spmd.index("Context overflow")
     b = spmd.index("INT. CHUNK ANALYSIS — big.md")
-    c = spmd.index("SYNTHESIZED ANSWER")
+    c = spmd.index("The dam held until spring [1].")
     assert a < b < c
 
 

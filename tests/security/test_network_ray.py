@@ -27,18 +27,20 @@ import pytest
 
 from harvey.analysis.cluster.executor import RayExecutor
 from harvey.analysis.cluster.local import is_loopback
-from harvey.analysis.map_calls import MapTask
 from harvey.llm.openai import OpenAIClient
 from harvey.redact import Redactor, install, reset
 from tests.analysis.cluster.conftest import (
-    CHUNK,
+    SYNTHESIS,
     EchoLlamaCpp,
+    echoed,
     harvey,
+    map_tasks,
     ray_env,
     workspace,
     write_doc,
 )
 from tests.fakes.base import _Handler
+from tests.fakes.evidence import part_of
 from tests.harvey_process import harvey_argv
 from tests.security.conftest import API_KEY
 
@@ -168,7 +170,7 @@ class GatedEcho(EchoLlamaCpp):
 
     def _chat(self, h: _Handler, body: Any) -> None:
         content = str(((body or {}).get("messages") or [{}])[-1].get("content", ""))
-        if CHUNK.search(content) and not self.release.is_set():
+        if part_of(content) and not self.release.is_set():
             self.arrived.set()
             self.release.wait(300)  # released by the test; the bound only frees a hung run
         super()._chat(h, body)
@@ -204,7 +206,7 @@ def test_analyze_starts_a_loopback_ray_whose_processes_hold_no_key(
     assert any(n.startswith("ray::") for n in names), names  # a worker, mid-call
     # The server refused any request without the key, so every map call carried it.
     assert proc.returncode == 0, err
-    assert out == "synthesis\n"
+    assert out.startswith(SYNTHESIS)
     n = max(asked)
     assert sorted(asked) == list(range(1, n + 1))
     assert not any(value in out + err for value in SECRETS.values())
@@ -234,9 +236,7 @@ def _probe() -> dict[str, Any]:
 
 
 def _run_map(executor: RayExecutor, client: OpenAIClient, n: int) -> dict[int, Any]:
-    tasks = [
-        MapTask(f"key-{i}", f"Summarise\n\n---\nChunk {i} of {n}:\ntext") for i in range(1, n + 1)
-    ]
+    tasks = map_tasks(n)
     done: dict[int, Any] = {}
     executor.run_map(
         client, tasks, 2, threading.Event(), lambda j: None,
@@ -266,7 +266,7 @@ def test_a_task_on_the_ray_harvey_starts_sees_no_key_but_gets_its_own(
         with EchoLlamaCpp(slots=2, api_key=API_KEY) as srv:
             # The key is an argument of the map call: the worker sends it to the server...
             ok = _run_map(executor, OpenAIClient(srv.url, "fake-model", api_key=API_KEY), 3)
-            assert ok == {j: f"result {j + 1} of 3" for j in range(3)}
+            assert ok == {j: echoed(j, 3) for j in range(3)}
             # ... which refuses a call without it: the worker has no key of its own to use.
             refused = _run_map(executor, OpenAIClient(srv.url, "fake-model", retries=0), 1)
             assert "API key" in str(refused[0]) or "401" in str(refused[0]), refused

@@ -28,6 +28,7 @@ from harvey.session.store import SessionStore
 from tests.cli.conftest import assert_one_line_error
 from tests.fakes.base import HTTPFailure
 from tests.fakes.openai import FakeOpenAI
+from tests.fakes.quoting import QuotingOpenAI
 
 WINDOW = 8192
 TEN_MB = 10 * 1024 * 1024
@@ -306,11 +307,14 @@ def test_read_only_commands_create_nothing(victim_workspace: Path, tmp_path: Pat
 @pytest.mark.slow
 def test_undecodable_prompt_stdin_and_instruction_are_replaced(victim_workspace: Path) -> None:
     (victim_workspace / "doc.md").write_text("A short document.\n")
-    with FakeOpenAI([], default_reply=Reply("fine")) as srv:
+    with QuotingOpenAI(answer="fine [1].") as srv:
         argv = harvey(victim_workspace, "run", b"caf\xe9 \xff bytes", *openai(srv))
         stdin = harvey(victim_workspace, "run", "-", *openai(srv), input=b"piped \xff\xfe\n")
         repl = harvey(victim_workspace, *openai(srv), input=b"typed \xc3(\n")
-        analyze = harvey(victim_workspace, "analyze", "doc.md", "-i", b"sum \xff up", *openai(srv))
+        analyze = harvey(
+            victim_workspace, "analyze", "doc.md", "-i", b"sum \xff up", "--answer", "synthesis",
+            *openai(srv),
+        )  # fmt: skip
         sent = json.dumps(srv.chat_requests, ensure_ascii=False)
     for proc in (argv, stdin, repl, analyze):
         assert proc.returncode == 0, proc.stderr

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from harvey.llm.scripted import Reply
+from tests.fakes.evidence import chunk_of, part_of
+from tests.fakes.quoting import ANSWER, QuotingOpenAI
 from tests.fakes.servers import FakeOpenAI, KeepAlive
 from tests.harvey_process import harvey_argv
 from tests.security.conftest import API_KEY, Attack
@@ -184,7 +186,7 @@ def test_analyze_streams_a_file_bigger_than_one_window(
     text = "\n\n".join(f"{i}. {paragraph}" for i in range(16_000)) + "\n"
     assert len(text) > 8 * MB  # over the 4 MB window: streamed, not read whole
     (victim_workspace / "long.txt").write_text(text)
-    with FakeOpenAI(api_key=API_KEY, default_reply=Reply("partial"), count_tokens=quarter) as srv:
+    with QuotingOpenAI(api_key=API_KEY, count_tokens=quarter) as srv:
         code, out, err = analyze(
             victim_workspace,
             srv,
@@ -197,16 +199,15 @@ def test_analyze_streams_a_file_bigger_than_one_window(
         )
         prompts = [r["messages"][-1]["content"] for r in srv.chat_requests]
     assert code == 0, err
-    assert out == "partial\n"
-    maps = [p for p in prompts if "\n---\nChunk " in p]
+    assert out.startswith(ANSWER)
+    maps = [p for p in prompts if part_of(p)]
     n = len(maps)
     assert n >= 8 and len(prompts) == n + 1  # every chunk once, then one synthesis
     bodies = {}
     for p in maps:
-        head, _, body = p.partition(":\n")
-        index = int(head.rsplit("Chunk ", 1)[1].split(" of ")[0])
-        bodies[index] = body
-        assert len(body.encode()) <= MB
+        index = part_of(p)[0]  # type: ignore[index]
+        bodies[index] = chunk_of(p) or ""
+        assert len(bodies[index].encode()) <= MB
     assert "".join(bodies[i] for i in range(1, n + 1)) == text  # lossless, in order
 
 
@@ -223,9 +224,7 @@ def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
     for size in (20 * MB, 100 * MB):  # a whole read of the larger would cost 320 MB more
         with (victim_workspace / "long.txt").open("w") as f:
             f.write(block * (size // len(block)))
-        with FakeOpenAI(
-            api_key=API_KEY, default_reply=Reply("p"), keep_bodies=False, count_tokens=quarter
-        ) as srv:
+        with QuotingOpenAI(api_key=API_KEY, keep_bodies=False, count_tokens=quarter) as srv:
             code, out, err = analyze(
                 victim_workspace,
                 srv,
@@ -242,7 +241,7 @@ def test_analyze_yes_of_a_file_far_over_max_chunks_keeps_memory_flat(
             )
             calls = len(srv.chat_requests)
         assert code == 0, err
-        assert out == "p\n" and calls > size // (2 * MB)  # every chunk mapped, then synthesis
+        assert out.startswith(ANSWER) and calls > size // (2 * MB)  # every chunk, then one answer
         assert f"at least {-(-size // (2 * MB))} chunks" in err  # asked from the size
         peaks.append(peak_rss(tmp_path / "peak"))
     small, large = peaks

@@ -12,17 +12,24 @@ from harvey.llm.openai import OpenAIClient
 from harvey.session.map_results import StoredResults
 from harvey.session.store import SessionStore
 from tests.fakes.base import HTTPFailure
+from tests.fakes.evidence import records
 from tests.fakes.llamacpp import FakeLlamaCpp
 
 
 def _params(n: int = 6, instruction: str = "summarise", size: int = 6000) -> ChunkAnalysisParams:
     return ChunkAnalysisParams(
         filename="doc.md",
-        chunks=[f"chunk text {i}" for i in range(n)],
+        chunks=[f"The chunk of text number {i}.\n" for i in range(n)],
         instruction=instruction,
         model="fake-model",
         config=ChunkConfig(concurrency=1, chunk_size_bytes=size),
+        evidence="model",
+        answer="synthesis",
     )
+
+
+def quoted(i: int) -> str:
+    return records(f"The chunk of text number {i}.")
 
 
 def _run(srv: FakeLlamaCpp, results: StoredResults, params: ChunkAnalysisParams | None = None):  # type: ignore[no-untyped-def]
@@ -40,25 +47,26 @@ def test_a_rerun_makes_only_the_missing_calls(tmp_path: Path) -> None:
     first = store.reserve_session(tmp_path, "fake-model")
     with FakeLlamaCpp() as srv:
         # chunks 2 and 5 fail (a 400 is not worth retrying); synthesis answers
-        srv.script("p1", HTTPFailure(400, "no"), "p3", "p4", HTTPFailure(400, "no"), "p6", "s")
+        fail = HTTPFailure(400, "no")
+        srv.script(quoted(0), fail, quoted(2), quoted(3), fail, quoted(5), "It is text [1].")
         result = _run(srv, StoredResults(store, first))
         assert result.failures == [2, 5] and result.reused == 0
         assert store.map_result_count(first) == 4
         srv.requests.clear()
-        srv.script("p2 again", "p5 again", "final")
+        srv.script(quoted(1), quoted(4), "It is text [1].")
         second = store.reserve_session(tmp_path, "fake-model")
         again = _run(srv, StoredResults(store, second))
         assert srv.calls == 3  # two missing chunks + the synthesis
     assert again.reused == 4 and again.failures == []
-    assert again.text == "final"
-    assert again.partials == ["p1", "p2 again", "p3", "p4", "p5 again", "p6"]
+    assert again.text.startswith("It is text [1].")
+    assert [r.quote for r in again.records] == [f"The chunk of text number {i}." for i in range(6)]
     store.close()
 
 
 def test_fresh_ignores_stored_results_and_keeps_one_row_per_call(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "s.db")
     sid = store.reserve_session(tmp_path, "fake-model")
-    with FakeLlamaCpp(default_reply="r") as srv:
+    with FakeLlamaCpp(default_reply=records()) as srv:
         _run(srv, StoredResults(store, sid))
         before = srv.calls
         _run(srv, StoredResults(store, sid, fresh=True))

@@ -21,9 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 if TYPE_CHECKING:
+    from harvey.analysis.answer import Answer, Citation
+    from harvey.analysis.evidence import Record
     from harvey.analysis.map_calls import MapExecutor, ResultCache
-    from harvey.analysis.params import AnalysisRecorder
+    from harvey.analysis.mapper import Style
+    from harvey.analysis.params import AnalysisRecorder, AnswerKind
     from harvey.analysis.progress import ProgressReporter
+    from harvey.analysis.sizes import AnswerSetting, EvidenceSetting
     from harvey.config import ChunkingSettings, Settings
     from harvey.llm.base import LLMClient, ModelCapabilities, Usage
     from harvey.messages import Message
@@ -78,6 +82,9 @@ class AnalyzeOptions:
     overrides: ChunkingSettings | None = None  # --chunk-size, --overlap, --max-chunks, ...
     fresh: bool = False  # --fresh: make every map call again instead of reusing stored results
     executor: MapExecutor | None = None  # --executor ray; None runs the map calls here
+    evidence: EvidenceSetting | None = None  # over analysis.evidence
+    answer: AnswerSetting | None = None  # over analysis.answer
+    answer_chars: int | None = None  # bounds the evidence an answer shows (a chat turn's room)
 
 
 @dataclass(frozen=True)
@@ -96,16 +103,24 @@ class Collaborators:
 
 @dataclass(frozen=True)
 class FileAnalysis:
-    """The outcome of ``analyze_file``: its status, the synthesis, and what was reused."""
+    """The outcome of ``analyze_file``: its status, the answer, the evidence it rests on
+    (every verified record, numbered as the answer cites them) and what was reused."""
 
     status: AnalysisStatus
     text: str = ""
     total: int = 0
     reused: int = 0
+    answer: Answer | None = None
+    records: tuple[Record, ...] = ()
 
     @property
     def answered(self) -> bool:
         return self.status is AnalysisStatus.ANSWERED
+
+    @property
+    def citations(self) -> list[Citation]:
+        """The records the answer cites: number, place, quote, verified."""
+        return list(self.answer.citations) if self.answer is not None else []
 
 
 def chunking_of(settings: Settings | ChunkingSettings) -> ChunkingSettings:
@@ -113,6 +128,22 @@ def chunking_of(settings: Settings | ChunkingSettings) -> ChunkingSettings:
     from harvey.config import Settings
 
     return settings.chunking if isinstance(settings, Settings) else settings
+
+
+def answer_plan(
+    settings: Settings | ChunkingSettings, model: str, options: AnalyzeOptions
+) -> tuple[Style, AnswerKind]:
+    """How evidence is found and who writes the answer, for ``model``: the options, else
+    ``analysis.evidence``/``analysis.answer``, else ``sizes.py``'s choice."""
+    from harvey.analysis.sizes import answer_kind, evidence_style
+    from harvey.config import Settings
+
+    evidence = settings.analysis.evidence if isinstance(settings, Settings) else "auto"
+    answer = settings.analysis.answer if isinstance(settings, Settings) else "auto"
+    return (
+        evidence_style(model, options.evidence or evidence),
+        answer_kind(model, options.answer or answer),
+    )
 
 
 def analyze_file(
@@ -135,7 +166,13 @@ def analyze_file(
     """
     from harvey.analysis.chunking import boundary_name, detect_doc_type
     from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
-    from harvey.analysis.file_chunks import chunk_config, chunks_of, document_pages, regular_size
+    from harvey.analysis.file_chunks import (
+        chunk_config,
+        chunks_of,
+        document_page_starts,
+        document_pages,
+        regular_size,
+    )
     from harvey.errors import UsageError
     from harvey.messages import Message
 
@@ -175,6 +212,7 @@ def analyze_file(
         return FileAnalysis(AnalysisStatus.CANCELLED, total=total)
     if using.on_start is not None:
         using.on_start()
+    evidence, answer = answer_plan(settings, client.model, options)
     params = ChunkAnalysisParams(
         filename=name,
         chunks=chunks,
@@ -185,6 +223,10 @@ def analyze_file(
         as_typed=as_typed or instruction,
         total=total,
         pages=document_pages(path, name),
+        page_starts=document_page_starts(path, name),
+        evidence=evidence,
+        answer=answer,
+        answer_chars=options.answer_chars,
     )
     result = run_chunked_analysis(
         client,
@@ -205,4 +247,11 @@ def analyze_file(
             f"reused {result.reused} of {total} map results stored by an earlier run "
             "(harvey analyze --fresh makes every call again)"
         )
-    return FileAnalysis(AnalysisStatus.ANSWERED, result.text, total, result.reused)
+    return FileAnalysis(
+        AnalysisStatus.ANSWERED,
+        result.text,
+        total,
+        result.reused,
+        result.answer,
+        tuple(result.records),
+    )

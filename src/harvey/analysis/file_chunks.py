@@ -25,7 +25,7 @@ from harvey.analysis.document_chunks import chunk_sections
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
-from harvey.documents import Document, estimated_text_bytes, extract
+from harvey.documents import estimated_text_bytes, extract
 from harvey.documents.extract import is_document_file
 from harvey.errors import BackendError, WorkspaceError
 from harvey.llm.base import LLMClient
@@ -95,7 +95,7 @@ def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Ite
 
 def chunks_of(
     path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk] | list[str] | Iterator[Chunk], int]:
+) -> tuple[list[Chunk] | Iterator[Chunk], int]:
     """The chunks (a list, or a lazy stream for a file over one window) and how many.
     A PDF, DOCX, HTML or EPUB is chunked as its extracted text (``documents``)."""
     if is_document_file(path):
@@ -119,20 +119,21 @@ def chunks_of(
 
 def _document_chunks(
     path: Path, name: str, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk] | list[str], int]:
+) -> tuple[list[Chunk], int]:
     """The extracted text (cached by content) cut at its pages or headings where it can
-    (``document_chunks.chunk_sections``). A chunk of a PDF starts with the pages it
-    holds (``[pages 3-4]``), so map answers can cite them."""
+    (``document_chunks.chunk_sections``); each chunk's offsets are in that text, so its
+    quotes are located on their pages (``document_page_starts``)."""
     document = extract(path, name)
     listed = chunk_sections(document, cfg, doc_type)
-    if not document.paged:
-        return listed, len(listed)
-    return [f"[{_pages(document, c)}]\n{c.text}" for c in listed], len(listed)
+    return listed, len(listed)
 
 
-def _pages(document: Document, chunk: Chunk) -> str:
-    first, last = document.pages_of(chunk.start, chunk.end) or (0, 0)
-    return f"page {first}" if first == last else f"pages {first}-{last}"
+def document_page_starts(path: Path, name: str) -> tuple[int, ...]:
+    """Where a PDF's pages begin in its extracted text (empty for every other file)."""
+    if not is_document_file(path):
+        return ()
+    document = extract(path, name)
+    return tuple(document.page_starts) if document.paged else ()
 
 
 def document_pages(path: Path, name: str) -> str:
@@ -144,4 +145,4 @@ def document_pages(path: Path, name: str) -> str:
     return f"1-{len(document.page_starts)}" if document.paged else ""
 
 
-__all__ = ["chunk_config", "chunks_of", "document_pages", "regular_size"]
+__all__ = ["chunk_config", "chunks_of", "document_page_starts", "document_pages", "regular_size"]

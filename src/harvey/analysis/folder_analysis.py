@@ -1,59 +1,49 @@
-"""Whole-folder analysis: the chunks of many files in one map phase, then two reduces.
+"""Whole-folder analysis: the chunks of many files in one map phase, one answer from them all.
 
 Map: every chunk of every file goes through ONE map phase (``run_map_phase``),
 so a pool's least-in-flight dispatch sees all the work at once, stored results
 are reused and written as calls return (resume), and one progress bar counts
 chunks, finished files and failures for the whole run. How chunks are numbered,
-prompted and keyed per file is ``folder_map.py``.
+located and keyed per file is ``folder_map.py``; each chunk's evidence is found as
+in a one-file analysis (``mapper.py``), every record knowing its file and lines.
 
-Reduce, per file: a file of one chunk has its map result as its answer; a file
-of several is synthesised over its partial results (hierarchically when they do
-not fit), these syntheses running side by side up to the map concurrency. A
-file's synthesis is stored like a map result, so a run killed among them
-resumes there too. A failed file synthesis does not stop the run (the file's
-answer says it failed, its note records ``error: …``), as a failed chunk does
-not stop a map phase.
-
-Reduce, overall: the files' answers, each headed by its path, through the same
-hierarchical reduce as one file's partials. That synthesis is never stored:
-it is the one call a repeated run always makes.
+Reduce: the records of every file, merged without a model (the same words kept
+once, the files in the run's order), then shown as the answer or written up by
+the model and checked — the same reduce as one file's (``reduce.py``). No file
+is summarised on its own first: a summary of summaries is where a small model
+invents. ``--per-file`` shows each file's own evidence before the answer.
 
 The session gets one INT. CHUNK ANALYSIS scene: ``[[chunk:]]`` with ``files=``,
-the instruction, the ``[[chunk-result:]]`` notes numbered over the whole run,
-``[[chunk-served:]]`` for a pool, one ``[[chunk-file:]]`` per file in order, and
-the ``[[synthesis:]]`` of the overall answer.
+the instruction, the ``[[chunk-result:]]`` and evidence notes numbered over the
+whole run, ``[[chunk-served:]]`` for a pool, one ``[[chunk-file:]]`` per file in
+order, the answer's citations and the ``[[synthesis:]]`` note.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harvey.analysis.answer import FRAMING, Answer, merge, one_line
 from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import every_call_failed
+from harvey.analysis.evidence import Record
 from harvey.analysis.folder_map import (
     FileChunks,
     FileProgress,
     FolderParams,
     common_value,
-    digest,
     every_chunk,
-    text_hash,
 )
-from harvey.analysis.map_calls import (
-    POLL_SECONDS,
-    MapExecutor,
-    ResultCache,
-    calls_at_once,
-    first_line,
-    pool_size,
-)
-from harvey.analysis.params import AnalysisRecorder
-from harvey.analysis.phases import run_map_phase, synthesize
+from harvey.analysis.map_calls import MapExecutor, ResultCache, first_line, pool_size
+from harvey.analysis.mapper import Style
+from harvey.analysis.params import AnalysisRecorder, AnswerKind
+from harvey.analysis.phases import MapOutcome, run_map_phase
 from harvey.analysis.progress import ProgressReporter
+from harvey.analysis.reduce import ReduceSpec, reduce_evidence
+from harvey.analysis.sizes import evidence_reason
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, HarveyError, SynthesisError
 from harvey.llm.base import LLMClient
@@ -62,33 +52,44 @@ from harvey.session.records import ChunkFileNote
 
 @dataclass
 class FileAnswer:
-    """What one file came to: its answer, its chunks (1-based over the run), the failed
-    ones, the levels of its synthesis and its status (``ok`` or ``error: …``)."""
+    """What one file came to: its records, its chunks (1-based over the run), the failed
+    ones and its status (``ok`` or ``error: every chunk failed``)."""
 
     name: str
-    text: str
+    records: list[Record]
     first: int
     last: int
     failures: list[int]
-    levels: int
     status: str
+
+    @property
+    def text(self) -> str:
+        """The file's own evidence, a quote a line with its number."""
+        if self.status != "ok":
+            return f"[{self.name}: {self.status.removeprefix('error: ')}]"
+        if not self.records:
+            return f"{FRAMING}nothing in {self.name} answers the instruction."
+        return "\n".join(f"- {one_line(r.quote)} [{r.id}]" for r in self.records)
 
 
 @dataclass
 class FolderResult:
-    """The overall answer, every file's answer (in order), and what was reused."""
+    """The answer, every file's share (in order), and what was reused."""
 
-    text: str
+    answer: Answer
     files: list[FileAnswer]
     failures: list[int]
-    levels: int
     reused: int  # map results stored by an earlier run
-    reused_files: int  # file syntheses stored by an earlier run
+    records: list[Record] = field(default_factory=list)
+    calls: int = 0
 
+    @property
+    def text(self) -> str:
+        return self.answer.text
 
-def file_instruction(instruction: str, name: str) -> str:
-    """The instruction a file's own synthesis is given: the user's, naming the file."""
-    return f"{instruction}\n\n(The sections below are parts of the file {name}.)"
+    @property
+    def levels(self) -> int:
+        return 1
 
 
 @dataclass
@@ -108,14 +109,17 @@ class FolderRun:
     results: ResultCache | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     executor: MapExecutor | None = None  # where the map calls run (None: here)
+    evidence: Style = "harvey"
+    answer: AnswerKind = "evidence"
+    answer_chars: int | None = None
 
     @property
     def synth(self) -> LLMClient:
         return self.synthesis_client if self.synthesis_client is not None else self.client
 
     def run(self, files: Sequence[FileChunks], progress: ProgressReporter) -> FolderResult:
-        """Map every chunk, synthesise each file, then the files; raises ``SynthesisError``
-        when the overall synthesis fails and ``Cancelled`` on cancel."""
+        """Find every file's evidence, then answer from all of it; raises ``SynthesisError``
+        when the synthesis fails and ``Cancelled`` on cancel."""
         if not files or any(f.total < 1 for f in files):
             raise ValueError("a folder analysis needs files of at least one chunk each")
         params = self._params(files)
@@ -135,29 +139,44 @@ class FolderRun:
             )
             if self.recorder is not None and outcome.served is not None:
                 self.recorder.record_chunk_served(outcome.served, pool_size(self.client) or 0)
-            if len(outcome.failures) == n:  # nothing to synthesise: no invented answer
+            if len(outcome.failures) == n:  # nothing to answer from: no invented answer
                 raise SynthesisError(every_call_failed(n, outcome.first_failure))
-            answers, reused_files = self._per_file(
-                params, outcome.partials, outcome.failures, tracker
-            )
+            answers = self._per_file(params, outcome)
             if self.recorder is not None:
                 for a in answers:
                     self.recorder.record_chunk_file(self._file_note(params, a))
-            text, levels = self._overall(answers, tracker)
+            records = [r for e in outcome.evidence if e is not None for r in e.records]
+            if self.answer == "synthesis" and records:
+                tracker.synthesis_started(1, len(records), 1)
+            answer = reduce_evidence(
+                records,
+                self._spec(params, outcome),
+                self.synth,
+                context_window=self.context_window,
+                bytes_per_token=self.bytes_per_token,
+                cancel=self.cancel,
+            )
         except (Cancelled, KeyboardInterrupt) as exc:
             self.cancel.set()
-            self._synthesis_note("error: cancelled", 1)
+            self._synthesis_note("error: cancelled")
             raise Cancelled("chunk analysis cancelled") from exc
         except SynthesisError as exc:
-            self._synthesis_note(f"error: {str(exc).removeprefix('synthesis failed: ')}", 1)
+            self._synthesis_note(f"error: {str(exc).removeprefix('synthesis failed: ')}")
             raise
         except HarveyError as exc:  # a file could not be read to the end
-            self._synthesis_note(f"error: {first_line(exc)}", 1)
+            self._synthesis_note(f"error: {first_line(exc)}")
             raise
         finally:
             tracker.close()
-        self._synthesis_note("ok", levels)
-        return FolderResult(text, answers, outcome.failures, levels, outcome.reused, reused_files)
+        if self.recorder is not None:
+            self.recorder.record_answer(answer)
+        self._synthesis_note("ok", answer.kind)
+        told = getattr(progress, "answered", None)  # JSON output: the citations
+        if told is not None:
+            told(answer)
+        return FolderResult(
+            answer, answers, outcome.failures, outcome.reused, records, outcome.calls
+        )
 
     # --- the parts ----------------------------------------------------------------
 
@@ -176,8 +195,24 @@ class FolderRun:
             config=self.config,
             as_typed=self.as_typed,
             total=total,
+            evidence=self.evidence,
+            answer=self.answer,
+            answer_chars=self.answer_chars,
             files=list(files),
             starts=starts,
+        )
+
+    def _spec(self, params: FolderParams, outcome: MapOutcome) -> ReduceSpec:
+        exhaustive = outcome.run.mapper.query.exhaustive if outcome.run is not None else True
+        model = self.synth.model if self.synthesis_client is not None else self.model
+        return ReduceSpec(
+            instruction=self.instruction,
+            kind=self.answer,
+            exhaustive=exhaustive,
+            why=evidence_reason(model, self.answer),
+            budget_chars=self.answer_chars,
+            order=params.names(),
+            dropped=sum(len(e.dropped) for e in outcome.evidence if e is not None),
         )
 
     def _start_note(self, files: Sequence[FileChunks], n: int) -> None:
@@ -196,108 +231,24 @@ class FolderRun:
             **extra,
         )
 
-    def _per_file(
-        self,
-        params: FolderParams,
-        partials: list[str],
-        failures: list[int],
-        progress: FileProgress,
-    ) -> tuple[list[FileAnswer], int]:
-        """Each file's answer; the files of several chunks are synthesised side by side."""
-        failed = set(failures)
+    def _per_file(self, params: FolderParams, outcome: MapOutcome) -> list[FileAnswer]:
+        """Each file's share of the evidence, merged as the answer merges it."""
+        failed = set(outcome.failures)
+        exhaustive = outcome.run.mapper.query.exhaustive if outcome.run is not None else True
         answers: list[FileAnswer] = []
-        jobs: dict[int, list[str]] = {}
-        for index, (file, start) in enumerate(zip(params.files, params.starts, strict=True)):
+        for file, start in zip(params.files, params.starts, strict=True):
             numbers = list(range(start + 1, start + file.total + 1))
             bad = [i for i in numbers if i in failed]
-            mine = partials[start : start + file.total]
-            answer = FileAnswer(file.name, mine[0], numbers[0], numbers[-1], bad, 1, "ok")
-            if len(bad) == len(numbers):
-                answer.text = f"[{file.name}: every chunk failed] {mine[0]}"
-                answer.status = "error: every chunk failed"
-            elif file.total > 1:
-                jobs[index] = mine
-            answers.append(answer)
-        if jobs:
-            progress.files_synthesis_started(len(jobs))
-        reused = self._synthesise_files(answers, jobs)
-        return answers, reused
-
-    def _file_key(self, name: str, partials: Sequence[str]) -> str:
-        hashes = [text_hash(p) for p in partials]
-        return digest(["folder-file", self.synth.model, self.instruction, name, hashes])
-
-    def _synthesise_files(self, answers: list[FileAnswer], jobs: dict[int, list[str]]) -> int:
-        """Run the file syntheses (stored ones reused); returns how many were reused."""
-        reused = 0
-        todo: dict[int, str] = {}
-        for index, partials in jobs.items():
-            key = self._file_key(answers[index].name, partials)
-            stored = self.results.get(key) if self.results is not None else None
-            if stored is not None:
-                answers[index].text = stored
-                reused += 1
-            else:
-                todo[index] = key
-        if not todo:
-            return reused
-        workers = calls_at_once(self.synth, self.config)
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
-        try:
-            futures = {pool.submit(self._one_file, answers[i].name, jobs[i]): i for i in todo}
-            pending = set(futures)
-            while pending:
-                if self.cancel.is_set():
-                    raise Cancelled("chunk analysis cancelled")
-                done, pending = concurrent.futures.wait(pending, timeout=POLL_SECONDS)
-                for future in done:
-                    self._file_done(answers[futures[future]], todo[futures[future]], future)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-        return reused
-
-    def _one_file(self, name: str, partials: list[str]) -> tuple[str, int]:
-        return synthesize(
-            self.synth,
-            file_instruction(self.instruction, name),
-            partials,
-            cancel=self.cancel,
-            config=self.config,
-            context_window=self.context_window,
-            bytes_per_token=self.bytes_per_token,
-        )
-
-    def _file_done(
-        self, answer: FileAnswer, key: str, future: concurrent.futures.Future[tuple[str, int]]
-    ) -> None:
-        try:
-            text, levels = future.result()
-        except Cancelled:
-            raise
-        except HarveyError as exc:
-            reason = first_line(exc).removeprefix("synthesis failed: ")
-            answer.text = f"[{answer.name}: synthesis failed: {reason}]"
-            answer.status = f"error: {reason}"
-            return
-        answer.text, answer.levels = text, levels
-        if self.results is not None:
-            self.results.put(key, self.synth.model, text)
-
-    def _overall(self, answers: list[FileAnswer], progress: ProgressReporter) -> tuple[str, int]:
-        """One file is its own answer; several go through the hierarchical reduce."""
-        if len(answers) == 1:
-            return answers[0].text, 1
-        sections = [f"File {a.name}:\n{a.text}" for a in answers]
-        return synthesize(
-            self.synth,
-            self.instruction,
-            sections,
-            cancel=self.cancel,
-            config=self.config,
-            context_window=self.context_window,
-            bytes_per_token=self.bytes_per_token,
-            progress=progress,
-        )
+            mine = [
+                r
+                for e in outcome.evidence[start : start + file.total]
+                if e is not None
+                for r in e.records
+            ]
+            status = "error: every chunk failed" if len(bad) == len(numbers) else "ok"
+            kept = merge(mine, exhaustive=exhaustive).records
+            answers.append(FileAnswer(file.name, kept, numbers[0], numbers[-1], bad, status))
+        return answers
 
     def _file_note(self, params: FolderParams, answer: FileAnswer) -> ChunkFileNote:
         file, _ = params.file_at(answer.first)
@@ -309,27 +260,21 @@ class FolderRun:
             file.chunk_size,
             len(answer.failures),
             answer.status,
-            answer.levels,
+            1,
             file.pages,
         )
 
-    def _synthesis_note(self, status: str, levels: int) -> None:
+    def _synthesis_note(self, status: str, answer: str = "") -> None:
         if self.recorder is not None:
             model = self.synth.model if self.synthesis_client is not None else self.model
-            self.recorder.record_chunk_synthesis(model, status, levels=levels)
+            self.recorder.record_chunk_synthesis(model, status, answer=answer)
 
 
 def per_file_markdown(result: FolderResult) -> str:
-    """``--per-file``: a Markdown section per file, then the overall answer."""
+    """``--per-file``: a Markdown section per file (its own evidence), then the answer."""
     parts = [f"## {a.name}\n\n{a.text.strip()}\n" for a in result.files]
     parts.append(f"## Overall\n\n{result.text.strip()}\n")
     return "\n".join(parts)
 
 
-__all__ = [
-    "FileAnswer",
-    "FolderResult",
-    "FolderRun",
-    "file_instruction",
-    "per_file_markdown",
-]
+__all__ = ["FileAnswer", "FolderResult", "FolderRun", "per_file_markdown"]

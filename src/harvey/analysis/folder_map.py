@@ -2,7 +2,7 @@
 
 The map engine (``engine.py``) sees one stream of chunks; ``FolderParams``
 tells it, for each chunk number, which file the chunk is from and where in
-that file, so a prompt names its file (``File notes/a.md, chunk 2 of 3:``)
+that file, so a prompt names its file and a quote is located in it (``piece``),
 and its stored-result key is made from the file's own numbering — adding a
 file to the folder does not invalidate the results of the others.
 ``FileProgress`` adds the files to the run's progress: a file is done when its
@@ -18,7 +18,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from harvey.analysis.chunking import Chunk
-from harvey.analysis.params import ChunkAnalysisParams
+from harvey.analysis.evidence import FORMAT
+from harvey.analysis.mapper import Piece
+from harvey.analysis.params import ChunkAnalysisParams, as_chunk
 from harvey.analysis.progress import ProgressReporter
 from harvey.errors import WorkspaceError
 
@@ -34,11 +36,7 @@ class FileChunks:
     boundary: str
     chunk_size: int
     pages: str = ""  # "1-12" for a PDF, for its [[chunk-file:]] note
-
-
-def file_map_prompt(instruction: str, name: str, index: int, total: int, chunk: str) -> str:
-    """The map prompt of chunk ``index`` of ``total`` of file ``name`` (1-based)."""
-    return f"{instruction}\n\n---\nFile {name}, chunk {index} of {total}:\n{chunk}"
+    page_starts: Sequence[int] = ()  # where a PDF's pages begin in its text
 
 
 def digest(parts: Sequence[object]) -> str:
@@ -67,11 +65,29 @@ class FolderParams(ChunkAnalysisParams):
         f = self.file_index(index)
         return self.files[f], index - self.starts[f]
 
-    def map_call(self, model: str, index: int, total: int, text: str) -> tuple[str, str]:
+    def piece(self, index: int, total: int, chunk: Chunk | str) -> Piece:
+        """Run chunk ``index`` as chunk ``local`` of its own file (its prompt names the file,
+        its quotes are located in it)."""
         file, local = self.file_at(index)
-        key = digest(
+        return Piece(
+            as_chunk(chunk),
+            file.name,
+            local,
+            file.total,
+            file.page_starts,
+            file.boundary == "source",
+        )
+
+    def names(self) -> list[str]:
+        return [f.name for f in self.files]
+
+    def map_key(self, model: str, index: int, total: int, text: str) -> str:
+        file, local = self.file_at(index)
+        return digest(
             [
                 "folder-map",
+                FORMAT,
+                self.evidence,
                 model,
                 self.instruction,
                 file.name,
@@ -83,7 +99,6 @@ class FolderParams(ChunkAnalysisParams):
                 self.config.overlap,
             ]
         )
-        return key, file_map_prompt(self.instruction, file.name, local, file.total, text)
 
 
 def every_chunk(files: Sequence[FileChunks]) -> Iterator[Chunk | str]:
@@ -121,9 +136,6 @@ class FileProgress:
         method = getattr(self.inner, name, None)
         if method is not None:
             method(*args)
-
-    def files_synthesis_started(self, count: int) -> None:
-        self._call("files_synthesis_started", count)
 
     def chunk_started(self, index: int, total: int) -> None:
         self.inner.chunk_started(index, total)

@@ -34,9 +34,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.analysis.api import AnalyzeOptions, Collaborators, Heuristic, Sizing, chunking_of
+from harvey.analysis.api import (
+    AnalyzeOptions,
+    Collaborators,
+    Heuristic,
+    Sizing,
+    answer_plan,
+    chunking_of,
+)
 from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
-from harvey.analysis.file_chunks import chunk_config, chunks_of, document_pages, regular_size
+from harvey.analysis.file_chunks import (
+    chunk_config,
+    chunks_of,
+    document_page_starts,
+    document_pages,
+    regular_size,
+)
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
@@ -255,8 +268,9 @@ def analyze_paths(
             if kept > KEEP_BYTES:
                 source = _Recut(path, name, size, cfg, doc)
         pages = document_pages(path, name)
+        starts = document_page_starts(path, name)
         chunked.append(
-            FileChunks(name, source, count, boundary_name(doc), cfg.chunk_size_bytes, pages)
+            FileChunks(name, source, count, boundary_name(doc), cfg.chunk_size_bytes, pages, starts)
         )
     total = sum(f.total for f in chunked)
     if (
@@ -268,6 +282,7 @@ def analyze_paths(
         )
     ):
         return FolderOutcome(FolderStatus.CANCELLED)
+    evidence, answer = answer_plan(settings, client.model, options)
     run = FolderRun(
         client=client,
         instruction=instruction,
@@ -281,12 +296,14 @@ def analyze_paths(
         results=using.results(options.fresh) if using.results is not None else None,
         cancel=using.cancel or threading.Event(),
         executor=options.executor,
+        evidence=evidence,
+        answer=answer,
+        answer_chars=options.answer_chars,
     )
     result = run.run(chunked, make_progress(using.progress))
-    if (result.reused or result.reused_files) and using.warn is not None:
-        files_part = f" and {result.reused_files} file syntheses" if result.reused_files else ""
+    if result.reused and using.warn is not None:
         using.warn(
-            f"reused {result.reused} of {total} map results{files_part} stored by an earlier "
+            f"reused {result.reused} of {total} map results stored by an earlier "
             "run (harvey analyze --fresh makes every call again)"
         )
     return FolderOutcome(FolderStatus.ANSWERED, result)

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvey.errors import Cancelled
 from harvey.llm.base import LLMClient, Usage, chat
@@ -110,10 +110,12 @@ def calls_at_once(client: LLMClient, config: ChunkConfig) -> int:
 
 @dataclass(frozen=True)
 class MapTask:
-    """One map call: its prompt, and the key its result is stored under (``result_key``)."""
+    """One map call: its prompt, the JSON schema its answer must follow (``None``: free
+    text), and the key its result is stored under (``result_key``)."""
 
     key: str
     prompt: str
+    schema: dict[str, Any] | None = None
 
 
 class MapExecutor(Protocol):
@@ -152,7 +154,7 @@ def first_line(exc: BaseException) -> str:
 
 def run_bounded(
     client: LLMClient,
-    prompts: Iterable[str],
+    prompts: Iterable[str | MapTask],
     concurrency: int | Ramp,
     cancel: threading.Event,
     on_start: Callable[[int], None],
@@ -164,7 +166,8 @@ def run_bounded(
 ) -> None:
     """Run one chat call per prompt, at most ``concurrency`` at once; report as they finish.
 
-    A prompt is taken from ``prompts`` only when a call slot is free, and a
+    A prompt (or a ``MapTask``, whose schema the call then sends) is taken from
+    ``prompts`` only when a call slot is free, and a
     call drops it when it ends: a lazy iterable keeps memory to the calls in
     flight. ``call`` replaces the plain chat call (``map_calls``); ``on_usage`` gets each
     answered prompt with the server's usage report, in this (the coordinating) thread.
@@ -175,13 +178,18 @@ def run_bounded(
     """
     results: queue.Queue[_Done] = queue.Queue()
 
-    def work(i: int, prompt: str) -> None:
+    def work(i: int, item: str | MapTask) -> None:
         began = time.monotonic()
+        prompt, schema = (item, None) if isinstance(item, str) else (item.prompt, item.schema)
         try:
             if call is not None:
                 results.put((i, call(prompt), None, "", None, time.monotonic() - began))
                 return
-            reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
+            messages = [Message(role="user", content=prompt)]
+            if schema is None:
+                reply = chat(client, messages, cancel=cancel)
+            else:
+                reply = chat(client, messages, cancel=cancel, response_schema=schema)
             text = reply.text if notes else reply.answer
             sent = prompt if on_usage else ""
             results.put((i, text, None, sent, reply.usage, time.monotonic() - began))
@@ -192,7 +200,7 @@ def run_bounded(
         return concurrency if isinstance(concurrency, int) else concurrency.limit
 
     levels: dict[int, int] = {}  # call → calls in flight when it began, itself included
-    pending: Iterator[str] | None = iter(prompts)
+    pending: Iterator[str | MapTask] | None = iter(prompts)
     next_i = in_flight = 0
     while pending is not None or in_flight:
         while in_flight < limit() and pending is not None:

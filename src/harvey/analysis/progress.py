@@ -1,7 +1,8 @@
 """Progress of a chunked analysis: the events, and plain lines when no front end draws them.
 
-The engine reports events (chunk started, chunk finished, synthesis level
-started); a reporter decides how they look. The library's own reporter prints
+The engine reports events (chunk started, chunk finished, the synthesis of
+the answer started, with how many quotes it is written from); a reporter
+decides how they look. The library's own reporter prints
 one plain line per event, ``Processing chunk i/N…``, as the seed specifies, so
 logs stay greppable (``harvey analyze ... 2>log``, tests). A front end passes
 its own: the rich bar on a terminal (``cli/progress.py``: the library knows no
@@ -11,7 +12,7 @@ sequences: a plain line passes ``for_terminal``.
 
 A whole-folder analysis also reports files: ``expect_files`` before ``start``
 adds a files column to the bar, ``file_finished`` when the last chunk of a file
-is done, ``files_synthesis_started`` before the files are synthesised. They are
+is done. They are
 not in the protocol (a one-file reporter need not know files); the folder
 engine calls them when a reporter has them.
 """
@@ -43,9 +44,6 @@ class NullProgress:
         pass
 
     def file_finished(self, done: int, total: int, name: str) -> None:
-        pass
-
-    def files_synthesis_started(self, count: int) -> None:
         pass
 
     def start(self, total: int) -> None:
@@ -83,9 +81,6 @@ class PlainProgress:
     def file_finished(self, done: int, total: int, name: str) -> None:
         self._line(f"File {done}/{total} done: {name}")
 
-    def files_synthesis_started(self, count: int) -> None:
-        self._line(f"Synthesizing {count} file{'s' if count != 1 else ''}…")
-
     def chunk_started(self, index: int, total: int) -> None:
         self._line(f"Processing chunk {index}/{total}…")
 
@@ -94,10 +89,7 @@ class PlainProgress:
             self._line(f"Chunk {index}/{total} failed: {error}")
 
     def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
-        if groups == 1:
-            self._line(f"Synthesizing {inputs} partial results…")
-        else:
-            self._line(f"Synthesizing level {level}: {inputs} partial results in {groups} groups…")
+        self._line(f"Synthesizing the answer from {inputs} quote{'s' if inputs != 1 else ''}…")
 
     def close(self) -> None:
         pass

@@ -1,116 +1,89 @@
-"""The reduce of an analysis: partial results synthesised into one answer.
+"""The reduce of an analysis: verified records in, one cited answer out.
 
-One synthesis call over all partial results (the seed's prompt). When they do
-not fit the synthesis model's context (``context_window`` given), they are
-combined in groups that fit, the groups' syntheses running side by side, and
-the group results combined again — a hierarchical reduce with a depth limit
-(``MAX_LEVELS``) that must shrink the text at every level, so a model that
-answers at length cannot loop. Any failure raises ``SynthesisError``
-(``synthesis failed: …``); cancel raises ``Cancelled`` (``bounded_calls``).
+No model rewrites summaries of summaries here. The records of every chunk are
+merged without a model (``answer.merge``: numbered, deduplicated, the most
+relevant kept, in the source's order, bounded to the synthesis model's window
+when one writes the answer), then either shown as they are (``evidence``) or
+given to the model with their numbers and places and its answer checked
+(``synthesis``). The records given fit the synthesis model's window by estimate;
+a server that counts more and refuses the prompt is asked again with fewer.
+Which of the two is ``sizes.py``'s choice unless configured.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from harvey.analysis.map_calls import first_line, run_bounded
-from harvey.analysis.progress import ProgressReporter
-from harvey.context.budget import remaining_context, tokens_for_bytes
-from harvey.errors import SynthesisError
+from harvey.analysis.answer import Answer, evidence_answer, merge
+from harvey.analysis.evidence import Record
+from harvey.analysis.params import AnswerKind
+from harvey.analysis.synthesis import synthesise
+from harvey.context.budget import remaining_context
+from harvey.errors import ContextTooLong, SynthesisError
 from harvey.llm.base import LLMClient
 
-MAX_LEVELS = 5
-_SEPARATOR = "\n\n---\n"
+#: Characters of a synthesis prompt that are not evidence (instruction aside).
+_FRAMING_CHARS = 600
+#: Times a synthesis the server refuses as too long is asked again with fewer records.
+SHRINKS = 4
 
 
-def _reduce_header(instruction: str, count: int) -> str:
-    return (
-        f"{instruction}\n\n---\nCombine the following {count} section summaries "
-        "into a single coherent response:\n\n"
-    )
+@dataclass(frozen=True)
+class ReduceSpec:
+    """How one analysis's answer is made."""
 
-
-def reduce_prompt(instruction: str, partials: Sequence[str]) -> str:
-    """The seed's synthesis prompt over ``partials`` joined by ``\\n\\n---\\n``."""
-    return _reduce_header(instruction, len(partials)) + _SEPARATOR.join(partials)
-
-
-@dataclass
-class HierarchicalReduce:
-    """One reduce through ``client``: ``run`` gives the answer, ``levels`` how many it took.
-
-    ``concurrency`` bounds the group syntheses of one level; without
-    ``context_window`` the synthesis is always one call.
-    """
-
-    client: LLMClient
     instruction: str
-    concurrency: int
-    cancel: threading.Event
-    progress: ProgressReporter
-    context_window: int | None
-    bytes_per_token: float
-    levels: int = field(default=0, init=False)
+    kind: AnswerKind
+    exhaustive: bool
+    why: str  # the evidence answer's first line: why no model wrote it
+    budget_chars: int | None = None  # bounds the evidence shown (an answer for a chat turn)
+    order: Sequence[str] = ()  # the files, in the run's order
+    dropped: int = 0  # records the map phase dropped (said when no record is left)
 
-    def _fits(self, partials: Sequence[str]) -> bool:
-        if self.context_window is None:
-            return True
-        size = len(_reduce_header(self.instruction, len(partials)).encode("utf-8"))
-        size += sum(len(p.encode("utf-8")) for p in partials)
-        size += len(_SEPARATOR) * max(0, len(partials) - 1)
-        budget = remaining_context(self.context_window, bytes_per_token=self.bytes_per_token)
-        return tokens_for_bytes(size, self.bytes_per_token) <= budget
 
-    def _groups(self, partials: list[str]) -> list[list[str]]:
-        groups: list[list[str]] = []
-        current: list[str] = []
-        for index, partial in enumerate(partials, 1):
-            if not self._fits([partial]):
-                raise SynthesisError(
-                    f"synthesis failed: partial result {index} alone does not fit the "
-                    f"synthesis model's context ({self.context_window} tokens)"
-                )
-            if current and not self._fits([*current, partial]):
-                groups.append(current)
-                current = []
-            current.append(partial)
-        groups.append(current)
-        return groups
+def synthesis_budget(
+    instruction: str, context_window: int | None, bytes_per_token: float
+) -> int | None:
+    """Characters of evidence a synthesis prompt may hold in ``context_window``."""
+    if context_window is None:
+        return None
+    tokens = remaining_context(context_window, bytes_per_token=bytes_per_token)
+    return max(400, int(tokens * bytes_per_token * 0.75) - len(instruction) - _FRAMING_CHARS)
 
-    def run(self, partials: list[str]) -> str:
-        """Synthesise ``partials``, level after level, until one group is left."""
-        current = partials
-        while True:
-            self.levels += 1
-            groups = [current] if self._fits(current) else self._groups(current)
-            self.progress.synthesis_started(self.levels, len(current), len(groups))
-            outputs = self._synthesize(groups)
-            if len(groups) == 1:
-                return outputs[0]
-            if self.levels >= MAX_LEVELS:
-                raise SynthesisError(
-                    f"synthesis failed: partial results still too large after {MAX_LEVELS} levels"
-                )
-            before = sum(len(p) for p in current)
-            if sum(len(o) for o in outputs) >= before:
-                raise SynthesisError(
-                    f"synthesis failed: level {self.levels} did not shrink the partial results "
-                    f"({before} characters in, {sum(len(o) for o in outputs)} out)"
-                )
-            current = outputs
 
-    def _synthesize(self, groups: list[list[str]]) -> list[str]:
-        prompts = [reduce_prompt(self.instruction, g) for g in groups]
-        outputs: list[str] = [""] * len(prompts)
-
-        def done(i: int, text: str | None, err: BaseException | None) -> None:
-            if err is not None:
-                raise SynthesisError(f"synthesis failed: {first_line(err)}") from err
-            outputs[i] = text or ""
-
-        run_bounded(
-            self.client, prompts, self.concurrency, self.cancel, lambda i: None, done, notes=True
+def reduce_evidence(
+    records: Sequence[Record],
+    spec: ReduceSpec,
+    client: LLMClient,
+    *,
+    context_window: int | None,
+    bytes_per_token: float,
+    cancel: threading.Event | None = None,
+) -> Answer:
+    """The answer over ``records``; raises ``SynthesisError`` when a synthesis call fails."""
+    if spec.kind == "evidence":
+        merged = merge(
+            records, exhaustive=spec.exhaustive, budget_chars=spec.budget_chars, order=spec.order
         )
-        return outputs
+        return evidence_answer(merged, spec.why, spec.dropped)
+    budget = synthesis_budget(spec.instruction, context_window, bytes_per_token)
+    if spec.budget_chars is not None:
+        budget = spec.budget_chars if budget is None else min(budget, spec.budget_chars)
+    for _ in range(SHRINKS):
+        merged = merge(records, exhaustive=spec.exhaustive, budget_chars=budget, order=spec.order)
+        if not merged.records:
+            return evidence_answer(merged, spec.why, spec.dropped)
+        try:
+            return synthesise(client, spec.instruction, merged, cancel)
+        except SynthesisError as exc:
+            too_long = isinstance(exc.__cause__, ContextTooLong)
+            if not too_long or len(merged.records) <= 1:
+                raise
+            # the estimate was short of the server's count: fewer records, asked again
+            budget = int(sum(len(r.quote) for r in merged.records) * 0.6)
+    raise SynthesisError("synthesis failed: the evidence does not fit the model's context")
+
+
+__all__ = ["ReduceSpec", "reduce_evidence", "synthesis_budget"]

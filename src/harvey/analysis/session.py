@@ -112,9 +112,10 @@ class AnalysisSession:
             cancel=cancel,
         )
 
-    def finish(self, label: str, instruction: str, text: str) -> None:
-        """The analysis as a turn: its request and synthesis in sessions.db (resumable as
-        a conversation) and the synthesis as Harvey's line after the CHUNK ANALYSIS scene."""
+    def finish(self, label: str, instruction: str, text: str, *, by_harvey: bool = False) -> None:
+        """The analysis as a turn: its request and answer in sessions.db (resumable as a
+        conversation) and the answer after the CHUNK ANALYSIS scene — the model's line, or
+        HARVEY's when it is the evidence itself (``by_harvey``: no model wrote it)."""
         request = Message("user", f"Analyse {label}: {instruction}")
         self.store.add_turn(self.session_id, [request, Message("assistant", text)])
         if self.recorder is not None:
@@ -127,6 +128,7 @@ class AnalysisSession:
                     reply=text,
                     mode="analysis",
                     remote=is_remote_endpoint(self.client.endpoint),
+                    reply_by_harvey=by_harvey,
                 )
             )
 

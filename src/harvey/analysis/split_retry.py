@@ -5,7 +5,8 @@ disagree with by a few tokens), so a server can still refuse a prompt as
 longer than its window. Failing the chunk would lose a part of the
 document; instead the chunk is cut in two at its best boundary — the same
 boundary rules as the chunker (paragraph, sentence, definition), so a half
-is never a word cut in the middle — and both halves are analysed. A half
+is never a word cut in the middle — and the evidence of both halves is found
+(each half knows its own lines, so its quotes are located in the file). A half
 that is still too long is cut again, to ``MAX_SPLIT_DEPTH`` levels; below
 that the error stands and the chunk fails as any other.
 """
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from harvey.analysis.chunking import MIN_CHUNK_SIZE, ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import MIN_CHUNK_SIZE, Chunk, ChunkConfig, DocType, chunk_document
+from harvey.analysis.evidence import ChunkEvidence
+from harvey.analysis.mapper import EvidenceMapper, Piece
 from harvey.errors import ContextTooLong
 from harvey.llm.base import LLMClient, chat
 from harvey.messages import Message
@@ -28,14 +31,15 @@ _FIRST_HALF_SHARE = 0.6
 
 @dataclass(frozen=True)
 class SplitResult:
-    """The partial result of a chunk analysed in ``parts`` pieces, and the note's status."""
+    """The evidence of a chunk analysed in ``parts`` pieces, and the note's status."""
 
-    text: str
+    evidence: ChunkEvidence
     parts: int
 
     @property
     def status(self) -> str:
-        return f"ok (split in {self.parts} parts: the server said the chunk was too long)"
+        why = "the server said the chunk was too long"
+        return f"{self.evidence.status()} (split in {self.parts} parts: {why})"
 
 
 def split_in_two(text: str, doc_type: DocType) -> tuple[str, str] | None:
@@ -54,45 +58,65 @@ def split_in_two(text: str, doc_type: DocType) -> tuple[str, str] | None:
     return text[: first.end], text[first.end :]
 
 
-def part_prompt(instruction: str, index: int, total: int, part: str, text: str) -> str:
-    """The map prompt for one piece of chunk ``index`` (``part`` like ``"1"`` or ``"2.1"``)."""
-    return (
-        f"{instruction}\n\n---\nChunk {index} of {total}, part {part} "
-        f"(the chunk was split to fit the model):\n{text}"
+def split_piece(piece: Piece, doc_type: DocType) -> tuple[Piece, Piece] | None:
+    """``piece`` as two pieces of its file, each knowing its own lines and offset."""
+    halves = split_in_two(piece.chunk.text, doc_type)
+    if halves is None:
+        return None
+    a, b = halves
+    c = piece.chunk
+    second_line = c.start_line + a.count("\n")
+    first = Chunk(
+        a, c.start, c.start + len(a), c.start_line, c.start_line + a.rstrip("\n").count("\n")
     )
+    second = Chunk(
+        b, c.start + len(a), c.end, second_line, second_line + b.rstrip("\n").count("\n")
+    )
+    return replace(piece, chunk=first), replace(piece, chunk=second)
 
 
 def analyse_split(
     client: LLMClient,
-    instruction: str,
-    index: int,
-    total: int,
-    text: str,
+    mapper: EvidenceMapper,
+    piece: Piece,
     doc_type: DocType,
     cancel: threading.Event,
     refused_whole: ContextTooLong,
 ) -> SplitResult:
-    """Analyse chunk ``index`` (1-based) in pieces after the server refused it whole.
+    """Find the evidence of ``piece`` in pieces after the server refused it whole.
 
     Raises the last ``ContextTooLong`` when a piece cannot be cut further or
     ``MAX_SPLIT_DEPTH`` is reached; ``Cancelled`` when ``cancel`` is set.
     """
-    outputs: list[str] = []
+    found = ChunkEvidence()
+    parts = 0
 
-    def analyse(piece: str, label: str, depth: int, refused: ContextTooLong | None) -> None:
+    def analyse(part: Piece, depth: int, refused: ContextTooLong | None) -> None:
+        nonlocal parts
         if refused is None:
+            planned = mapper.plan(part)
             try:
-                prompt = part_prompt(instruction, index, total, label, piece)
-                reply = chat(client, [Message(role="user", content=prompt)], cancel=cancel)
-                outputs.append(reply.answer)
+                if isinstance(planned, ChunkEvidence):
+                    evidence = planned
+                else:
+                    reply = chat(
+                        client,
+                        [Message(role="user", content=planned.prompt)],
+                        cancel=cancel,
+                        response_schema=planned.schema,
+                    )
+                    evidence = mapper.read(part, reply.answer)
+                parts += 1
+                found.records.extend(evidence.records)
+                found.dropped.extend(evidence.dropped)
                 return
             except ContextTooLong as exc:
                 refused = exc
-        halves = split_in_two(piece, doc_type) if depth < MAX_SPLIT_DEPTH else None
+        halves = split_piece(part, doc_type) if depth < MAX_SPLIT_DEPTH else None
         if halves is None:
             raise refused
-        for k, half in enumerate(halves, 1):
-            analyse(half, f"{label}.{k}" if label else str(k), depth + 1, None)
+        for half in halves:
+            analyse(half, depth + 1, None)
 
-    analyse(text, "", 0, refused_whole)
-    return SplitResult("\n\n".join(outputs), len(outputs))
+    analyse(piece, 0, refused_whole)
+    return SplitResult(found, parts)

@@ -14,8 +14,8 @@ Why it is safe to do:
   tokens → M tokens, model=MODEL — ok|error: …]]`` note and the summary as
   HARVEY's line (``docs/FOUNTAIN_FORMAT.md``);
 * it never overflows: the summary request is built to fit the window, and
-  turns larger than the window go through the analysis engine (map over groups
-  of whole turns, then a synthesis sized to the window);
+  turns larger than the window are summarised group by group, then joined by one
+  call sized to the window;
 * it keeps the model's cache: it runs only between turns, and the summary goes
   at the head of the history, so every later request extends the first one
   after it byte for byte (a compaction is the one place the prefix breaks);
@@ -272,25 +272,9 @@ def _fitted(summary: str, tokens: int, ratio: float) -> str:
     return (cut[: end + 1] if end > len(cut) // 2 else cut).rstrip() + " (summary cut to fit)"
 
 
-def _analysed(
-    agent: Agent,
-    client: LLMClient,
-    plan: _Plan,
-    ask: str,
-    cancel: threading.Event | None,
-) -> str:
-    """Turns larger than the window: the analysis engine maps groups of whole turns
-    (each group well inside the window) and synthesises one summary. More groups than
-    ``chunking.max_chunks`` are asked about first on ``/compact``, as ``harvey analyze``
-    asks; before a turn they are not made (the leave-out takes over, with its notice)."""
-    from harvey.analysis.chunking import ChunkConfig
-    from harvey.analysis.engine import run_chunked_analysis
-    from harvey.analysis.params import ChunkAnalysisParams
-    from harvey.analysis.progress import NullProgress
-
-    window = agent.budget.capabilities(client).context_window
-    ratio = agent.budget.bytes_per_token(client)
-    size = max(500, int(window * 0.4 * ratio))  # bytes of transcript per map call
+def _groups(plan: _Plan, size: int) -> list[str]:
+    """The turns as transcript pieces of at most ``size`` bytes, whole turns kept together
+    where they fit."""
     chunks: list[str] = []
     current = ""
     for number, turn in enumerate(plan.summarised, start=1):
@@ -303,6 +287,30 @@ def _analysed(
             current = f"{current}\n{piece}" if current else piece
     if current:
         chunks.append(current)
+    return chunks
+
+
+def _analysed(
+    agent: Agent,
+    client: LLMClient,
+    plan: _Plan,
+    ask: str,
+    cancel: threading.Event | None,
+) -> str:
+    """Turns larger than the window: a summary of each group of whole turns (each group
+    well inside the window, through ``analysis.map_calls``), then one call that joins
+    them, sized to the window (when even the parts do not fit, they are joined as they
+    are and cut to the summary's room). A conversation is the model's own words, not a
+    document to quote: this is a summary, not an analysis with evidence. More groups
+    than ``chunking.max_chunks`` are asked about first on ``/compact``, as ``harvey
+    analyze`` asks; before a turn they are not made (the leave-out takes over, with its
+    notice)."""
+    from harvey.analysis.map_calls import map_calls
+
+    window = agent.budget.capabilities(client).context_window
+    ratio = agent.budget.bytes_per_token(client)
+    size = max(500, int(window * 0.4 * ratio))  # bytes of transcript per map call
+    chunks = _groups(plan, size)
     limit = agent.settings.chunking.max_chunks
     if len(chunks) > limit and not plan.on_demand:  # never a question in the way of a prompt
         raise UsageError(
@@ -313,19 +321,24 @@ def _analysed(
         f"more than max_chunks ({limit}). Make them?"
     ):
         raise UsageError(f"{len(chunks)} summary calls were declined")
-    params = ChunkAnalysisParams(
-        filename=f"turns {plan.first}–{plan.last}",
-        chunks=chunks,
-        instruction=f"{SUMMARISER}\n\n{ask}",
-        model=client.model,
-        config=ChunkConfig(chunk_size_bytes=size, max_chunks=max(1, len(chunks)), concurrency=1),
-    )
-    result = run_chunked_analysis(
-        client,
-        params,
-        progress=NullProgress(),
-        cancel=cancel,
-        context_window=window,
-        bytes_per_token=ratio,
-    )
-    return result.text.strip()
+
+    def summarise(text: str) -> str:
+        prompt = [Message("system", SUMMARISER), Message("user", f"{text}\n\n{ask}")]
+        return chat(client, prompt, None, None, cancel).answer
+
+    parts: list[str] = []
+    for text, err in map_calls(client, chunks, summarise, cancel=cancel):
+        if err is not None:
+            raise err
+        parts.append((text or "").strip())
+    joined = "\n\n".join(p for p in parts if p)
+    join = [
+        Message("system", SUMMARISER),
+        Message(
+            "user", f"Summaries of consecutive parts of the conversation:\n\n{joined}\n\n{ask}"
+        ),
+    ]
+    room = budget_report(window, bytes_per_token=ratio).remaining - plan.summary_tokens
+    if estimate_tokens(serialize_history(join), ratio) > room:
+        return joined
+    return chat(client, join, None, None, cancel).answer.strip()

@@ -38,6 +38,7 @@ from harvey.analysis.file_chunks import regular_size
 from harvey.chat.clients import Clients, find_mention
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.config import ChunkingSettings
+from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.messages import Message
@@ -179,6 +180,9 @@ class ChunkedReads:
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
         map_client, routed, using = self.collaborators(instruction, turn, alert)
+        # the answer enters the conversation: its evidence may fill half of what is left
+        room = self._budget(turn).remaining(turn.pending)
+        answer_chars = max(2_000, int(room * BYTES_PER_TOKEN) // 2)
         outcome = analyze_file(
             path,
             routed,
@@ -186,7 +190,7 @@ class ChunkedReads:
             client=map_client,
             name=name,
             as_typed=instruction,
-            options=AnalyzeOptions(overrides, fresh, executor),
+            options=AnalyzeOptions(overrides, fresh, executor, answer_chars=answer_chars),
             using=using,
         )
         if not outcome.answered:

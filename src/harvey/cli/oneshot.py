@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from harvey.analysis.api import AnalyzeOptions, Collaborators
     from harvey.analysis.cluster.executor import RayExecutor
     from harvey.analysis.session import AnalysisSession
+    from harvey.analysis.sizes import AnswerSetting, EvidenceSetting
     from harvey.cli.output import JsonOutput
     from harvey.llm.base import LLMClient
 
@@ -184,7 +185,13 @@ def analysis_run(
             session,
             clients.resolve(mention) if mention else clients.current,
             without_route if mention else request.instruction,
-            AnalyzeOptions(request.overrides, request.fresh, map_executor),
+            AnalyzeOptions(
+                request.overrides,
+                request.fresh,
+                map_executor,
+                evidence=request.evidence,
+                answer=request.answer,
+            ),
             session.collaborators(confirm=ui.confirm, warn=ui.warn, progress=ui.progress_stream()),
         )
 
@@ -205,6 +212,8 @@ class AnalyzeRequest:
     exclude: Sequence[str] = ()
     per_file: bool = False
     output: JsonOutput | None = None  # --output-format json|stream-json: events and the result
+    evidence: EvidenceSetting | None = None  # --evidence: over analysis.evidence
+    answer: AnswerSetting | None = None  # --answer: over analysis.answer
 
 
 CANCELLED_LINE = (
@@ -237,7 +246,8 @@ def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeR
         if not result.answered:
             print(CANCELLED_LINE.format(what="file makes"), file=sys.stderr)
             return 1
-        run.session.finish(str(file), instruction, result.text)
+        evidence = result.answer is not None and result.answer.kind == "evidence"
+        run.session.finish(str(file), instruction, result.text, by_harvey=evidence)
     _answer(request, result.text)
     return 0
 
@@ -279,7 +289,8 @@ def analyze_folder_once(
             print(CANCELLED_LINE.format(what="files make"), file=sys.stderr)
             return 1
         text = per_file_markdown(outcome.result) if request.per_file else outcome.result.text
-        run.session.finish(label, instruction, text)
+        evidence = outcome.result.answer.kind == "evidence"
+        run.session.finish(label, instruction, text, by_harvey=evidence)
     _answer(request, text)
     return 0
 

@@ -2,7 +2,7 @@
 
 ``json`` prints one object when the command ends; ``stream-json`` prints one
 object per line as things happen (``start``, ``text``, ``tool``, ``write``,
-``chunk``, ``synthesis``, ``file``, ``warning``, ``error``) and ends with the
+``chunk``, ``synthesis``, ``file``, ``citations``, ``warning``, ``error``) and ends with the
 same object as ``json`` under ``"type": "result"``. The schema, with its
 version, is ``docs/OUTPUT_FORMAT.md``.
 
@@ -31,9 +31,10 @@ from harvey.llm.metering import Meter, UsageTotal
 from harvey.redact import redact, redact_data
 
 if TYPE_CHECKING:  # the command line imports this module for its options: keep it light
+    from harvey.analysis.answer import Citation
     from harvey.messages import ToolCall, ToolResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMATS = ("text", "json", "stream-json")
 JSON_FORMATS = ("json", "stream-json")
 #: A streamed text event waits for its line's end, up to this many characters
@@ -99,6 +100,7 @@ class JsonOutput:
         self.writes: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.analysis: dict[str, int] | None = None
+        self.citations: list[dict[str, Any]] = []
         self._pending = ""
         self._finished = False
 
@@ -177,6 +179,13 @@ class JsonOutput:
         status = "ok" if error is None else f"error: {redact(error)}"
         self.event("chunk", index=index, total=total, status=status, reused=reused)
 
+    def cited(self, citations: Sequence[Citation]) -> None:
+        """The records an analysis's answer cites: ``citations`` in the result, and one
+        ``citations`` event."""
+        entries = [redact_data(c.as_dict()) for c in citations]
+        self.citations.extend(entries)
+        self.event("citations", citations=entries)
+
     # -- the end ---------------------------------------------------------------------
 
     def result(self, exit_code: int, error: dict[str, Any] | None = None) -> None:
@@ -200,6 +209,7 @@ class JsonOutput:
         }
         if self.analysis is not None or self.command == "analyze":
             document["analysis"] = self.analysis or {"chunks": 0, "failed": 0, "reused": 0}
+        document["citations"] = self.citations
         document["error"] = error
         document["exit"] = exit_code
         self._emit(document)

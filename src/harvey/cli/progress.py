@@ -72,9 +72,6 @@ class RichProgress:
     def file_finished(self, done: int, total: int, name: str) -> None:
         self._progress.update(self._task, files_done=done)
 
-    def files_synthesis_started(self, count: int) -> None:
-        self._progress.update(self._task, description=f"Synthesizing {count} files")
-
     def chunk_started(self, index: int, total: int) -> None:
         pass
 

@@ -216,6 +216,20 @@ def _run(
     help="The Ray cluster to join (HOST:PORT, ray://HOST:PORT, auto); without it Ray starts "
     "on this machine.",
 )
+@click.option(
+    "--evidence",
+    type=click.Choice(["auto", "harvey", "choose", "model"]),
+    default=None,
+    help="How each chunk's evidence is found: by Harvey's finder, by the model choosing among "
+    "its candidates, or written by the model and verified (default: analysis.evidence).",
+)
+@click.option(
+    "--answer",
+    type=click.Choice(["auto", "evidence", "synthesis"]),
+    default=None,
+    help="The evidence itself as the answer, or a synthesis the model writes from it and "
+    "Harvey checks (default: analysis.answer).",
+)
 @output_format_option
 @no_record_option
 @click.pass_context
@@ -240,18 +254,23 @@ def analyze(
     fresh: bool,
     executor: str | None,
     ray_address: str | None,
+    evidence: str | None,
+    answer: str | None,
     output_format: str,
     no_record: bool,
 ) -> None:
-    """Analyse PATHs chunk by chunk (map-reduce) and print the synthesized result.
+    """Analyse PATHs chunk by chunk (map-reduce) and print an answer that cites its evidence.
 
-    Each chunk gets the instruction (the map calls), then their results are
-    synthesised into one answer; a run cut short resumes from the results it
+    Each chunk is searched for what the instruction asks (the map step): the
+    sentences that hold it, each quoted word for word and located (file and
+    lines, a PDF's pages); a quote a model wrote that is not in its chunk is
+    dropped. The answer rests on those quotes and cites them ([3]), with its
+    sources listed; a model too small to write it faithfully gets the quotes
+    themselves as the answer. A run cut short resumes from the results it
     stored. Documents (PDF, Word, HTML, EPUB) are analysed as their text.
     Folders and several files go through one map phase (the walk skips binary
     files, .git/, .harvey/, virtualenvs, node_modules/ and what .gitignore
-    ignores); each file is synthesised, then the files' results into one
-    answer.
+    ignores) and one answer from every file's evidence.
     """
     from harvey.cli.oneshot import AnalyzeRequest
     from harvey.cli.scripting import reporting
@@ -278,6 +297,8 @@ def analyze(
             exclude=exclude,
             per_file=per_file,
             output=output,
+            evidence=evidence,  # type: ignore[arg-type]
+            answer=answer,  # type: ignore[arg-type]
         )
         model_choice = (backend, base_url, model, endpoints)
         code = _analyze(ctx, targets, workspace, model_choice, request)

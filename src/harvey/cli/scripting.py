@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harvey.analysis.progress import ProgressReporter
 from harvey.chat.agent import TurnOutcome
@@ -24,6 +24,9 @@ from harvey.errors import Cancelled, TurnNotSaved, UsageError
 from harvey.llm.metering import metered
 from harvey.redact import redact
 from harvey.ui import HeadlessUI, WriteChoice, WriteRequest
+
+if TYPE_CHECKING:
+    from harvey.analysis.answer import Answer
 
 
 @contextlib.contextmanager
@@ -160,11 +163,12 @@ class ChunkEvents(io.TextIOBase):
     def synthesis_started(self, level: int, inputs: int, groups: int) -> None:
         self.output.event("synthesis", level=level, inputs=inputs, groups=groups)
 
+    def answered(self, answer: Answer) -> None:
+        """The analysis's answer is made: its citations go into the result (and an event)."""
+        self.output.cited(answer.citations)
+
     def expect_files(self, files: int) -> None:
         pass
 
     def file_finished(self, done: int, total: int, name: str) -> None:
         self.output.event("file", done=done, total=total, name=redact(name))
-
-    def files_synthesis_started(self, count: int) -> None:
-        self.output.event("synthesis", level=0, inputs=count, groups=1)

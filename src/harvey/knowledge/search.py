@@ -51,7 +51,7 @@ from harvey.knowledge.floor import (
     unknown_share,
 )
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
-from harvey.stopwords import STOPWORDS
+from harvey.stopwords import STOPWORDS, same_word
 
 POOL = 50  # candidates taken from each list before fusing
 # Rows FTS5 may score per query (see prune_terms): a few ms on the benchmark's 2 cores.
@@ -108,24 +108,10 @@ def prune_terms(terms: list[str], counts: list[int], budget: int) -> list[str]:
     return kept
 
 
-def _same_word(query_word: str, word: str) -> bool:
-    """The word, or one sharing its stem roughly as the porter tokenizer would match it
-    (``note``/``notes``, ``configure``/``configuration``): both of at least four letters,
-    sharing all but the shorter one's last two."""
-    if query_word == word:
-        return True
-    short = min(len(query_word), len(word))
-    if short < 4:
-        return False
-    pairs = zip(query_word, word, strict=False)  # up to the shorter word
-    shared = next((i for i, (a, b) in enumerate(pairs) if a != b), short)
-    return shared >= max(4, short - 2)
-
-
 def coverage(query_words: list[str], text: str) -> float:
     """The share of ``query_words`` found in ``text`` (0–1).
 
-    Two words of the same stem share their first four letters (``_same_word``), so each
+    Two words of the same stem share their first four letters (``same_word``), so each
     query word is compared only with the text's words that begin as it does: comparing
     it with every word of every candidate was half of an FTS-only search's time."""
     if not query_words:
@@ -136,9 +122,7 @@ def coverage(query_words: list[str], text: str) -> float:
         if len(word) >= 4:
             by_head.setdefault(word[:4], []).append(word)
     found = sum(
-        1
-        for q in query_words
-        if q in words or any(_same_word(q, w) for w in by_head.get(q[:4], ()))
+        1 for q in query_words if q in words or any(same_word(q, w) for w in by_head.get(q[:4], ()))
     )
     return found / len(query_words)
 

@@ -216,11 +216,14 @@ def shorten(text: str, limit: int) -> str:
 
 
 def first_line_status(status: str) -> str:
-    """Normalise a caller's status to one line: ``ok`` or ``error: ...``."""
+    """Normalise a caller's status to one line: ``ok`` (``ok, 5 quotes``, ``ok (split …)``),
+    ``skipped: …`` or ``error: ...``."""
     lines = status.strip().splitlines()
     line = lines[0].strip() if lines else ""
     if line == "ok":
         return "ok"
+    if line.startswith(("ok,", "ok (", "skipped:")):  # an analysis chunk's fuller status
+        return shorten(line, STATUS_LIMIT)
     if not line.startswith("error:"):
         line = f"error: {line}" if line else "error:"
     return shorten(line, STATUS_LIMIT)

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from harvey.errors import SessionFileError
+from harvey.session import evidence_notes as ev
 from harvey.session import notes as n
 from harvey.session.escape import cue_name, decode_block, decode_inline, is_note_line
+from harvey.session.evidence_notes import ParsedCitation, ParsedDropped, ParsedEvidence
 from harvey.session.records import (
     ChunkFileNote,
     ChunkServed,
@@ -133,6 +135,23 @@ class Scene:
         return found[0] if found else None
 
     @property
+    def evidence(self) -> list[ParsedEvidence]:
+        """The records an analysis's map calls kept: number, place, the source's words."""
+        return self._read(ev.read_evidence)
+
+    @property
+    def evidence_dropped(self) -> list[ParsedDropped]:
+        return self._read(ev.read_dropped)
+
+    @property
+    def citations(self) -> list[ParsedCitation]:
+        return self._read(ev.read_citation)
+
+    @property
+    def unsupported(self) -> list[tuple[str, str]]:
+        return self._read(ev.read_unsupported)
+
+    @property
     def compaction(self) -> CompactionNote | None:
         """The ``[[compaction:]]`` note with its summary: HARVEY's line right after it."""
         for index, element in enumerate(self.elements):
@@ -168,14 +187,22 @@ class Scene:
 
     @property
     def reply(self) -> str | None:
-        """The model's answer in a TALKING or EXT. scene: the last non-HARVEY dialogue."""
+        """The answer in a TALKING or EXT. scene: the last non-HARVEY dialogue, or in an
+        analysis's scene HARVEY's own line (an answer that is the evidence itself, which
+        no model wrote)."""
         if self.kind not in ("talking", "ext") or not self.dialogue:
             return None
         index = len(self.dialogue) - 1
         has_user = self.user_text is not None
-        if self.dialogue[index][0] == HARVEY or (has_user and index == 0):
+        harvey = self.dialogue[index][0] == HARVEY
+        if (harvey and not self.analysis_mode) or (has_user and index == 0):
             return None
         return self.dialogue[index][1]
+
+    @property
+    def analysis_mode(self) -> bool:
+        """The scene of an analysis's answer (its action line says ``analysis mode``)."""
+        return any("are in analysis mode." in line for line in self.actions)
 
     @property
     def shell_output(self) -> str | None:

@@ -148,8 +148,11 @@ def chunk_result_note(i: int, n: int, status: str) -> str:
     return format_note(f"chunk-result: {i}/{n}{SEP}{_status(status)}")
 
 
-def synthesis_note(model: str, status: str, levels: int = 1) -> str:
+def synthesis_note(model: str, status: str, levels: int = 1, answer: str = "") -> str:
+    """``answer`` (``evidence``: the answer is the evidence itself; ``synthesis``: a model
+    wrote it from the evidence) is written when given."""
     extra = f", levels={levels}" if levels > 1 else ""
+    extra += f", answer={encode_field(answer, ',—')}" if answer else ""
     return format_note(f"synthesis: model={encode_field(model, ',—')}{extra}{SEP}{_status(status)}")
 
 
@@ -342,7 +345,8 @@ def read_synthesis(body: str) -> ParsedSynthesis | None:
         return None
     f = _fields(parts[0])
     try:
-        return ParsedSynthesis(f["model"], decode_inline(parts[1]), int(f.get("levels", "1")))
+        levels = int(f.get("levels", "1"))
+        return ParsedSynthesis(f["model"], decode_inline(parts[1]), levels, f.get("answer", ""))
     except (KeyError, ValueError):
         return None
 

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harvey.errors import WorkspaceError
 from harvey.own_files import Location
 from harvey.private import location_of
 from harvey.redact import redact, redact_data
-from harvey.session import notes
+from harvey.session import evidence_notes, notes
 from harvey.session.escape import (
     character_cue,
     cue_name,
@@ -40,9 +40,13 @@ from harvey.session.escape import (
 )
 from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnRecord
 
+if TYPE_CHECKING:
+    from harvey.analysis.answer import Answer
+    from harvey.analysis.evidence import Dropped, Record
+
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1.9"
+FORMAT_VERSION = "1.10"
 HARVEY = "HARVEY"
 SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -213,7 +217,7 @@ class Recorder:
         if turn.harvey_notice is not None:
             self._dialogue(out, HARVEY, turn.harvey_notice)
         if turn.reply is not None:
-            self._dialogue(out, model, turn.reply)
+            self._dialogue(out, HARVEY if turn.reply_by_harvey else model, turn.reply)
         self._write("".join(out))
 
     def record_shell(self, command: str, output: str, exit_code: int) -> None:
@@ -294,10 +298,39 @@ class Recorder:
         self._element(out, [notes.chunk_file_note(note)], note=True)
         self._write("".join(out))
 
-    def record_chunk_synthesis(self, model: str, status: str, levels: int = 1) -> None:
-        """The [[synthesis:]] note and HARVEY's closing line of the chunk analysis."""
+    def record_chunk_evidence(
+        self, i: int, n: int, kept: Sequence[Record], dropped: Sequence[Dropped]
+    ) -> None:
+        """After chunk i's result: an [[evidence:]] note per record kept (its number, place
+        and words) and an [[evidence-dropped:]] note per record whose quote did not verify."""
+        lines = [
+            evidence_notes.evidence_note(r.id, r.location.cite(), r.quote, r.fact) for r in kept
+        ]
+        lines += [evidence_notes.dropped_note(i, n, d.quote, d.reason) for d in dropped]
+        if lines:
+            out: list[str] = []
+            self._element(out, lines, note=True)
+            self._write("".join(out))
+
+    def record_answer(self, answer: Answer) -> None:
+        """The answer's [[citation:]] notes, and an [[unsupported:]] note per removed sentence."""
+        lines = [
+            evidence_notes.citation_note(c.id, c.location.cite(), c.verified)
+            for c in answer.citations
+        ]
+        lines += [evidence_notes.unsupported_note(u) for u in answer.unsupported]
+        if lines:
+            out: list[str] = []
+            self._element(out, lines, note=True)
+            self._write("".join(out))
+
+    def record_chunk_synthesis(
+        self, model: str, status: str, levels: int = 1, answer: str = ""
+    ) -> None:
+        """The [[synthesis:]] note and HARVEY's closing line of the chunk analysis;
+        ``answer`` (``evidence`` or ``synthesis``) says what the answer is."""
         out: list[str] = []
-        self._element(out, [notes.synthesis_note(model, status, levels)], note=True)
+        self._element(out, [notes.synthesis_note(model, status, levels, answer)], note=True)
         closing = CHUNK_DONE if status.strip() == "ok" else CHUNK_FAILED
         self._dialogue(out, HARVEY, closing)
         self._write("".join(out))

@@ -157,6 +157,8 @@ class TurnRecord:
     timestamp: datetime | None = None
     write_notes: list[WriteNote] = field(default_factory=list)
     compaction: CompactionNote | None = None  # made before this turn's request
+    # The reply is Harvey's own, not the model's: an analysis's answer that is its evidence
+    reply_by_harvey: bool = False
 
 
 # ---------------------------------------------------------------- parsed notes
@@ -259,6 +261,7 @@ class ParsedSynthesis:
     model: str
     status: str
     levels: int = 1
+    answer: str = ""  # "evidence", "synthesis", or "" (a recording made before format 2.0)
 
 
 @dataclass(frozen=True)

