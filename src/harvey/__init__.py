@@ -12,6 +12,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harvey.analysis.answer import Answer, Citation
     from harvey.analysis.api import AnalyzeOptions, Collaborators, FileAnalysis, analyze_file
     from harvey.analysis.chunking import (
         Chunk,
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
         detect_doc_type,
     )
     from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
+    from harvey.analysis.evidence import Record
     from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
     from harvey.chat.agent import Agent
     from harvey.chat.plan_budget import (
@@ -49,6 +51,9 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
+    "Answer": "harvey.analysis.answer",
+    "Citation": "harvey.analysis.answer",
+    "Record": "harvey.analysis.evidence",
     "AnalyzeOptions": "harvey.analysis.api",
     "Collaborators": "harvey.analysis.api",
     "FileAnalysis": "harvey.analysis.api",
@@ -96,11 +101,13 @@ __all__ = [
     "Agent",
     "AnalysisResult",
     "AnalyzeOptions",
+    "Answer",
     "BackendError",
     "Cancelled",
     "Chunk",
     "ChunkAnalysisParams",
     "ChunkConfig",
+    "Citation",
     "Collaborators",
     "ConfigError",
     "DocType",
@@ -109,6 +116,7 @@ __all__ = [
     "HarveyError",
     "Message",
     "ParsedSession",
+    "Record",
     "Scene",
     "SessionFileError",
     "StoreError",

@@ -14,7 +14,7 @@ from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import Cancelled, SynthesisError, WorkspaceError
 from harvey.session.records import ChunkFileNote
-from tests.analysis.test_engine import FnClient
+from tests.analysis.test_engine import FnClient, Stored
 from tests.fakes.evidence import chunk_of, file_of, part_of, records
 
 INSTRUCTION = "List every archivist's note."
@@ -58,17 +58,6 @@ class Recording:
         self, model: str, status: str, levels: int = 1, answer: str = ""
     ) -> None:
         self.events.append(("synthesis", model, status, answer))
-
-
-class DictCache:
-    def __init__(self) -> None:
-        self.rows: dict[str, str] = {}
-
-    def get(self, key: str) -> str | None:
-        return self.rows.get(key)
-
-    def put(self, key: str, model: str, text: str) -> None:
-        self.rows[key] = text
 
 
 def files() -> list[FileChunks]:
@@ -156,7 +145,7 @@ def test_a_failed_synthesis_raises_and_is_noted() -> None:
 
 
 def test_a_second_run_reuses_every_stored_map_result() -> None:
-    cache = DictCache()
+    cache = Stored()
     first = FnClient(quote_notes)
     one = run(first, results=cache, evidence="model").run(files(), NullProgress())
     assert len(cache.rows) == 5
@@ -166,7 +155,7 @@ def test_a_second_run_reuses_every_stored_map_result() -> None:
 
 
 def test_adding_a_file_keeps_the_other_files_results() -> None:
-    cache = DictCache()
+    cache = Stored()
     run(FnClient(quote_notes), results=cache, evidence="model").run(files(), NullProgress())
     more = [FileChunks("0.md", [note("z")], 1, "paragraph", 1000), *files()]
     again = FnClient(quote_notes)

@@ -201,3 +201,28 @@ def test_route_in_the_instruction_routes_map_and_synthesis(
     )
     assert analysis.chunk is not None and analysis.chunk.model == "scout"
     assert any(text == "List the dates. @scout" for _, text in analysis.dialogue)
+
+
+def test_an_evidence_answer_is_harvey_s_line_and_costs_no_model_call(
+    make_agent: AgentFactory, workspace: Path
+) -> None:
+    """The answer of a model too small to write one (here configured so) is the evidence
+    itself: the turn's reply, recorded as HARVEY's, not the model's."""
+    from harvey.config import AnalysisSettings
+
+    big_file(workspace)
+    settings = Settings(
+        chunking=ChunkingSettings(chunk_size_bytes=6000),
+        analysis=AnalysisSettings(evidence="harvey", answer="evidence"),
+    )
+    replies: list[Reply | str] = [Reply(tool_calls=[("read_file", {"path": "history.md"})])]
+    agent = make_agent(
+        replies, context_window=2048, ui=AnsweringUI("When did it open?"), settings=settings
+    )
+    outcome = agent.turn("Summarise history.md")
+    assert len(agent.client.seen) == 1  # only the turn's first round: no map call, no synthesis
+    assert outcome.reply.startswith("Harvey: Here is the evidence itself")
+    assert SENTENCE in outcome.reply and "\nSources:\n[" in outcome.reply
+    agent.recorder.close()
+    answer = parse_session(agent.recorder.path).scenes[-1]
+    assert answer.dialogue[-1][0] == "HARVEY" and answer.dialogue[-1][1] == outcome.reply

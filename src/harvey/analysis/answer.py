@@ -17,7 +17,7 @@ claims without Harvey's framing, for the checks and the quality benchmark.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -74,13 +74,6 @@ class Merged:
     left_out: int = 0
 
 
-def number(records_by_chunk: Iterable[Sequence[Record]], first: int = 1) -> list[Record]:
-    """Every record numbered in chunk order, from ``first``."""
-    out: list[Record] = []
-    for chunk in records_by_chunk:
-        for record in chunk:
-            out.append(record.numbered(first + len(out)))
-    return out
 
 
 def _union(first: Record, second: Record) -> Record:
@@ -232,7 +225,6 @@ __all__ = [
     "claims_of",
     "evidence_answer",
     "merge",
-    "number",
     "sources_block",
     "without_markers",
 ]

@@ -155,9 +155,6 @@ def atoms(text: str) -> list[Atom]:
     return sorted(found, key=lambda a: a.start)
 
 
-def kinds_in(text: str) -> set[Kind]:
-    """Which kinds of atom ``text`` holds."""
-    return {a.kind for a in atoms(text)}
 
 
 class Source:
@@ -186,4 +183,4 @@ def unique(items: Iterable[Atom]) -> list[Atom]:
     return list(seen.values())
 
 
-__all__ = ["Atom", "Kind", "Source", "atoms", "grounded_share", "kinds_in", "unique"]
+__all__ = ["Atom", "Kind", "Source", "atoms", "grounded_share", "unique"]

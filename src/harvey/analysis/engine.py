@@ -242,10 +242,6 @@ class AnalysisRun:
         if self.results is not None:
             self.results.put(key, self.client.model, evidence.to_json())
 
-    @property
-    def levels(self) -> int:
-        return 1
-
     def spec(self, evidence: list[ChunkEvidence | None]) -> ReduceSpec:
         p = self.params
         return ReduceSpec(

@@ -87,10 +87,6 @@ class FolderResult:
     def text(self) -> str:
         return self.answer.text
 
-    @property
-    def levels(self) -> int:
-        return 1
-
 
 @dataclass
 class FolderRun:

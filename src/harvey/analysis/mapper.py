@@ -34,7 +34,6 @@ from harvey.analysis.quotes import Locator, verify
 from harvey.analysis.units import split_units
 
 Style = Literal["harvey", "choose", "model"]
-STYLES: tuple[Style, ...] = ("harvey", "choose", "model")
 #: The most candidates a ``choose`` call is shown, and records a ``model`` call may write.
 MAX_CHOICES = 24
 MAX_RECORDS = 16
@@ -269,4 +268,4 @@ def _json_object(reply: str) -> dict[str, Any] | None:
     return None
 
 
-__all__ = ["STYLES", "EvidenceMapper", "MapRequest", "Piece", "Style"]
+__all__ = ["EvidenceMapper", "MapRequest", "Piece", "Style"]

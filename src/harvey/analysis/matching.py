@@ -60,9 +60,6 @@ def find_words(needle: str, haystack: str) -> int:
     return match.start() if match else -1
 
 
-def contains_words(haystack: str, needle: str) -> bool:
-    """True when ``needle`` occurs in ``haystack`` as whole words, both normalised here."""
-    return find_words(normalise(needle), normalise(haystack)) >= 0
 
 
-__all__ = ["contains_words", "find_words", "normalise"]
+__all__ = ["find_words", "normalise"]

@@ -177,11 +177,6 @@ class AnalysisResult:
     def text(self) -> str:
         return self.answer.text
 
-    @property
-    def levels(self) -> int:
-        """Reduce levels: one, always (evidence is merged without a model, then written once)."""
-        return 1
-
 
 __all__ = [
     "AnalysisRecorder",

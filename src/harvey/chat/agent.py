@@ -63,6 +63,7 @@ class TurnOutcome:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     chunk_analysis: bool = False
+    by_harvey: bool = False  # the reply is an analysis's evidence itself: no model wrote it
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Gathered:
 
     after: list[str] = field(default_factory=list)  # sent after the prompt
     answer: str | None = None  # the turn's reply, no model asked
+    answer_by_harvey: bool = False
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ class Agent:
             if found.recall and self.recorder is not None:
                 self.recorder.record_context_recall(list(found.recall))
             if found.answer is not None:  # a named file was chunk-analysed: no model call
-                gathered.answer = found.answer
+                gathered.answer, gathered.answer_by_harvey = found.answer, found.answer_by_harvey
                 break
         return gathered
 
@@ -266,7 +268,7 @@ class Agent:
         state.new_messages.append(Message("user", sent))
         state.context_texts.clear()  # in the message now: counted there, not twice
         if gathered.answer is not None:  # a tool-less model's file was chunk-analysed
-            outcome = self._answered(state, gathered.answer, Usage())
+            outcome = self._answered(state, gathered.answer, Usage(), gathered.answer_by_harvey)
         else:
             outcome = self._run_rounds(state, on_text, cancel)
         if cancel.is_set():
@@ -305,6 +307,7 @@ class Agent:
             state.new_messages.append(Message("assistant", result.text, calls))
             ctx = self.tool_context(state)  # its reads see this round's calibration
             answer: str | None = None
+            by_harvey = False
             for call in calls:
                 if cancel.is_set():
                     raise Cancelled("cancelled")
@@ -312,7 +315,7 @@ class Agent:
                     res = rounds.execute(self.executor, ctx, call)
                 except TurnAnswered as answered:  # the round's other calls still run
                     assert answered.result is not None, "the registry adds the call's result"
-                    res, answer = answered.result, answered.reply
+                    res, answer, by_harvey = answered.result, answered.reply, answered.by_harvey
                 state.results.append(res)
                 if state.on_tool is not None:
                     state.on_tool(call, res)
@@ -320,13 +323,16 @@ class Agent:
                 state.notes.append(rounds.note(call, res.content, who))
                 state.new_messages.append(res.to_message())
             if answer is not None:
-                return self._answered(state, answer, usage)
+                return self._answered(state, answer, usage, by_harvey)
         raise AssertionError("unreachable: the last round never offers tools")
 
-    def _answered(self, state: TurnState, reply: str, usage: Usage) -> TurnOutcome:
-        """A chunked read answered the turn: its answer is the reply."""
+    def _answered(
+        self, state: TurnState, reply: str, usage: Usage, by_harvey: bool = False
+    ) -> TurnOutcome:
+        """A chunked read answered the turn: its answer is the reply (recorded as HARVEY's
+        when it is the evidence itself)."""
         state.new_messages.append(Message("assistant", reply))
-        return TurnOutcome(reply, state.results, usage, state.client.model, True)
+        return TurnOutcome(reply, state.results, usage, state.client.model, True, by_harvey)
 
     def _commit(self, state: TurnState, outcome: TurnOutcome) -> None:
         """Store the turn, then record it; a store failure loses neither reply nor recording.
@@ -344,7 +350,9 @@ class Agent:
                     self.store.set_title(self.session_id, _title(state.user_text))
             except StoreError as exc:
                 failure = exc
-        self.turns.finished(state, outcome.reply, chunk_analysis=outcome.chunk_analysis)
+        self.turns.finished(
+            state, outcome.reply, chunk_analysis=outcome.chunk_analysis, by_harvey=outcome.by_harvey
+        )
         if failure is not None:
             raise TurnNotSaved(f"the reply was not saved: {failure}", outcome) from failure
 
@@ -368,7 +376,7 @@ class Agent:
             """``read_file`` met a file too big: a chunked answer ends the turn (by raising)."""
             result = self.chunks.oversize(path, size, estimated, self._read_turn(state, snapshot()))
             if result.answered and state is not None:
-                raise TurnAnswered(result.text)
+                raise TurnAnswered(result.text, by_harvey=result.by_harvey)
             return result.text
 
         def record_write(path: str, status: str) -> None:
@@ -402,7 +410,7 @@ class Agent:
         return ChunkedReads(
             ui=self.ui,
             workspace=self.workspace,
-            settings=self.settings.chunking,
+            settings=self.settings,
             budget=self.budget,
             clients=self.clients,
             cancel=self.cancel_event,
@@ -463,13 +471,16 @@ class Agent:
         self.history.extend(messages)
         self._store_messages(list(messages))
 
-    def record_analysis(self, label: str, instruction: str, result: str) -> None:
+    def record_analysis(
+        self, label: str, instruction: str, result: str, *, by_harvey: bool = False
+    ) -> None:
         """Put a direct chunk analysis (``harvey analyze``, ``/read-chunks``) into the
-        conversation and the session file, as the reply of the turn after its scene."""
+        conversation and the session file, as the reply of the turn after its scene
+        (HARVEY's line when the answer is the evidence itself)."""
         self.add_messages(
             [Message("user", f"Analyse {label}: {instruction}"), Message("assistant", result)]
         )
-        self.turns.analysis(self.client, result)
+        self.turns.analysis(self.client, result, by_harvey=by_harvey)
 
     def clear(self) -> None:
         self.history.clear()

@@ -64,7 +64,11 @@ class MentionedFiles:
             read = self.chunks().read_for_context(path, self._read_turn(query))
             attachments.append(read.text)
             if read.chunked.answered:
-                return TurnContext(after="\n\n".join(attachments), answer=read.chunked.text)
+                return TurnContext(
+                    after="\n\n".join(attachments),
+                    answer=read.chunked.text,
+                    answer_by_harvey=read.chunked.by_harvey,
+                )
         return TurnContext(after="\n\n".join(attachments)) if attachments else None
 
     def _read_turn(self, query: TurnQuery) -> ReadTurn:

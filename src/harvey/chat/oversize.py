@@ -4,7 +4,7 @@
 needs: the UI (to alert and ask), the session's ``PromptBudget`` (what is
 left, the one ``ReadBudget``, the map model's window and ratio), the
 ``Clients`` (``@route`` in a chunk instruction), the cancel event, the
-``chunking:`` settings and the recorder the analysis engine writes its chunk
+settings (``chunking:`` and ``analysis:``) and the recorder the analysis engine writes its chunk
 notes to. It never sees the agent's turn: a caller describes the turn in a
 ``ReadTurn`` and gets a typed ``ChunkResult`` back (answered, cancelled,
 failed, not needed); ending the turn on an answer is the caller's decision.
@@ -32,12 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.analysis.api import AnalyzeOptions, Collaborators, analyze_file
+from harvey.analysis.api import AnalyzeOptions, Collaborators, analyze_file, chunking_of
 from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
 from harvey.analysis.file_chunks import regular_size
 from harvey.chat.clients import Clients, find_mention
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
-from harvey.config import ChunkingSettings
+from harvey.config import ChunkingSettings, Settings
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.llm.base import LLMClient
@@ -63,6 +63,7 @@ class ChunkResult:
 
     status: ChunkStatus
     text: str
+    by_harvey: bool = False  # the answer is the evidence itself: no model wrote it
 
     @property
     def answered(self) -> bool:
@@ -101,7 +102,7 @@ class ChunkedReads:
         *,
         ui: AgentUI,
         workspace: Path,
-        settings: ChunkingSettings,
+        settings: Settings | ChunkingSettings,
         budget: PromptBudget,
         clients: Clients,
         cancel: threading.Event,
@@ -195,7 +196,8 @@ class ChunkedReads:
         )
         if not outcome.answered:
             return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
-        return ChunkResult(ChunkStatus.ANSWERED, outcome.text)
+        evidence = outcome.answer is not None and outcome.answer.kind == "evidence"
+        return ChunkResult(ChunkStatus.ANSWERED, outcome.text, by_harvey=evidence)
 
     def collaborators(
         self, instruction: str, turn: ReadTurn | None = None, alert: str | None = None
@@ -226,7 +228,7 @@ class ChunkedReads:
         turn = self._turn(turn)
         check_readable(self.workspace, path)
         name = self._name(path)
-        if self.settings.enabled:
+        if chunking_of(self.settings).enabled:
             budget = self._budget(turn).read_budget(turn.pending)
             checked = budget.check(path)  # at the ratio of the file's type (prose, source)
             if checked.exceeds:

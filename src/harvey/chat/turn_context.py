@@ -60,6 +60,7 @@ class TurnContext:
     recall: tuple[RecallItem, ...] = field(default_factory=tuple)  # INT. CONTEXT RECALL notes
     after: str = ""  # sent after the prompt (files it names, for a tool-less model)
     answer: str | None = None  # the turn's reply: no model call
+    answer_by_harvey: bool = False  # that reply is an analysis's evidence itself
 
 
 class TurnContextProvider(Protocol):

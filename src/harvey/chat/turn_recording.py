@@ -16,7 +16,7 @@ The chunk notes themselves are written by ``analysis/engine.py`` alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harvey.llm.base import LLMClient, is_remote_endpoint
@@ -72,19 +72,22 @@ class TurnRecorder:
         )
         state.recorded_prefix = True
 
-    def finished(self, state: TurnState, reply: str, *, chunk_analysis: bool) -> None:
-        """The committed turn; after an interrupted scene only its reply is left to write."""
+    def finished(
+        self, state: TurnState, reply: str, *, chunk_analysis: bool, by_harvey: bool = False
+    ) -> None:
+        """The committed turn; after an interrupted scene only its reply is left to write
+        (HARVEY's line when it is an analysis's evidence itself)."""
         if self.recorder is None:
             return
         if chunk_analysis and state.recorded_prefix:
             record = self._record(state, user_text=None, reply=reply, notes=[])
         else:
             record = self._record(state, user_text=state.user_text, reply=reply, notes=state.notes)
-        self.recorder.record_turn(record)
+        self.recorder.record_turn(replace(record, reply_by_harvey=by_harvey))
 
-    def analysis(self, client: LLMClient, reply: str) -> None:
+    def analysis(self, client: LLMClient, reply: str, *, by_harvey: bool = False) -> None:
         """The reply scene of a direct chunk analysis, after its CHUNK ANALYSIS scene."""
-        self._scene(client, "analysis", reply=reply)
+        self._scene(client, "analysis", reply=reply, by_harvey=by_harvey)
 
     def compaction(self, client: LLMClient, note: CompactionNote) -> None:
         """A compaction outside a turn (``/compact``): a scene with its note and summary."""
@@ -97,6 +100,7 @@ class TurnRecorder:
         *,
         reply: str | None = None,
         compaction: CompactionNote | None = None,
+        by_harvey: bool = False,
     ) -> None:
         """A scene of HARVEY's alone (no user text): an analysis's reply, a compaction."""
         if self.recorder is None:
@@ -111,6 +115,7 @@ class TurnRecorder:
                 mode=mode,
                 remote=is_remote_endpoint(client.endpoint),
                 compaction=compaction,
+                reply_by_harvey=by_harvey,
             )
         )
 

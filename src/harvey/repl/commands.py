@@ -195,7 +195,7 @@ def read_chunks(repl: ReplSession, arg: str) -> None:
         raise UsageError("an instruction is needed")
     result = agent.chunks.analyze(path, instruction, overrides=request.options)
     repl.console.print(safe_markdown(result.text))
-    agent.record_analysis(request.file, instruction, result.text)
+    agent.record_analysis(request.file, instruction, result.text, by_harvey=result.by_harvey)
 
 
 def compact_now(repl: ReplSession, arg: str) -> None:

@@ -48,13 +48,16 @@ class TurnAnswered(Exception):
     session file see the same tool message as for a tool that returned.
     """
 
-    def __init__(self, reply: str, result: ToolResult | None = None) -> None:
+    def __init__(
+        self, reply: str, result: ToolResult | None = None, *, by_harvey: bool = False
+    ) -> None:
         super().__init__(reply)
         self.reply = reply
         self.result = result
+        self.by_harvey = by_harvey  # the reply is the evidence itself: no model wrote it
 
     def with_result(self, result: ToolResult) -> TurnAnswered:
-        return TurnAnswered(self.reply, result)
+        return TurnAnswered(self.reply, result, by_harvey=self.by_harvey)
 
 
 @dataclass(frozen=True)
