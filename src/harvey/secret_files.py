@@ -11,7 +11,10 @@ A pattern without ``/`` matches a file's name; one with ``/`` matches the path
 relative to the workspace. Names are compared case-folded and NFKC-normalised,
 so ``.ENV`` on a case-insensitive disk, or a full-width ``．env``, is the same
 file. A file inside a folder that holds keys (``.ssh/``, ``.gnupg/``) is secret
-whatever its name.
+whatever its name, and so is everything inside Harvey's own state folder
+(``HARVEY_HOME``: the user's ``harvey.yaml``, the trust store, ``sessions.db``,
+undo checkpoints, caches) when it lies inside the workspace (``own_state``), as
+it does with ``harvey -w ~``.
 """
 
 from __future__ import annotations
@@ -79,9 +82,17 @@ def _fold(text: str) -> str:
 
 
 class SecretFiles:
-    """The secret-file rule of one workspace: the defaults plus ``security.secret_files``."""
+    """The secret-file rule of one workspace: the defaults plus ``security.secret_files``,
+    and ``own``: the workspace-relative folders that hold Harvey's own state (its
+    ``HARVEY_HOME`` when that lies inside the workspace), kept from the model and its
+    commands like a folder of keys, whatever their names."""
 
-    def __init__(self, extra: Iterable[str] = ()) -> None:
+    def __init__(self, extra: Iterable[str] = (), own: Iterable[str] = ()) -> None:
+        self._own = tuple(
+            tuple(_fold(p) for p in PurePosixPath(o).parts if p not in ("", ".", "/"))
+            for o in own
+        )
+        self.own = tuple(own)
         patterns = [_fold(p.strip().strip("/")) for p in (*DEFAULT_SECRET_FILES, *extra)]
         self._names = tuple(p for p in patterns if p and "/" not in p)
         self._paths = tuple(p for p in patterns if "/" in p)
@@ -113,17 +124,71 @@ class SecretFiles:
         parts = [p for p in parts if p not in ("", ".", "/")]
         if not parts:
             return False
+        if self._inside_own(parts):
+            return True
         if any(part in self._folders for part in parts[:-1]):
             return True
         if self._name_re.match(parts[-1]):
             return True
         return bool(self._path_re.match("/".join(parts)))
 
+    def _inside_own(self, parts: Sequence[str]) -> bool:
+        return any(o and tuple(parts[: len(o)]) == o for o in self._own)
+
+    def is_own(self, relative: str | PurePath) -> bool:
+        """True when the workspace-relative path is Harvey's own state or inside it."""
+        parts = [_fold(p) for p in PurePosixPath(str(relative).replace("\\", "/")).parts]
+        return self._inside_own([p for p in parts if p not in ("", ".", "/")])
+
     def any_matches(self, paths: Sequence[str | PurePath]) -> bool:
         return any(self.matches(p) for p in paths)
 
 
 DEFAULT = SecretFiles()
+
+
+def own_state(workspace: str | PurePath, *roots: str | PurePath) -> tuple[str, ...]:
+    """The workspace-relative spellings of Harvey's state folders that lie inside the
+    workspace (both real paths, so a ``..`` or a link in either is seen through)."""
+    import os
+
+    base = os.path.realpath(workspace)
+    inside: list[str] = []
+    for root in roots:
+        real = os.path.realpath(root)
+        if real != base and real.startswith(base.rstrip("/") + "/"):
+            inside.append(os.path.relpath(real, base).replace(os.sep, "/"))
+    return tuple(inside)
+
+
+def state_inside(workspace: str | PurePath, home: str | PurePath) -> str:
+    """A warning when ``home`` (``HARVEY_HOME``) lies inside the workspace ("" when not),
+    and ``WorkspaceError`` when the workspace is ``HARVEY_HOME`` itself or inside it: then
+    everything the model could touch would be Harvey's own state."""
+    import os
+
+    from harvey.errors import WorkspaceError
+
+    base, real = os.path.realpath(workspace), os.path.realpath(home)
+    if base == real or base.startswith(real.rstrip("/") + "/"):
+        raise WorkspaceError(
+            f"the workspace {base} is inside HARVEY_HOME ({real}), where Harvey keeps your "
+            "settings, the trust store and your sessions; run Harvey in another folder"
+        )
+    if not own_state(base, real):
+        return ""
+    return (
+        f"HARVEY_HOME ({real}) is inside the workspace: your settings, the trust store, "
+        "sessions and checkpoints there are kept from the model and its commands, like a "
+        "secret folder (set HARVEY_HOME outside the workspace to silence this)"
+    )
+
+
+def for_workspace(
+    workspace: str | PurePath, home: str | PurePath, extra: Iterable[str] = ()
+) -> SecretFiles:
+    """The rule of a session in ``workspace``: the secret files and Harvey's own state."""
+    return SecretFiles(extra, own=own_state(workspace, home))
 
 
 def is_secret_file(relative: str | PurePath, extra: Iterable[str] = ()) -> bool:

@@ -73,7 +73,14 @@ class AnalysisSession:
         redacted and their secret files refused before any file is read.
         """
         install(Redactor.from_env(extra=configured_keys(settings)))
-        secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
+        notice = secret_files.state_inside(paths.workspace, paths.harvey_home)  # or refused
+        secret_files.install(
+            secret_files.for_workspace(
+                paths.workspace, paths.harvey_home, settings.security.secret_files
+            )
+        )
+        if notice:
+            warn(notice)
         store = SessionStore(paths.sessions_db)
         try:
             refusals = Refusals(warn)

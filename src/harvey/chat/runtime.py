@@ -132,7 +132,14 @@ def open_runtime(
     missing or unreadable one leaves no ``HARVEY_HOME`` or ``sessions.db``.
     """
     install(Redactor.from_env(extra=configured_keys(settings)))  # these settings' keys
-    secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
+    notice = secret_files.state_inside(paths.workspace, paths.harvey_home)  # or refused
+    secret_files.install(
+        secret_files.for_workspace(
+            paths.workspace, paths.harvey_home, settings.security.secret_files
+        )
+    )
+    if notice:
+        ui.warn(notice)
     imported = _history_from_file(resume_file, ui) if resume_file is not None else None
     chosen = session_to_resume(paths, resume_id) if resume_id is not None else None
     client = make_client(settings)

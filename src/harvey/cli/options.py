@@ -151,7 +151,11 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     if shared.get("no_memory"):
         settings.memory.enabled = False  # `harvey --no-memory ...`
     install(Redactor.from_env(extra=configured_keys(settings)))
-    secret_files.install(secret_files.SecretFiles(settings.security.secret_files))
+    secret_files.install(
+        secret_files.for_workspace(
+            paths.workspace, paths.harvey_home, settings.security.secret_files
+        )
+    )
     return paths, settings
 
 

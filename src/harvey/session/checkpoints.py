@@ -12,7 +12,8 @@ back instead of undoing the same write twice.
 Everything here is written through ``own_files`` (no link followed, 0600 in a
 0700 folder), restored through ``atomic_write`` under the workspace root (no
 link followed on the way), and bounded: a previous content over
-``MAX_KEPT_BYTES`` is not kept (that write cannot be undone, and undo says so),
+``MAX_KEPT_BYTES``, or one holding a key or token the redactor would catch, is not
+kept (that write cannot be undone, and undo says so),
 and a session keeps at most ``MAX_SESSION_BYTES``, dropping its oldest copies
 first. The folder goes with the session (``harvey sessions delete``/``prune``).
 """
@@ -32,11 +33,14 @@ from harvey import secret_files
 from harvey.errors import HarveyError, ToolError, UsageError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.own_files import Folder, Location
+from harvey.redact import redact
 
 MAX_KEPT_BYTES = 128 * 1024 * 1024
 MAX_SESSION_BYTES = 512 * 1024 * 1024
 INDEX = "index.jsonl"
 _BLOCK = 1 << 20
+#: Characters of one block carried into the next, so a token cut by the block edge is seen.
+_SECRET_OVERLAP = 512
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CHANGED = "skipped: changed since"
 
@@ -125,7 +129,10 @@ class Checkpoints:
         """Copy ``path``'s current bytes to blob ``n``: (blob name or None if new, why not).
 
         A secret file (by name) or a hard link is never copied: a key must not gain a
-        second home in ``HARVEY_HOME``, and a hard link's other name may be anywhere."""
+        second home in ``HARVEY_HOME``, and a hard link's other name may be anywhere. Nor is
+        a file whose text holds a key or token the redactor knows (by value or by shape):
+        the copy is checked as it is made and removed when one turns up, so that write
+        cannot be undone (undo says so) rather than a token lying in a checkpoint."""
         fd = _open_existing(path)
         if fd is None:
             return None, ""
@@ -142,13 +149,23 @@ class Checkpoints:
         self._make_room(folder, size)
         name = f"{n}.old"
         out = folder.open_file(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        found = False
         try:
             with os.fdopen(out, "wb") as sink:
+                tail = ""
                 for data in _stream(fd):
+                    text = tail + data.decode("utf-8", "replace")
+                    if redact(text) != text:  # a token, whole, or across two blocks
+                        found = True
+                        break
+                    tail = text[-_SECRET_OVERLAP:]
                     sink.write(data)
         except BaseException:
             folder.remove(name)
             raise
+        if found:
+            folder.remove(name)
+            return name, "not kept: it holds a key or token"
         return name, ""
 
     def _make_room(self, folder: Folder, size: int) -> None:

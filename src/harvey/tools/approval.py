@@ -11,8 +11,9 @@ the agent can record it in the turn's scene.
 Harvey's own state under ``.harvey/`` (plan files, offloaded tool output,
 session recordings) is written by Harvey itself, not by a model-chosen tool
 call, and does not pass through the gate. A *model's* write to ``harvey.yaml``,
-``HARVEY.md``, ``.harvey/`` or ``.git/`` is another matter: it would change
-what later sessions allow, tell the model, or run (a git hook), so neither
+``HARVEY.md``, ``AGENTS.md`` (at any depth), ``.harvey/`` or ``.git/`` is another
+matter: it would change what later sessions allow, tell the model, or run (a git
+hook), so neither
 "all" nor ``--allow-writes`` covers it; only a yes to that one write does.
 
 No key is painted on the screen by the question either: the preview's path, diff
@@ -24,6 +25,7 @@ other name may be a file outside the workspace) is never read for a diff.
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +46,10 @@ MAX_LINE_CHARS = 240
 CONTEXT_LINES = 3
 
 #: Files that steer Harvey itself or run code later: a write there is never approved by
-#: "all" or --allow-writes, only by a yes to that one write in the REPL.
-PROTECTED_NAMES = frozenset({"harvey.yaml", "HARVEY.md"})
+#: "all" or --allow-writes, only by a yes to that one write in the REPL. Matched at any
+#: depth (a subfolder's guide is read when the model reads files there) and whatever the
+#: case (on a case-insensitive disk ``agents.md`` is ``AGENTS.md``).
+PROTECTED_NAMES = frozenset({"harvey.yaml", "harvey.md", "agents.md"})
 PROTECTED_FOLDERS = frozenset({".git", ".harvey"})
 
 #: Performs the approved write and returns the tool's result; raises ToolError on failure.
@@ -164,10 +168,15 @@ def _edit_preview(request: WriteRequest, path: str) -> WritePreview:
 
 
 def is_protected(shown: str) -> bool:
-    """Whether a workspace-relative path is Harvey's configuration, instructions or state,
-    or inside ``.git`` (a hook written there runs at the next commit)."""
-    parts = Path(shown).parts
-    return bool(parts) and (parts[0] in PROTECTED_FOLDERS or shown in PROTECTED_NAMES)
+    """Whether a workspace-relative path is Harvey's configuration, instructions or state
+    (``harvey.yaml``, ``HARVEY.md``, ``AGENTS.md`` at any depth, ``.harvey/``), or inside a
+    ``.git`` (a hook written there runs at the next commit)."""
+    parts = [unicodedata.normalize("NFKC", p).casefold() for p in Path(shown).parts]
+    return bool(parts) and (
+        any(p in PROTECTED_FOLDERS for p in parts[:-1])
+        or parts[-1] in PROTECTED_FOLDERS
+        or parts[-1] in PROTECTED_NAMES
+    )
 
 
 def refusal(request: WriteRequest, interactive: bool) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from harvey import secret_files
 from harvey.analysis.chunking import detect_doc_type
-from harvey.errors import ToolError, WorkspaceError
+from harvey.errors import FileRefused, ToolError, WorkspaceError
 from harvey.session.checkpoints import write_checkpointed
 from harvey.tools.approval import describe_write
 from harvey.tools.document_read import is_document_file, read_document
@@ -59,7 +59,9 @@ def safe_path(workspace: Path | str, path: Path | str) -> Path:
     """Resolve ``path`` (relative to ``workspace`` or absolute) and insist it stays inside.
 
     Symlinks are resolved before the check, so a link pointing outside is an
-    escape too. Raises ``WorkspaceError`` rather than returning a "maybe" path.
+    escape too. Raises ``WorkspaceError`` rather than returning a "maybe" path, and
+    ``FileRefused`` for Harvey's own state (``HARVEY_HOME`` inside the workspace): no
+    tool reads, writes, edits or lists it, however it is spelt.
     """
     raw = os.fspath(path)
     if "\x00" in raw:
@@ -77,11 +79,22 @@ def safe_path(workspace: Path | str, path: Path | str) -> Path:
         raise WorkspaceError(f"cannot resolve path {raw!r}: {exc}") from exc
     if resolved != root and not resolved.is_relative_to(root):
         raise WorkspaceError(f"path {raw!r} is outside the workspace {root}")
+    if secret_files.active().is_own(resolved.relative_to(root).as_posix()):
+        raise own_state_refused(raw)
     # Every later stat would fail with ENAMETOOLONG (an OSError, not a "no such file").
     if any(len(os.fsencode(part)) > _NAME_MAX for part in resolved.parts):
         shown = raw if len(raw) <= 60 else raw[:57] + "..."
         raise WorkspaceError(f"file name too long: {shown!r} (at most {_NAME_MAX} bytes a name)")
     return resolved
+
+
+def own_state_refused(shown: str) -> FileRefused:
+    """The one line for a path inside Harvey's own state folder."""
+    return FileRefused(
+        f"{shown} is inside HARVEY_HOME, Harvey's own state (your settings, the trust store, "
+        "sessions, checkpoints): never read or written for the model",
+        SECRET_FILE,
+    )
 
 
 def readable_path(workspace: Path | str, path: Path | str) -> Path:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvey import secret_files
 from harvey.errors import ToolError
 from harvey.secret_files import SecretFiles
 from harvey.tools import git_policy, sandbox
@@ -148,7 +149,7 @@ def run_command(
     allowed = allowed_commands if allowed_commands is not None else ctx.allowed_commands
     confinement = sandbox.detect(ctx.sandbox)
     reason = _workspace_program(argv[0], ctx.workspace)
-    secrets = SecretFiles(ctx.secret_files)
+    secrets = SecretFiles(ctx.secret_files, own=secret_files.active().own)
     reason = reason or needs_confirmation(argv, allowed, ctx.workspace, secrets)
     if reason is None and not confinement.active:
         reason = f"no OS confinement available ({confinement.reason}), so nothing runs unasked"
@@ -210,7 +211,7 @@ def _execute(
 
     confinement = confinement or sandbox.Confinement("none", reason="not requested")
     if confinement.active and view is None:
-        view = workspace_view(cwd, SecretFiles())
+        view = workspace_view(cwd, SecretFiles(own=secret_files.active().own))
     with sandbox.scratch_folder() as scratch:
         env = sandbox.scrubbed_env(scratch)
         policy = sandbox.Policy.for_command(
