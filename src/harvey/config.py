@@ -366,7 +366,10 @@ def resolve_paths(
     if not is_dir:
         raise ConfigError(f"workspace {ws} is not a directory")
     ws = ws.resolve()
-    return Paths(ws, default_harvey_home(env), ws / CONFIG_FILENAME)
+    home = default_harvey_home(env)
+    if os.path.lexists(home) and not os.path.isdir(home):  # a file, a FIFO, a dangling link
+        raise ConfigError(f"HARVEY_HOME {home} is not a folder: point it at one (or unset it)")
+    return Paths(ws, home, ws / CONFIG_FILENAME)
 
 
 def _describe(error: dict[str, Any]) -> str:

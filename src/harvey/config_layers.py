@@ -94,26 +94,33 @@ def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
     return data, text, raw
 
 
-def read_bounded(path: Path) -> bytes | None:
+def read_bounded(
+    path: Path, limit: int = MAX_CONFIG_BYTES, what: str = "a settings file"
+) -> bytes | None:
     """The file's bytes, None when there is none. A repository can ship harvey.yaml as
-    a link to ``/dev/zero`` or a FIFO: only a regular file is read, and only so much."""
+    a link to ``/dev/zero``, a FIFO or a folder: only a regular file is read (the open
+    never blocks), and only up to ``limit`` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ConfigError(f"{path}: not a regular file")
-        try:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB: not a settings file"
-        )
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = f"a folder, not {what}" if stat.S_ISDIR(mode) else "not a regular file"
+            raise ConfigError(f"{path}: {kind}")
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1  # the handle owns it now
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(raw) > limit:
+        raise ConfigError(f"{path}: larger than {limit // 1024} KiB: not {what}")
     return raw
 
 

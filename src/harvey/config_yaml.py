@@ -67,7 +67,9 @@ def parse(path: Path, text: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}:{where} invalid YAML: {problem}") from exc
+        # from None: PyYAML's own message quotes the offending line, and a debug
+        # traceback (HARVEY_DEBUG=1) would print it: an api_key line's key with it
+        raise ConfigError(f"{path}:{where} invalid YAML: {problem}") from None
 
 
 def line_of(text: str, loc: tuple[int | str, ...]) -> int | None:

@@ -34,6 +34,8 @@ from harvey.errors import ConfigError
 #: The trust store's file name inside ``HARVEY_HOME``.
 STORE_NAME = "trusted-workspaces.json"
 STORE_VERSION = 1
+#: A trust store is a few hundred bytes a workspace; one larger than this is not one.
+MAX_STORE_BYTES = 16 << 20
 
 Rule = Callable[[Any], bool]
 
@@ -357,12 +359,11 @@ class TrustStore:
         self.path = harvey_home / STORE_NAME
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        from harvey.config_layers import read_bounded
+
+        raw = read_bounded(self.path, MAX_STORE_BYTES, "a trust store Harvey wrote")
+        if raw is None:
             return {}
-        except OSError as exc:
-            raise ConfigError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
         try:
             data = json.loads(raw)
             workspaces = data["workspaces"]

@@ -196,6 +196,9 @@ class ProgressWatch:
             raise timeout_error(self.endpoint, self.timeout)
 
 
+MAX_REDIRECTS = 5
+
+
 class HttpTransport:
     """An httpx client bound to one endpoint, with retries and translation."""
 
@@ -218,11 +221,39 @@ class HttpTransport:
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             transport=transport if transport is not None else default_transport(),
-            follow_redirects=True,
+            follow_redirects=False,  # followed by hand, within the origin (``_follow``)
         )
 
     def close(self) -> None:
         self._client.close()
+
+    def _follow(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        """A redirect followed only within the endpoint's own origin (scheme, host and
+        port): a server that redirects elsewhere would have the conversation — and, for a
+        keyed endpoint, the key's host changed — re-sent to a place the user never named."""
+        for _ in range(MAX_REDIRECTS):
+            if not response.is_redirect or response.next_request is None:
+                return response
+            target = response.next_request
+            response.close()
+            if (target.url.scheme, target.url.host, target.url.port) != (
+                request.url.scheme,
+                request.url.host,
+                request.url.port,
+            ):
+                raise BackendHTTPError(
+                    f"{self.endpoint.where} redirected the request to another origin "
+                    f"({target.url.scheme}://{target.url.host}); Harvey does not follow it, "
+                    "since it would carry your conversation there — use that URL as base_url "
+                    "if you trust it",
+                    response.status_code,
+                )
+            response = self._client.send(target, stream=True)
+        response.close()
+        raise BackendHTTPError(
+            f"{self.endpoint.where} redirected more than {MAX_REDIRECTS} times",
+            response.status_code,
+        )
 
     def _send(
         self,
@@ -243,7 +274,7 @@ class HttpTransport:
                 if timeout is not None:  # a shorter read timeout; keep the connect one
                     kwargs["timeout"] = httpx.Timeout(timeout, connect=self._client.timeout.connect)
                 request = self._client.build_request(method, url, json=payload, **kwargs)
-                response = self._client.send(request, stream=True)
+                response = self._follow(request, self._client.send(request, stream=True))
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
                 err = connect_error(self.endpoint, exc)
                 cause: Exception = exc

@@ -150,8 +150,11 @@ class Repl:
         def on_tool(call: ToolCall, result: ToolResult) -> None:
             status = "error" if result.is_error else "ok"
             stop_live()
-            args = call.arguments_json()
-            shown = escape(f"{call.name}({args[:120]}{'…' if len(args) > 120 else ''})")
+            # redacted whole, then cut: a token in a command is hidden before the line is
+            # shortened, so no cut leaves a recognisable piece of it on the screen
+            args = redact(call.arguments_json())
+            cut = f"{args[:120]}{'…' if len(args) > 120 else ''}"
+            shown = escape(f"{redact(call.name)}({cut})")
             self.console.print(f"[dim]→ {shown} — {status}[/]", markup=True)
 
         compact_if_needed(self.agent, text)  # between turns, never inside one
