@@ -100,6 +100,9 @@ class LimitsSettings(_Strict):
     file_size_mb: int = Field(4096, ge=1, le=1_048_576)  # RLIMIT_FSIZE
     cpu_seconds: int = Field(3600, ge=1, le=MAX_SECONDS)  # RLIMIT_CPU
     memory_mb: int = Field(16_384, ge=64, le=1_048_576)  # RLIMIT_AS
+    # The scratch folder (HOME, TMPDIR) is a tmpfs of this size and file count.
+    scratch_mb: int = Field(2048, ge=16, le=1_048_576)
+    scratch_files: int = Field(100_000, ge=1000, le=100_000_000)
 
 
 class SecuritySettings(_Strict):

@@ -714,6 +714,18 @@ def test_bubblewrap_closes_the_same_holes(
         limits=LimitsSettings(file_size_mb=1),
     )
     assert big.exit_code != 0
+    # What Landlock does not cover, through the same seccomp filter and a sized tmpfs.
+    memfd = run(
+        PYTHON,
+        "-c",
+        "import os\ntry:\n os.memfd_create('x')\nexcept OSError as e: print('refused', e.errno)",
+    )
+    assert "refused 1" in memfd.output, memfd.output
+    fill = 'head -c 40000000 /dev/zero > "$TMPDIR/fill"; wc -c < "$TMPDIR/fill"'
+    full = run("sh", "-c", fill, limits=LimitsSettings(scratch_mb=16))
+    assert "No space left" in full.output and int(full.output.split()[-1]) <= 16 << 20, full.output
+    approved_view = run("sh", "-c", "chmod 600 notes.txt && echo CHANGED", approved=True)
+    assert "CHANGED" in approved_view.output, approved_view.output
 
 
 # -- other programs whose options run programs ------------------------------------------

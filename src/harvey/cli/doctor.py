@@ -53,7 +53,7 @@ def doctor(workspace: Path | None) -> None:
 
 
 def _confined(workspace: Path | None, line: str) -> None:
-    from harvey.tools.sandbox import process_limit
+    from harvey.tools.sandbox import mount_view_works, process_limit
 
     security = _security(workspace)
     click.echo("allow-listed commands: read the workspace and system folders, write only")
@@ -67,6 +67,13 @@ def _confined(workspace: Path | None, line: str) -> None:
         click.echo("capabilities: none (bounding, ambient and all sets emptied, no_new_privs)")
         click.echo("every process a command starts ends with it (the launcher is a subreaper)")
         click.echo(f"process limit: {process_limit()}")
+        if mount_view_works():
+            click.echo("metadata (chmod, times, xattrs): changed only where a command may write;")
+            click.echo("  the scratch folder is a tmpfs of security.limits.scratch_mb")
+        else:
+            click.echo("metadata: no mount namespace here, so approved commands may chmod or")
+            click.echo("  touch files you own outside the workspace; the scratch folder has no quota")
+        click.echo("never: the kernel keyring, memfd programs, other processes' limits")
     elif line.startswith("bubblewrap"):
         click.echo("capabilities: none; own PID namespace (nothing outlives a command);")
         click.echo("  no host socket mounted; empty network namespace unless approved")
@@ -74,5 +81,6 @@ def _confined(workspace: Path | None, line: str) -> None:
         limits = security.limits
         click.echo(
             f"limits: {limits.processes} processes, files up to {limits.file_size_mb} MB, "
-            f"{limits.cpu_seconds} s of CPU, {limits.memory_mb} MB of memory"
+            f"{limits.cpu_seconds} s of CPU, {limits.memory_mb} MB of memory, "
+            f"{limits.scratch_mb} MB and {limits.scratch_files} files of scratch"
         )

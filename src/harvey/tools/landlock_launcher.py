@@ -10,11 +10,13 @@ policy JSON in place of ``--spec-fd N``). The process splits in two:
   output cap), the supervisor kills every remaining descendant and exits with
   the command's status. It stays outside the Landlock domain, so the confined
   command cannot signal it (Landlock's signal scope, ABI >= 6).
-- the **command** (a forked child) lowers its resource limits, restricts itself
-  with Landlock (``restrict``), drops every capability (bounding, ambient,
-  inheritable, permitted, effective: as root too), installs the seccomp filter
-  of ``launcher_seccomp.py`` (no Unix or, offline, any sockets; no io_uring) and
-  execs the command.
+- the **command** (a forked child) lowers its resource limits, makes its own
+  read-only view of the mounts with the scratch folder a sized tmpfs
+  (``launcher_mounts.py``), restricts itself with Landlock (``restrict``), drops
+  every capability (bounding, ambient, inheritable, permitted, effective: as root
+  too), installs the seccomp filter of ``launcher_seccomp.py`` (no Unix or,
+  offline, any sockets; no io_uring, keyring, memfd or other processes' limits)
+  and execs the command.
 
 Why a separate script instead of ``subprocess.Popen(preexec_fn=...)``: Harvey
 is multi-threaded, and running Python between fork and exec in a threaded
@@ -37,7 +39,11 @@ The policy is an object with:
   devices   device files to grant read/write (/dev/null and friends)
   net       true to leave TCP alone; false denies TCP bind and connect (ABI >= 4)
   unix      true to allow ``socket(AF_UNIX)`` (only with net)
-  limits    {"processes", "file_size", "cpu", "memory"}: counts and bytes
+  limits    {"processes", "file_size", "cpu", "memory", "scratch", "scratch_files"}:
+            counts and bytes
+  scratch   the scratch folder: mounted over with a tmpfs of the scratch limits
+  approved  true when the user approved the command: the workspace stays writable
+            in the mount view (``readonly``: its secrets, bound read-only again)
   limits_only  true under bubblewrap: only the limits and the supervision here,
             bubblewrap itself confines (namespaces, capabilities, seccomp)
   parent    Harvey's pid: if Harvey is already gone, nothing runs
@@ -199,12 +205,12 @@ def find_program(name: str) -> str | None:
     return None
 
 
-def load_kernel_module() -> Any:
-    """``launcher_seccomp.py`` beside this file (Harvey's own code, not sys.path)."""
+def load_module(name: str) -> Any:
+    """``name``.py beside this file (Harvey's own code, not sys.path)."""
     import importlib.util
 
-    where = os.path.join(HERE, "launcher_seccomp.py")
-    spec = importlib.util.spec_from_file_location("harvey_launcher_seccomp", where)
+    where = os.path.join(HERE, f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"harvey_{name}", where)
     if spec is None or spec.loader is None:
         fail(f"cannot load {where}")
     module = importlib.util.module_from_spec(spec)
@@ -296,7 +302,7 @@ def supervise(child: int) -> int:
 
 def run(policy: dict[str, Any], program: str, argv: list[str]) -> NoReturn:
     libc = ctypes.CDLL(None, use_errno=True)
-    kernel = load_kernel_module()
+    kernel = load_module("launcher_seccomp")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a mirrored SIGSEGV writes no core
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_stop)
@@ -346,13 +352,16 @@ def confine_and_exec(
         kernel.set_limits(policy.get("limits", {}))
         if policy.get("limits_only"):  # bubblewrap confines (and needs its privileges)
             os.execv(program, argv)
+        viewed = private_view(libc, policy)
         if int(policy.get("abi", 0)) > 0:
             restrict(libc, policy)
         elif libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             fail(f"prctl(NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}")
         kernel.drop_capabilities(libc, last_cap)
         net = bool(policy.get("net"))
-        kernel.install_filter(libc, allow_inet=net, allow_unix=net and bool(policy.get("unix")))
+        unix = net and bool(policy.get("unix"))
+        metadata = viewed or bool(policy.get("approved"))
+        kernel.install_filter(libc, allow_inet=net, allow_unix=unix, allow_metadata=metadata)
         os.execv(program, argv)
     except SystemExit:
         raise
@@ -361,6 +370,26 @@ def confine_and_exec(
     except BaseException as exc:  # fail closed, never run unconfined
         fail(f"{type(exc).__name__}: {exc}")
     os._exit(126)
+
+
+def private_view(libc: ctypes.CDLL, policy: dict[str, Any]) -> bool:
+    """The read-only mount view of ``launcher_mounts.py``; False where none can be made
+    (or the policy names no scratch folder). A failure after the namespace exists
+    fails closed."""
+    scratch = policy.get("scratch")
+    if not scratch:
+        return False
+    limits = policy.get("limits", {})
+    quota = (int(limits.get("scratch", 1 << 31)), int(limits.get("scratch_files", 100_000)))
+    writable = [policy["workspace"]] if policy.get("approved") else []
+    try:
+        return bool(
+            load_module("launcher_mounts").private_view(
+                libc, scratch, writable, list(policy.get("readonly", [])), quota
+            )
+        )
+    except OSError as exc:
+        fail(f"cannot make the read-only mount view: {exc.strerror or exc}")
 
 
 def main(args: list[str]) -> None:

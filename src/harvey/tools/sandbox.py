@@ -208,6 +208,8 @@ def command_limits(limits: object) -> dict[str, int]:
         "file_size": int(getattr(limits, "file_size_mb", 4096)) * mb,
         "cpu": int(getattr(limits, "cpu_seconds", 3600)),
         "memory": int(getattr(limits, "memory_mb", 16_384)) * mb,
+        "scratch": int(getattr(limits, "scratch_mb", 2048)) * mb,
+        "scratch_files": int(getattr(limits, "scratch_files", 100_000)),
     }
 
 
@@ -265,6 +267,14 @@ def bubblewrap_works() -> bool:
         return False
     with scratch_folder() as folder:
         return _probe(bubblewrap_argv(Policy.for_command(folder, folder), ["true"]))
+
+
+def mount_view_works() -> bool:
+    """Whether a command gets the read-only mount view here (``launcher_mounts.py``):
+    without it metadata changes are refused to unapproved commands only."""
+    if sys.platform != "linux" or not sys.executable:
+        return False
+    return _probe([sys.executable, "-I", "-S", str(LAUNCHER.with_name("launcher_mounts.py"))])
 
 
 def seatbelt_works() -> bool:
@@ -385,11 +395,14 @@ def landlock_spec(policy: Policy, abi: int) -> dict[str, object]:
         "limits": dict(policy.limits),
         "parent": os.getpid(),
         "workspace": policy.workspace,
+        "scratch": policy.scratch,
+        "approved": policy.approved,
     }
     if policy.approved:  # everything but reading the secrets
         spec["write"] = [policy.scratch, *parts.whole]
         spec["dir_write"] = list(parts.split)
         spec["files_write"] = True
+        spec["readonly"] = list(parts.hidden)
     else:
         spec["read"] = [*spec["read"], *parts.whole]  # type: ignore[misc]
         spec["list"] = list(parts.split)

@@ -8,6 +8,9 @@ these two give the same view where it is missing (bubblewrap) and on macOS
 
 from __future__ import annotations
 
+import functools
+import subprocess
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from harvey.programs import system_program
@@ -30,6 +33,8 @@ class Policy(Protocol):
     def network(self) -> bool: ...
     @property
     def parts(self) -> WorkspaceView: ...
+    @property
+    def limits(self) -> Mapping[str, int]: ...
     def readable(self) -> list[str]: ...
     def writable(self) -> list[str]: ...
 
@@ -46,14 +51,29 @@ def bubblewrap_argv(policy: Policy, argv: list[str]) -> list[str]:
     for path in policy.readable():
         args += ["--ro-bind-try", path, path]
     args += ["--dev", "/dev"]  # a minimal /dev (null, zero, urandom, tty); no --proc
+    quota = policy.limits.get("scratch")
     for path in policy.writable():
-        args += ["--bind", path, path]
+        if path == policy.scratch and quota and _bwrap_sizes_tmpfs(bwrap):
+            # The disk quota, as under Landlock (bubblewrap cannot bound its file count).
+            args += ["--perms", "0700", "--size", str(quota), "--tmpfs", path]
+        else:
+            args += ["--bind", path, path]
     parts = policy.parts
     for path in parts.secrets:
         args += ["--ro-bind", "/dev/null", path]
     for path in parts.secret_dirs:
         args += ["--tmpfs", path, "--remount-ro", path]
     return [*args, "--chdir", policy.workspace, "--", *argv]
+
+
+@functools.cache
+def _bwrap_sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bubblewrap has ``--size`` (0.8 and later)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in done.stdout
 
 
 SEATBELT_BASE = """(version 1)
