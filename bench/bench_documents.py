@@ -109,14 +109,15 @@ def _extract_all(fn: Callable[[Path], list[str]], files: list[Path]) -> dict[str
 def _harvey(files: list[Path]) -> tuple[float, int]:
     """Milliseconds a file through Harvey's bounded child process (every file once), and
     the pages it extracted."""
-    from harvey.documents.pdf import Limits, extract_pdf
+    from harvey.documents.runner import Limits, extract_in_child
     from harvey.errors import DocumentError
 
     pages = 0
     start = time.perf_counter()
     for path in files:
         try:
-            pages += len(extract_pdf(path.read_bytes(), path.name, Limits(), None).page_starts)
+            document = extract_in_child("pdf", path.read_bytes(), path.name, Limits())
+            pages += len(document.page_starts)
         except DocumentError:
             continue
     return (time.perf_counter() - start) * 1000 / len(files), pages
@@ -170,7 +171,7 @@ def run() -> str:
             "| --- | ---: | ---: | ---: | ---: |",
             *rows,
             "",
-            f"Harvey's own path (`documents.pdf.extract_pdf`: pypdfium2 in a child process "
+            f"Harvey's own path (`documents.runner.extract_in_child`: pypdfium2 in a child process "
             f"under memory and CPU limits, one process a file, uncached): "
             f"{harvey_ms:,.0f} ms a file on average for these {len(files)} files "
             f"({harvey_pages} pages), mostly the child's start; the price of a bound a "

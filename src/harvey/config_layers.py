@@ -12,13 +12,19 @@ the bytes that are hashed for trust are the bytes that are parsed.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from harvey.errors import ConfigError
-from harvey.trust import Review, Screened, TrustStore, digest, screen
+from harvey.trust import (
+    Review,
+    Screened,
+    TrustStore,
+    digest,
+    read_bounded,
+    screen,
+)
 
 
 # What this module reads of ``harvey.config``'s types, named here so that it sits below
@@ -62,9 +68,6 @@ Decide = Callable[[Review], bool]
 #: Handed in, so that this module sits below ``harvey.config`` in the import graph.
 Validate = Callable[[dict[str, Any], Path | str, str | None], SettingsT]
 
-#: A settings file is a few hundred bytes; a bigger one than this is a mistake or an attack.
-MAX_CONFIG_BYTES = 1 << 20
-
 ENV_KEYS = {
     "HARVEY_BACKEND": "backend",
     "HARVEY_MODEL": "model",
@@ -92,36 +95,6 @@ def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys (e.g. 'model: ...')")
     return data, text, raw
-
-
-def read_bounded(
-    path: Path, limit: int = MAX_CONFIG_BYTES, what: str = "a settings file"
-) -> bytes | None:
-    """The file's bytes, None when there is none. A repository can ship harvey.yaml as
-    a link to ``/dev/zero``, a FIFO or a folder: only a regular file is read (the open
-    never blocks), and only up to ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = f"a folder, not {what}" if stat.S_ISDIR(mode) else "not a regular file"
-            raise ConfigError(f"{path}: {kind}")
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1  # the handle owns it now
-            raw = handle.read(limit + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(raw) > limit:
-        raise ConfigError(f"{path}: larger than {limit // 1024} KiB: not {what}")
-    return raw
 
 
 def load_layers(

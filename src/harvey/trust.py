@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -347,6 +348,40 @@ class Entry:
     trusted_at: float
 
 
+#: A settings file is a few hundred bytes; a bigger one than this is a mistake or an attack.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_bounded(
+    path: Path, limit: int = MAX_CONFIG_BYTES, what: str = "a settings file"
+) -> bytes | None:
+    """The file's bytes, None when there is none. A repository can ship harvey.yaml as
+    a link to ``/dev/zero``, a FIFO or a folder: only a regular file is read (the open
+    never blocks), and only up to ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = f"a folder, not {what}" if stat.S_ISDIR(mode) else "not a regular file"
+            raise ConfigError(f"{path}: {kind}")
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1  # the handle owns it now
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(raw) > limit:
+        raise ConfigError(f"{path}: larger than {limit // 1024} KiB: not {what}")
+    return raw
+
+
 class TrustStore:
     """``HARVEY_HOME/trusted-workspaces.json``: workspace real path → the trusted file's hash.
 
@@ -359,8 +394,6 @@ class TrustStore:
         self.path = harvey_home / STORE_NAME
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        from harvey.config_layers import read_bounded
-
         raw = read_bounded(self.path, MAX_STORE_BYTES, "a trust store Harvey wrote")
         if raw is None:
             return {}

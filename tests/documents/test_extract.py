@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harvey.documents import Document, extract, page_label
-from harvey.documents.extract import estimated_text_bytes
+from harvey.documents.extraction import estimated_text_bytes
 from harvey.documents.model import Heading
-from harvey.documents.pdf import PASSWORD_ENV, Limits
+from harvey.documents.pdf import PASSWORD_ENV
+from harvey.documents.runner import Limits
 from harvey.errors import DocumentError, FileRefused
 from tests.documents.makers import (
     HTML_PAGE,
@@ -163,10 +164,10 @@ def test_docx_with_a_doctype_or_a_zip_bomb_is_refused(
     evil = '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><x>&a;</x>'
     with pytest.raises(DocumentError, match="DOCTYPE"):
         extract(_write(tmp_path, "e.docx", docx_bytes([], document_xml=evil)))
-    monkeypatch.setattr("harvey.documents.packages.MAX_MEMBER_BYTES", 1 << 20)
     big = "<x>" + " " * (2 << 20) + "</x>"
     with pytest.raises(DocumentError, match="inflates past 1 MB"):
-        extract(_write(tmp_path, "b.docx", docx_bytes([], document_xml=big)))
+        path = _write(tmp_path, "b.docx", docx_bytes([], document_xml=big))
+        extract(path, limits=Limits(member_bytes=1 << 20))
     with pytest.raises(DocumentError, match="not a readable ZIP"):
         extract(_write(tmp_path, "d.docx", b"PK\x03\x04 broken"))
 
@@ -223,7 +224,7 @@ def test_every_offset_lies_in_the_page_that_span_of_pages_gives(lengths: list[in
 
 def test_the_cache_lives_where_config_puts_harvey_home(monkeypatch: pytest.MonkeyPatch) -> None:
     from harvey.config import default_harvey_home
-    from harvey.documents.extract import harvey_home
+    from harvey.documents.extraction import harvey_home
 
     assert harvey_home() == default_harvey_home()
     monkeypatch.delenv("HARVEY_HOME")

@@ -582,7 +582,7 @@ def test_the_pdf_child_gets_no_key_in_its_environment(
 ) -> None:
     """PDFium parses a hostile file's bytes: the child it runs in holds none of the
     user's keys, tokens or the PDF password, whatever their names."""
-    from harvey.documents import extract, pdf
+    from harvey.documents import extract, runner
     from tests.documents.makers import pdf_bytes
 
     for name in ("OPENAI_API_KEY", "GH_PAT", "AWS_SECRET_ACCESS_KEY", "HARVEY_PDF_PASSWORD"):
@@ -595,7 +595,7 @@ def test_the_pdf_child_gets_no_key_in_its_environment(
         seen.append(dict(kwargs["env"]))
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(pdf.subprocess, "run", run)
+    monkeypatch.setattr(runner.subprocess, "run", run)
     (tmp_path / "r.pdf").write_bytes(pdf_bytes([["The dam held."]]))
     monkeypatch.setenv("HARVEY_HOME", str(tmp_path / "home"))
     assert extract(tmp_path / "r.pdf").text == "The dam held."

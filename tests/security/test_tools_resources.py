@@ -257,9 +257,9 @@ def test_an_epub_whose_spine_repeats_one_compressed_chapter_is_refused(
     import zipfile
 
     from harvey.documents import extract
+    from harvey.documents.runner import Limits
     from harvey.errors import DocumentError
 
-    monkeypatch.setattr("harvey.documents.packages.MAX_PACKAGE_BYTES", 4 * MB)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
         package.writestr(
@@ -276,4 +276,4 @@ def test_an_epub_whose_spine_repeats_one_compressed_chapter_is_refused(
     assert len(out.getvalue()) < 8192
     (tmp_path / "book.epub").write_bytes(out.getvalue())
     with pytest.raises(DocumentError, match="inflate past 4 MB together"):
-        extract(tmp_path / "book.epub")
+        extract(tmp_path / "book.epub", limits=Limits(package_bytes=4 * MB))

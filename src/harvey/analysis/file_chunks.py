@@ -26,7 +26,7 @@ from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chu
 from harvey.config import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
 from harvey.documents import estimated_text_bytes, extract
-from harvey.documents.extract import is_document_file
+from harvey.documents.extraction import is_document_file
 from harvey.errors import BackendError, WorkspaceError
 from harvey.llm.base import LLMClient
 from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused

@@ -53,7 +53,7 @@ from harvey.analysis.file_chunks import (
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
-from harvey.documents.extract import document_problem, is_document_file
+from harvey.documents.extraction import document_problem, is_document_file
 from harvey.errors import FileRefused, UsageError, WorkspaceError
 from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
 from harvey.workspace_files import (

@@ -72,7 +72,9 @@ def _confined(workspace: Path | None, line: str) -> None:
             click.echo("  the scratch folder is a tmpfs of security.limits.scratch_mb")
         else:
             click.echo("metadata: no mount namespace here, so approved commands may chmod or")
-            click.echo("  touch files you own outside the workspace; the scratch folder has no quota")
+            click.echo(
+                "  touch files you own outside the workspace; the scratch folder has no quota"
+            )
         click.echo("never: the kernel keyring, memfd programs, other processes' limits")
     elif line.startswith("bubblewrap"):
         click.echo("capabilities: none; own PID namespace (nothing outlives a command);")

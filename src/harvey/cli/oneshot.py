@@ -25,7 +25,7 @@ from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.cli.progress import progress_for
 from harvey.config import ChunkingSettings, Paths, Settings
-from harvey.documents.extract import extract, is_document_file
+from harvey.documents.extraction import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.terminal_text import for_terminal, unguarded

@@ -155,10 +155,9 @@ def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
 
 def _list(store: TrustStore) -> None:
     from harvey.config import CONFIG_FILENAME
-    from harvey.config_layers import read_bounded
     from harvey.errors import ConfigError
     from harvey.terminal_text import for_terminal
-    from harvey.trust import digest
+    from harvey.trust import digest, read_bounded
 
     entries = store.entries()
     if not entries:

@@ -10,6 +10,8 @@ the cap, a time limit) so the cut is shown, never silent.
 from __future__ import annotations
 
 import bisect
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,27 @@ DOCUMENT_SUFFIXES = {
 UNSUPPORTED_SUFFIXES = frozenset(
     {".doc", ".odt", ".rtf", ".pages", ".ppt", ".pptx", ".xls", ".xlsx", ".mobi", ".azw3"}
 )
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one extraction may take (``runner.py``); ``notes`` on the document say what
+    was cut. The package sizes bound what a DOCX or EPUB inflates: one member, and all
+    members together (an EPUB whose spine names one compressed chapter thousands of
+    times)."""
+
+    max_pages: int = 2000
+    max_chars: int = 20_000_000
+    seconds: float = 60.0
+    memory_bytes: int = 1536 * 1024 * 1024
+    member_bytes: int = 64 * 1024 * 1024
+    package_bytes: int = 128 * 1024 * 1024
+    members: int = 2000
+
+    @property
+    def output_bytes(self) -> int:
+        """The child's result at most: JSON escapes a character in at most 12 bytes."""
+        return self.max_chars * 12 + (1 << 20)
 
 
 @dataclass(frozen=True)
@@ -128,22 +151,47 @@ def page_label(pages: tuple[int, int] | None) -> str:
     return f"p{first}" if first == last else f"p{first}-p{last}"
 
 
-class TextBuilder:
-    """Accumulates text while recording page starts and headings at their offsets."""
+class TextFull(Exception):
+    """The builder reached its limit: the reader stops where it is (never leaves here
+    but through ``TextBuilder.reading``)."""
 
-    def __init__(self) -> None:
+
+class TextBuilder:
+    """Accumulates text while recording page starts and headings at their offsets.
+
+    With a ``limit`` it keeps at most that many characters and raises ``TextFull``
+    at the first one past it, so a reader stops expanding as it happens; run the
+    reader inside ``reading()`` and the cut becomes a note on the document."""
+
+    def __init__(self, limit: int | None = None) -> None:
         self._parts: list[str] = []
         self._length = 0
         self.page_starts: list[int] = []
         self.headings: list[Heading] = []
+        self.limit = limit
+        self.notes: list[str] = []
 
     def __len__(self) -> int:
         return self._length
 
     def add(self, text: str) -> None:
-        if text:
+        if not text:
+            return
+        if self.limit is not None and self._length + len(text) > self.limit:
+            text = text[: self.limit - self._length]
             self._parts.append(text)
             self._length += len(text)
+            raise TextFull
+        self._parts.append(text)
+        self._length += len(text)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Where a reader fills this builder: reaching the limit ends it with a note."""
+        try:
+            yield
+        except TextFull:
+            self.notes.append(f"text cut at {self.limit:,} characters")
 
     def block(self, text: str) -> None:
         """A paragraph: separated from what came before by one blank line."""
@@ -168,12 +216,12 @@ class TextBuilder:
             self.add("\n\n")
         self.page_starts.append(self._length)
 
-    def build(self, kind: str, page_count: int = 0, notes: tuple[str, ...] = ()) -> Document:
+    def build(self, kind: str, page_count: int = 0) -> Document:
         return Document(
             "".join(self._parts),
             kind,
             tuple(self.page_starts),
             tuple(self.headings),
             page_count,
-            notes,
+            tuple(self.notes),
         )

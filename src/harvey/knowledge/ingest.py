@@ -41,7 +41,7 @@ from harvey.analysis.chunking import (
 )
 from harvey.analysis.document_chunks import chunk_sections
 from harvey.documents import Document, document_kind
-from harvey.documents.extract import MAX_DOCUMENT_BYTES, extract_data
+from harvey.documents.extraction import MAX_DOCUMENT_BYTES, extract_data
 from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harvey.documents import Document, estimated_text_bytes, extract
-from harvey.documents.extract import is_document_file
+from harvey.documents.extraction import is_document_file
 from harvey.documents.model import page_label
 from harvey.errors import DocumentError, ToolError
 from harvey.tools.registry import ToolContext

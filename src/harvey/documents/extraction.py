@@ -5,7 +5,8 @@ Which files are documents is decided by name (``.pdf``, ``.docx``, ``.html``,
 file without a known suffix, by the ``%PDF-`` signature. Everything else stays
 plain text for the readers that already handle it.
 
-The bytes are read once through ``open_regular`` (a secret file, a hard link, a
+Every format is parsed in a child process under time, memory and output limits
+(``runner.py``). The bytes are read once through ``open_regular`` (a secret file, a hard link, a
 FIFO or a link swapped in are refused as for any read), at most
 ``MAX_DOCUMENT_BYTES``. Their SHA-256 names the cache entry in
 ``HARVEY_HOME/cache/documents/``, written through ``own_files`` (never through a
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.documents.model import DOCUMENT_SUFFIXES, UNSUPPORTED_SUFFIXES, Document
-from harvey.documents.pdf import PASSWORD_ENV, Limits, extract_pdf
+from harvey.documents.pdf import PASSWORD_ENV
+from harvey.documents.runner import Limits, extract_in_child
 from harvey.errors import DocumentError, HarveyError, WorkspaceError
 from harvey.workspace_files import open_regular as _open_regular
 
@@ -123,20 +125,6 @@ def _store(name: str, document: Document) -> None:
         pass  # a read still works without its cache
 
 
-def _extract_kind(
-    data: bytes, kind: str, name: str, limits: Limits, password: str | None
-) -> Document:
-    if kind == "pdf":
-        return extract_pdf(data, name, limits, password)
-    from harvey.documents import html, packages
-
-    if kind == "html":
-        return html.extract_html(data)
-    if kind == "docx":
-        return packages.extract_docx(data, name)
-    return packages.extract_epub(data, name)
-
-
 def extract(
     path: Path,
     name: str | None = None,
@@ -176,7 +164,7 @@ def extract_data(
     known = _known(entry, password)
     if known is not None:
         return known
-    document = _extract_kind(data, kind, name, limits or Limits(), password)
+    document = extract_in_child(kind, data, name, limits or Limits(), password)
     _remember(entry, document, password)
     return document
 
@@ -246,7 +234,9 @@ def estimated_text_bytes(path: Path, name: str | None = None) -> int:
         if known is not None:
             return len(known.text.encode("utf-8"))
         try:
-            sample = extract_pdf(data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password)
+            sample = extract_in_child(
+                "pdf", data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password
+            )
         except DocumentError as exc:
             if exc.reason != "no-text":
                 raise
