@@ -16,8 +16,10 @@ Then the chunk-size curve: Harvey's styles at several fixed chunk sizes and at
 ``auto`` (chunks sized to the window), on two planted and two extraction cases.
 
 Environment: ``HARVEY_BENCH_QUALITY_CASES=key,key`` runs only those cases;
-``HARVEY_BENCH_QUALITY_SERVER=0`` skips the server; ``HARVEY_BENCH_QUALITY_CURVE=0``
-skips the curve.
+``HARVEY_BENCH_QUALITY_PIPELINES=name,name`` runs only those pipelines in the
+tables; ``HARVEY_BENCH_QUALITY_SERVER=0`` skips the server;
+``HARVEY_BENCH_QUALITY_CURVE=0`` skips the curve; ``HARVEY_BENCH_QUALITY_JOURNAL=path``
+keeps every result as it comes and reuses it on the next run (``analysis_journal.py``).
 
 Run alone with ``python -m bench.bench_analysis_quality``.
 """
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.analysis_cases import CASES, Case, Prepared, prepare
+from bench.analysis_journal import Journal
 from bench.analysis_pipelines import Outcome, harvey, one_prompt, previous, textbook
 from bench.analysis_scoring import Score, score
 from bench.corpora import CorpusUnavailable
@@ -90,9 +93,37 @@ def _cases() -> list[Case]:
     return [c for c in CASES if c.key in keys]
 
 
+def _pipelines() -> list[str]:
+    chosen = os.environ.get("HARVEY_BENCH_QUALITY_PIPELINES", "").strip()
+    names = [p for p, _ in PIPELINES]
+    if not chosen:
+        return names
+    keys = {k.strip() for k in chosen.split(",")}
+    return [n for n in names if n in keys]
+
+
+def _model(client: object) -> str:
+    return f"{type(client).__name__}:{getattr(client, 'model', '')}"
+
+
+def _scored(
+    journal: Journal, client: object, prepared: Prepared, path: Path, name: str, size: object
+) -> tuple[Outcome, Score]:
+    """The outcome and its score, from the journal when this run already has it."""
+    key = Journal.key(_model(client), prepared.case.key, name, size)
+    kept = journal.get(key)
+    if kept is not None:
+        return kept
+    outcome = run_pipeline(name, client, path, prepared, size)
+    result = score(outcome.text, prepared.document.text, prepared.gold, outcome.citations)
+    journal.put(key, outcome, result)
+    return outcome, result
+
+
 def measure(client: object, pipelines: Sequence[str], workdir: Path) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     skipped: list[str] = []
+    journal = Journal.from_environment()
     for case in _cases():
         try:
             prepared = prepare(case, SEED)
@@ -102,8 +133,7 @@ def measure(client: object, pipelines: Sequence[str], workdir: Path) -> tuple[li
         path = workdir / prepared.document.name
         path.write_text(prepared.document.text, encoding="utf-8")
         for name in pipelines:
-            outcome = run_pipeline(name, client, path, prepared)
-            result = score(outcome.text, prepared.document.text, prepared.gold, outcome.citations)
+            outcome, result = _scored(journal, client, prepared, path, name, "auto")
             rows.append(Row(case, name, outcome, result))
             _log(
                 f"{case.key} {name}: grounding {_f(result.grounding)}, coverage "
@@ -182,6 +212,7 @@ def curve(client: object, workdir: Path) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     prepared = []
+    journal = Journal.from_environment()
     for case in cases:
         try:
             p = prepare(case, SEED)
@@ -195,8 +226,7 @@ def curve(client: object, workdir: Path) -> list[str]:
             grounded = atoms = covered = gold = calls = 0
             seconds = 0.0
             for p, path in prepared:
-                outcome = harvey(client, path, p.case.instruction, evidence=style, chunk_size=size)  # type: ignore[arg-type]
-                s = score(outcome.text, p.document.text, p.gold, outcome.citations)
+                outcome, s = _scored(journal, client, p, path, style, size)
                 grounded += s.grounded
                 atoms += s.atoms
                 covered += s.covered
@@ -299,7 +329,7 @@ def _server_section(workdir: Path) -> list[str]:
             "SmolLM2-135M behind llama-cpp-python's server",
             client,
             workdir,
-            [p for p, _ in PIPELINES],
+            _pipelines(),
         )
         if os.environ.get("HARVEY_BENCH_QUALITY_CURVE", "1") != "0":
             parts += ["Chunk size against quality, on the server:", "", *curve(client, workdir), ""]
@@ -342,7 +372,7 @@ def run() -> str:
     with tempfile.TemporaryDirectory(prefix="harvey-quality-") as tmp:
         workdir = Path(tmp)
         client = _embedded()
-        parts += section("SmolLM2-135M, embedded", client, workdir, [p for p, _ in PIPELINES])
+        parts += section("SmolLM2-135M, embedded", client, workdir, _pipelines())
         if os.environ.get("HARVEY_BENCH_QUALITY_CURVE", "1") != "0":
             parts += ["Chunk size against quality, embedded:", "", *curve(client, workdir), ""]
         if os.environ.get("HARVEY_BENCH_QUALITY_SERVER", "1") != "0":

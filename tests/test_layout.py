@@ -43,6 +43,7 @@ SECURITY_BOUNDARIES = {
     "test_terminal": "anything → terminal",
     "test_memory": "anything → memory",
     "test_network_": "Harvey → network",
+    "test_server_": "model server → Harvey",
     "test_harness": "the attacker's harness itself",
 }
 

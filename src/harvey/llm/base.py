@@ -10,7 +10,6 @@ so no backend imports another.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import threading
 import uuid
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
+from harvey.llm import wire
 from harvey.messages import Message, ToolCall
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def parse_arguments(raw: Any, name: str) -> dict[str, Any]:
         return {}
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = wire.loads(raw)
         except ValueError:
             value = None
         if isinstance(value, dict):

@@ -66,20 +66,19 @@ def _probe(backend: str, endpoint: str) -> Capacity:
     if backend == "ollama":
         return Capacity(1, False, "Ollama (no parallel-request report)")
     from harvey.llm.http import server_root
+    from harvey.llm.wire import get_json
 
     root = server_root(endpoint)
     try:
         with httpx.Client(timeout=PROBE_TIMEOUT) as http:
-            slots = http.get(root + "/slots")
-            if slots.status_code == 200:
-                data = slots.json()
-                if isinstance(data, list) and data:
-                    from harvey.llm.prompt_cache import remember_slots
+            _, data = get_json(http, root + "/slots")
+            if isinstance(data, list) and data:
+                from harvey.llm.prompt_cache import remember_slots
 
-                    remember_slots(endpoint, len(data))  # llama.cpp's: a session gets a slot
-                    return Capacity(len(data), True, "server (/slots)")
-            models = http.get(endpoint.rstrip("/") + "/models")
-            if models.status_code == 200 and is_llama_cpp_python(models.json()):
+                remember_slots(endpoint, len(data))  # llama.cpp's: a session gets a slot
+                return Capacity(len(data), True, "server (/slots)")
+            _, models = get_json(http, endpoint.rstrip("/") + "/models")
+            if is_llama_cpp_python(models):
                 return Capacity(1, True, "llama-cpp-python's server (one request at a time)")
     except (httpx.HTTPError, ValueError):
         pass

@@ -28,10 +28,14 @@ PROBE_TIMEOUT = 0.5  # seconds: how long `auto` waits for Ollama before going lo
 
 def probe_ollama(base_url: str, timeout: float = PROBE_TIMEOUT) -> list[str] | None:
     """The models of an Ollama server that answers quickly, else ``None``."""
+    from harvey.llm.wire import get_json
+
     try:
-        response = httpx.get(base_url.rstrip("/") + "/api/tags", timeout=timeout)
-        response.raise_for_status()
-        models = response.json().get("models") or []
+        with httpx.Client(timeout=timeout) as http:
+            status, data = get_json(http, base_url.rstrip("/") + "/api/tags")
+        if status != 200:
+            return None
+        models = data.get("models") or []
     except (httpx.HTTPError, ValueError, AttributeError):
         return None
     return [str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)]

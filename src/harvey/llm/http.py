@@ -22,7 +22,6 @@ Two things live here so that the backends stay about their wire formats:
 
 from __future__ import annotations
 
-import json
 import ssl
 import threading
 import time
@@ -40,6 +39,7 @@ from harvey.errors import (
     ModelNotFound,
     StreamError,
 )
+from harvey.llm import wire
 from harvey.redact import redact
 
 Sleep = Callable[[float], None]
@@ -96,7 +96,7 @@ def error_detail(body: bytes) -> str:
     back, and a key cut in half would no longer be recognised."""
     text = redact(body.decode("utf-8", errors="replace").strip())
     try:
-        data = json.loads(text)
+        data = wire.loads(text)
     except ValueError:
         return text.splitlines()[0][:200] if text else ""
     if isinstance(data, dict):
@@ -218,7 +218,7 @@ class HttpTransport:
         self.retries = max(0, retries)
         self.sleep = sleep
         self._client = httpx.Client(
-            headers=headers,
+            headers={"accept-encoding": wire.ACCEPT_ENCODING, **(headers or {})},
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             transport=transport if transport is not None else default_transport(),
             follow_redirects=False,  # followed by hand, within the origin (``_follow``)
@@ -285,9 +285,9 @@ class HttpTransport:
             else:
                 if response.status_code < 400:
                     return response
-                try:
-                    body = response.read()
-                except httpx.HTTPError:
+                try:  # its first line is wanted, never a bomb's whole inflation
+                    body = wire.read_body(response, wire.ERROR_BODY_BYTES, cut=True)
+                except (httpx.HTTPError, ValueError):
                     body = b""
                 finally:
                     response.close()
@@ -318,6 +318,8 @@ class HttpTransport:
         )
         try:
             body = self._read_bounded(response, path, timeout or self.timeout)
+        except wire.EncodingRefused as exc:
+            raise StreamError(f"{self.endpoint.where} answered {path} with {exc}") from exc
         except httpx.TimeoutException as exc:
             raise timeout_error(self.endpoint, timeout or self.timeout) from exc
         except httpx.HTTPError as exc:
@@ -325,7 +327,7 @@ class HttpTransport:
         finally:
             response.close()
         try:
-            return json.loads(body)
+            return wire.loads(body)
         except ValueError as exc:
             raise StreamError(
                 f"{self.endpoint.where} answered {path} with something that is not JSON "
@@ -334,11 +336,11 @@ class HttpTransport:
 
     def _read_bounded(self, response: httpx.Response, path: str, timeout: float) -> bytes:
         """The whole body, within ``timeout`` in all (a trickle of bytes is no answer) and
-        ``MAX_JSON_BYTES``."""
+        ``MAX_JSON_BYTES`` once inflated."""
         watch = ProgressWatch(self.endpoint, timeout)
         parts: list[bytes] = []
         size = 0
-        for piece in response.iter_bytes():
+        for piece in wire.decoded_pieces(response):
             parts.append(piece)
             size += len(piece)
             if size > MAX_JSON_BYTES:
@@ -357,7 +359,9 @@ class HttpTransport:
         """POST and yield the response body line by line as it arrives."""
         response = self._send("POST", self.url(path), payload, model, self.retries, None)
         try:
-            yield from bounded_lines(response.iter_text(), self.endpoint)
+            yield from bounded_lines(wire.decoded_text(response), self.endpoint)
+        except wire.EncodingRefused as exc:
+            raise StreamError(f"{self.endpoint.where} streamed {exc}") from exc
         except httpx.TimeoutException as exc:
             raise timeout_error(self.endpoint, self.timeout) from exc
         except httpx.HTTPError as exc:

@@ -21,13 +21,13 @@ Wire-format notes that shaped this module:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Unpack
 
 from harvey.context.budget import estimate_tokens
 from harvey.errors import StreamError
+from harvey.llm import wire
 from harvey.llm.base import (
     Finish,
     ModelCapabilities,
@@ -145,7 +145,7 @@ class OllamaClient(HttpClient):
                 watch.check()
                 continue
             try:
-                data = json.loads(line)
+                data = wire.loads(line)
             except ValueError as exc:
                 raise malformed(where, line) from exc
             if not isinstance(data, dict):

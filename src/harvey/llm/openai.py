@@ -35,7 +35,7 @@ from typing import Any, Unpack
 
 from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError, StreamError
-from harvey.llm import prompt_cache
+from harvey.llm import prompt_cache, wire
 from harvey.llm.base import (
     Finish,
     ModelCapabilities,
@@ -256,7 +256,7 @@ class OpenAIClient(HttpClient):
                 yield usage
                 return
             try:
-                chunk = json.loads(data_text)
+                chunk = wire.loads(data_text)
             except ValueError as exc:
                 raise malformed(where, line) from exc
             if not isinstance(chunk, dict):

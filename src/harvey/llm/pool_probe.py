@@ -16,6 +16,7 @@ import httpx
 
 from harvey.llm.http import server_root
 from harvey.llm.prompt_cache import remember_slots
+from harvey.llm.wire import get_json
 
 PROBE_TIMEOUT = 2.0
 
@@ -45,13 +46,12 @@ def _models(backend: str, url: str, http: httpx.Client) -> tuple[tuple[str, ...]
 
     try:
         if backend == "ollama":
-            data = http.get(url.rstrip("/") + "/api/tags").json()
+            _, data = get_json(http, url.rstrip("/") + "/api/tags")
             items = data.get("models") if isinstance(data, dict) else None
             return tuple(str(m.get("name") or m.get("model")) for m in items or []), False
-        response = http.get(url.rstrip("/") + "/models")
-        if response.status_code != 200:
+        status, data = get_json(http, url.rstrip("/") + "/models")
+        if status != 200:
             return None, False
-        data = response.json()
         items = data.get("data") if isinstance(data, dict) else None
         ids = tuple(str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m)
         return ids, is_llama_cpp_python(data)
@@ -69,12 +69,12 @@ def probe_endpoint(url: str, backend: str, timeout: float = PROBE_TIMEOUT) -> Pr
                 return ProbeResult("loading")
             slots, slot_context = None, None
             if backend != "ollama":
-                answer = http.get(root + "/slots")
-                if answer.status_code == 200:
-                    try:
-                        slots, slot_context = _slots(answer.json())
-                    except ValueError:
-                        pass
+                try:
+                    status, data = get_json(http, root + "/slots")
+                except ValueError:
+                    status, data = 200, None
+                if status == 200:
+                    slots, slot_context = _slots(data)
                     remember_slots(url, slots)  # llama.cpp's: its sessions get a slot each
             models, one_at_a_time = _models(backend, url, http)
             return ProbeResult("ok", slots, slot_context, models, one_at_a_time=one_at_a_time)

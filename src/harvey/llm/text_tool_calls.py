@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from harvey.llm import wire
+
 #: The tag forms, by the marker that opens them.
 MARKERS = {
     "<tool_call>": "hermes",
@@ -106,7 +108,7 @@ def _whole_reply_calls(body: str) -> Found | None:
     if not inner.startswith(("{", "[")):
         return None
     try:
-        value = json.loads(inner)
+        value = wire.loads(inner)
     except ValueError:
         return None  # JSON-looking text that is not JSON is just text
     try:

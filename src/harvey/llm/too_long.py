@@ -21,11 +21,11 @@ one place and turned into ``ContextTooLong``:
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from harvey.errors import ContextTooLong
+from harvey.llm import wire
 
 _PHRASES = re.compile(
     r"exceeds? the available context size|context_length_exceeded|exceed_context_size"
@@ -57,7 +57,7 @@ def _first_int(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
 def _error_object(body: bytes | str) -> dict[str, Any]:
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        data = json.loads(text)
+        data = wire.loads(text)
     except ValueError:
         return {}
     err = data.get("error") if isinstance(data, dict) else None

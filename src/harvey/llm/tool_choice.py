@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvey.llm import wire
 from harvey.llm.tool_support import ToolSupport
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def check_call(
             continue
         if isinstance(arguments, str):  # some models send the arguments as a JSON string
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = wire.loads(arguments) if arguments.strip() else {}
             except ValueError:
                 return {}, f"the arguments of {name} are not valid JSON"
         if arguments is None:
@@ -213,7 +214,7 @@ def read_choice(reply: str) -> Choice | None:
     that ignored the schema, or a reply cut at the token cap)."""
     try:
         # strict=False: a grammar's string may hold a raw newline, which JSON proper forbids
-        value = json.loads(reply, strict=False)
+        value = wire.loads(reply, strict=False)
     except ValueError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
