@@ -135,7 +135,8 @@ def workspace_layer(
     if not data:
         return {}
     given = validate(data, paths.config_file, text).model_dump(exclude_unset=True)
-    screened = screen(given, own)
+    defaults = validate({}, "the defaults", None).model_dump()  # the limits a clone keeps
+    screened = screen(given, own, defaults)
     if screened.forbidden:
         raise ConfigError(key_in_workspace(paths, screened, text))
     if not screened.widening:

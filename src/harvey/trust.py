@@ -207,8 +207,9 @@ def _turned_off(value: Any, own: Any) -> bool:
 
 
 def _more_than(value: Any, own: Any) -> bool:
-    """The user set a ceiling and the workspace raises it."""
-    return isinstance(own, int) and not (isinstance(value, int) and value <= own)
+    """The user (or the default) set a ceiling and the workspace raises it."""
+    number = (int, float)
+    return isinstance(own, number) and not (isinstance(value, number) and value <= own)
 
 
 def _lower_than(value: Any, own: Any) -> bool:
@@ -237,6 +238,15 @@ def _mode_back_on(value: Any, own: Any) -> bool:
 USER_LIMITS: Mapping[str, Callable[[Any, Any], bool]] = {
     "tools.enabled": _turned_off,
     "tools.max_rounds": _more_than,
+    # how long and how hard Harvey works for one request, and what a result may fill
+    "timeout": _more_than,
+    "connect_timeout": _more_than,
+    "retries": _more_than,
+    "chunking.concurrency": _more_than,
+    "max_in_flight": _more_than,
+    "offload.threshold": _more_than,
+    "rag.budget_pct": _more_than,
+    "memory.budget_pct": _more_than,
     "tools.mode": _mode_back_on,
     "tools.models": _mode_back_on,  # a model's own entry, else the user's tools.mode
     "memory.enabled": _turned_off,
@@ -255,6 +265,10 @@ USER_LIMITS: Mapping[str, Callable[[Any, Any], bool]] = {
 }
 
 
+#: Limits a workspace may only tighten from the default when the user's own file is
+#: silent: without the user's value, the default's is the one a clone may not lift.
+FROM_DEFAULT = (_more_than, _lower_than, _share_raised)
+
 #: Pairs of keys of which either, at 0, turns one check off (``Floor.off_subject``).
 TURNED_OFF_TOGETHER = {
     "rag.floor_unknown_share": "rag.floor_unknown_word_cosine",
@@ -262,10 +276,13 @@ TURNED_OFF_TOGETHER = {
 }
 
 
-def within_user(setting: Setting, user: Mapping[str, Any]) -> bool:
+def within_user(
+    setting: Setting, user: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> bool:
     """False when a leaf the table lets through would lift a limit the user's own file
-    sets (``USER_LIMITS``): a cloned file may narrow further, never turn the model's tools or
-    memory back on, or allow more rounds or calls, behind the user's back."""
+    sets (``USER_LIMITS``), or, where the user's file is silent, the default
+    (``FROM_DEFAULT``): a cloned file may narrow further, never turn the model's tools or
+    memory back on, or allow more rounds, calls, time or context, behind the user's back."""
     loc = setting.loc
     per_model = loc[:2] == ("tools", "models") and len(loc) == 3
     key = "tools.models" if per_model else setting.rule_key
@@ -279,10 +296,16 @@ def within_user(setting: Setting, user: Mapping[str, Any]) -> bool:
         # either level at 0 turns the check off: the user's own other level keeps it on
         sibling = _get(user, *TURNED_OFF_TOGETHER[key].split("."))
         return not (isinstance(sibling, (int, float)) and sibling > 0)
+    if own is _UNSET and lifts in FROM_DEFAULT:
+        own = _get(defaults or {}, *(str(part) for part in loc))
     return own is _UNSET or not lifts(setting.value, own)
 
 
-def screen(data: Mapping[str, Any], user: Mapping[str, Any] | None = None) -> Screened:
+def screen(
+    data: Mapping[str, Any],
+    user: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> Screened:
     """Split validated settings (``model_dump(exclude_unset=True)``) into the part that
     applies untrusted and the leaves that widen or are never allowed; ``user`` is the
     user's own file's settings, whose limits a narrowing key may not lift
@@ -296,7 +319,7 @@ def screen(data: Mapping[str, Any], user: Mapping[str, Any] | None = None) -> Sc
     for setting in leaves(data):
         if setting.rule_key in NEVER_IN_WORKSPACE:
             result.forbidden.append(setting)
-        elif not narrows(setting) or not within_user(setting, user or {}):
+        elif not narrows(setting) or not within_user(setting, user or {}, defaults):
             result.widening.append(setting)
     refused = result.widening + result.forbidden
     held = {s.loc[0] for s in refused if _in_list(s.loc)}

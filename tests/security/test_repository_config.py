@@ -383,7 +383,8 @@ def _screened(own: str, config: str) -> list[str]:
         data = yaml.safe_load(text) or {}
         return validate(data, "harvey.yaml", text).model_dump(exclude_unset=True)
 
-    return [s.path for s in screen(dump(config), dump(own)).widening]
+    defaults = validate({}, "the defaults").model_dump()  # as config_layers screens
+    return [s.path for s in screen(dump(config), dump(own), defaults).widening]
 
 
 @pytest.mark.parametrize(
@@ -393,7 +394,57 @@ def test_a_narrowing_key_cannot_lift_a_limit_of_the_users_own_file(own: str, con
     """tools.mode/tools.models (this week) and tools.enabled/max_rounds narrow only as
     far as the user's own file allows: a clone cannot turn the model's tools back on."""
     assert _screened(own, config), "the clone lifts the user's limit untrusted"
-    assert _screened("", config) == []  # beside the defaults it only chooses
+
+
+#: A limit the user's own file leaves at its default: a clone may not lift the default.
+LIFTS_THE_DEFAULT = {
+    "rounds": "tools:\n  max_rounds: 60\n",
+    "chunks_without_the_question": "chunking:\n  max_chunks: 241\n",
+    "timeout": "timeout: 3600\n",
+    "connect_timeout": "connect_timeout: 600\n",
+    "retries": "retries: 10\n",
+    "offloaded_later": "offload:\n  threshold: 1000000000\n",
+    "passages": "rag:\n  top_k: 50\n",
+    "passage_share": "rag:\n  budget_pct: 90\n",
+    "memory_share": "memory:\n  budget_pct: 50\n",
+    "floor": "rag:\n  floor_cosine: 0.0\n",
+    "min_score": "rag:\n  min_score: 0\n",
+}
+
+#: The same limits tightened from the default, and choices that are not limits.
+WITHIN_THE_DEFAULT = {
+    "fewer_rounds": "tools:\n  max_rounds: 3\n",
+    "default_rounds": "tools:\n  max_rounds: 10\n",
+    "fewer_chunks": "chunking:\n  max_chunks: 5\n",
+    "shorter_timeout": "timeout: 30\n",
+    "no_retries": "retries: 0\n",
+    "mode": "tools:\n  mode: text\n",
+    "fewer_passages": "rag:\n  top_k: 2\n",
+}
+
+
+@pytest.mark.parametrize("config", LIFTS_THE_DEFAULT.values(), ids=LIFTS_THE_DEFAULT.keys())
+def test_a_narrowing_key_cannot_lift_the_default_the_user_left(config: str) -> None:
+    assert _screened("", config), "the clone lifts a default limit untrusted"
+
+
+@pytest.mark.parametrize("config", WITHIN_THE_DEFAULT.values(), ids=WITHIN_THE_DEFAULT.keys())
+def test_a_narrowing_key_may_tighten_the_default(config: str) -> None:
+    assert _screened("", config) == []
+
+
+def test_a_users_own_higher_limit_is_the_one_a_clone_keeps_within() -> None:
+    """The user raised the default: a clone may use up to the user's value."""
+    assert _screened("tools:\n  max_rounds: 40\n", "tools:\n  max_rounds: 30\n") == []
+    assert _screened("tools:\n  max_rounds: 40\n", "tools:\n  max_rounds: 41\n")
+
+
+@pytest.mark.parametrize("config", ["chunking:\n  max_chunks: 241\n", "tools:\n  max_rounds: 60\n"])
+def test_harvey_run_refuses_a_clone_that_lifts_a_default_limit(
+    victim_workspace: Path, config: str
+) -> None:
+    refused = hostile(victim_workspace, config)
+    assert_refused(refused, "harvey trust", "not trusted")
 
 
 @pytest.mark.parametrize(("own", "config"), TIGHTENS_FURTHER.values(), ids=TIGHTENS_FURTHER.keys())

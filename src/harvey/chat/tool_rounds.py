@@ -23,11 +23,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harvey.chat.stream_holdback import HoldBack
 from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id, session_scope
+from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.llm.text_tool_calls import find_calls
 from harvey.llm.tool_choice import (
     check_call,
@@ -148,6 +150,14 @@ class ToolRounds:
             call = ToolCall(new_call_id(), UNREADABLE, {})
             rejected[call.id] = found.error
             calls.append(call)
+        if len(found.calls) > MAX_TOOL_CALLS:  # as for native calls: none of them runs
+            call = ToolCall(new_call_id(), UNREADABLE, {})
+            rejected[call.id] = (
+                f"the reply wrote {len(found.calls)} tool calls; at most {MAX_TOOL_CALLS} "
+                "run from one reply, so none did"
+            )
+            calls.append(call)
+            found = replace(found, calls=())
         for written in found.calls:
             arguments, why = check_call(self.schemas, written.name, written.arguments)
             call = ToolCall(new_call_id(), written.name, arguments)

@@ -46,6 +46,20 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _event_end(text: str, start: int) -> int | None:
+    """Where the next text event from ``start`` ends: after the last whole line within
+    ``MAX_PENDING_TEXT`` characters, else (a longer line) after its last space there, else
+    at the limit; ``None`` while what is left is one unfinished line under the limit."""
+    limit = start + MAX_PENDING_TEXT
+    end = text.rfind("\n", start, limit) + 1
+    if end:
+        return end
+    if len(text) <= limit:
+        return None
+    space = text.rfind(" ", start, limit) + 1  # a token is never cut in two, so redacted whole
+    return space if space > start else limit
+
+
 def output_format_option(func: F) -> F:
     return click.option(
         "--output-format",
@@ -133,13 +147,15 @@ class JsonOutput:
         """A piece of the model's reply as it streams; sent a line at a time, redacted."""
         if not self.stream:
             return
-        self._pending += delta
-        end = self._pending.rfind("\n") + 1
-        if end == 0 and len(self._pending) > MAX_PENDING_TEXT:
-            end = len(self._pending)
-        if end:
-            done, self._pending = self._pending[:end], self._pending[end:]
-            self.event("text", text=redact(done))
+        pending = self._pending + delta
+        start = 0
+        while True:  # events of at most MAX_PENDING_TEXT: a 20 MB line streams in parts
+            end = _event_end(pending, start)
+            if end is None:
+                break
+            self.event("text", text=redact(pending[start:end]))
+            start = end
+        self._pending = pending[start:]
 
     def flush_text(self) -> None:
         if self._pending:

@@ -10,6 +10,7 @@ so no backend imports another.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import threading
 import uuid
@@ -36,12 +37,34 @@ class ToolCallEvent:
     call: ToolCall
 
 
+#: The most parallel slots Harvey believes a server has (it sends that many requests at once).
+MAX_SLOTS = 64
+#: The most tokens one request can count: past any window, and within SQLite's INTEGER.
+MAX_TOKEN_COUNT = 1 << 31
+
+
+def token_count(value: object) -> int | None:
+    """A server's token count as Harvey keeps it: a whole number from 0 to
+    ``MAX_TOKEN_COUNT``, else ``None`` ("it did not say"). A hostile server's 10**30 would
+    not fit the store's INTEGER, and a string or a negative one would skew the budget."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
+
+
 @dataclass(frozen=True)
 class Usage:
-    """Token counts as reported by the server; ``None`` when it did not say."""
+    """Token counts as reported by the server; ``None`` when it did not say (or said
+    something no request can count: ``token_count``)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompt_tokens", token_count(self.prompt_tokens))
+        object.__setattr__(self, "completion_tokens", token_count(self.completion_tokens))
 
 
 @dataclass(frozen=True)
@@ -205,7 +228,7 @@ def _drain(
     """One request: its result, what was wrong with it ("" if nothing) and whether
     any of it was shown."""
     from harvey.errors import Cancelled
-    from harvey.llm import metering
+    from harvey.llm import metering, reply_bounds
     from harvey.llm.repetition import ReplyGuard, note_separator
 
     result = ChatResult()
@@ -213,6 +236,12 @@ def _drain(
     parts: list[str] = []
     finish: Finish | None = None
     deltas = 0
+    received = 0  # characters of text, against ``reply_bounds.MAX_REPLY_CHARS``
+    cut = ""  # the line that ends a reply that passed a bound
+    batch = reply_bounds.Batched()
+
+    def feed(text: str) -> None:
+        show(guard.feed(text) if guard is not None else text)
 
     def show(text: str) -> None:
         if text:
@@ -230,19 +259,34 @@ def _drain(
                 raise Cancelled("cancelled")
             if isinstance(event, TextDelta):
                 deltas += 1
-                show(guard.feed(event.text) if guard is not None else event.text)
+                received += len(event.text)
+                if received > reply_bounds.MAX_REPLY_CHARS:
+                    raise reply_bounds.reply_too_long()
+                feed(batch.add(event.text))
                 if guard is not None and guard.looping:
                     break  # closing the stream below stops the server generating
             elif isinstance(event, ToolCallEvent):
+                _check_call(event.call, len(result.tool_calls))
                 result.tool_calls.append(event.call)
             elif isinstance(event, Usage):
                 result.usage = event
             elif isinstance(event, Finish):
                 finish = event
+    except reply_bounds.ReplyCut as exc:  # closed below: the server stops; no call runs
+        cut, finish = exc.note, Finish("cut")
+        result.tool_calls = []
+    except Cancelled:
+        raise
+    except Exception:  # a broken stream: what came before it is shown, as it would have been
+        if guard is None or not guard.looping:
+            feed(batch.rest())
+        raise
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+    if guard is None or not guard.looping:
+        feed(batch.rest())
     answer = "".join(parts)
     ended_early = finish is not None and finish.reason is None
     if guard is not None and not ended_early:  # a cut-off reply is an error: no more of it
@@ -254,6 +298,9 @@ def _drain(
             show(note_separator(answer) + note)
             answer = answer.rstrip()
         result.note = note
+    if cut:
+        show(note_separator(answer) + cut)
+        result.note = cut
     result.text = "".join(parts)
     result.answer = answer
     if metering.meters:  # harvey run --output-format json: what the run cost, every request
@@ -263,9 +310,22 @@ def _drain(
         return result, "", shown
     if finish.reason is None:
         return result, "stream ended early", shown
+    if cut:  # ended by Harvey, with its line: never asked again
+        return result, "", shown
     if not result.answer.strip() and not result.tool_calls:
         return result, "empty reply", shown
     return result, "", shown
+
+
+def _check_call(call: ToolCall, before: int) -> None:
+    """A reply's next whole call within the reply's bounds (every backend's calls,
+    Ollama's and the embedded model's whole ones as much as OpenAI's fragments)."""
+    from harvey.llm import reply_bounds
+
+    if before >= reply_bounds.MAX_TOOL_CALLS:
+        raise reply_bounds.too_many_calls()
+    if len(json.dumps(call.arguments)) > reply_bounds.MAX_ARGUMENT_CHARS:
+        raise reply_bounds.arguments_too_long(call.name)
 
 
 def is_remote_endpoint(endpoint: str) -> bool:

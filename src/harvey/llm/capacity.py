@@ -65,6 +65,7 @@ def discover(client: object) -> Capacity:
 def _probe(backend: str, endpoint: str) -> Capacity:
     if backend == "ollama":
         return Capacity(1, False, "Ollama (no parallel-request report)")
+    from harvey.llm.base import MAX_SLOTS
     from harvey.llm.http import server_root
     from harvey.llm.wire import get_json
 
@@ -75,8 +76,9 @@ def _probe(backend: str, endpoint: str) -> Capacity:
             if isinstance(data, list) and data:
                 from harvey.llm.prompt_cache import remember_slots
 
-                remember_slots(endpoint, len(data))  # llama.cpp's: a session gets a slot
-                return Capacity(len(data), True, "server (/slots)")
+                slots = min(len(data), MAX_SLOTS)  # a server's claim, bounded
+                remember_slots(endpoint, slots)  # llama.cpp's: a session gets a slot
+                return Capacity(slots, True, "server (/slots)")
             _, models = get_json(http, endpoint.rstrip("/") + "/models")
             if is_llama_cpp_python(models):
                 return Capacity(1, True, "llama-cpp-python's server (one request at a time)")

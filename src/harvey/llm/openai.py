@@ -37,6 +37,7 @@ from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError, StreamError
 from harvey.llm import prompt_cache, wire
 from harvey.llm.base import (
+    MAX_SLOTS,
     Finish,
     ModelCapabilities,
     StreamEvent,
@@ -45,9 +46,16 @@ from harvey.llm.base import (
     Usage,
     new_call_id,
     parse_arguments,
+    token_count,
 )
 from harvey.llm.http import Endpoint, malformed, server_root
 from harvey.llm.http_client import HttpClient, HttpOptions
+from harvey.llm.reply_bounds import (
+    MAX_ARGUMENT_CHARS,
+    MAX_TOOL_CALLS,
+    arguments_too_long,
+    too_many_calls,
+)
 from harvey.messages import Message, ToolCall
 from harvey.redact import redact
 
@@ -122,6 +130,10 @@ class _Assembler:
             arguments = json.dumps(arguments)
         if arguments:
             call.arguments += str(arguments)
+        if len(call.arguments) > MAX_ARGUMENT_CHARS:  # before it is ever parsed or held more
+            raise arguments_too_long(call.name)
+        if len(self.pending) > MAX_TOOL_CALLS:
+            raise too_many_calls()
 
     def drain(self) -> list[ToolCall]:
         calls = [self.pending[i].finish() for i in sorted(self.pending)]
@@ -333,13 +345,13 @@ class OpenAIClient(HttpClient):
             # a template that never mentions tools renders none: the model was not
             # trained to call them natively (found out, not assumed)
             self._template_tools, self._tools_source = "tool" in template, "template"
-        slots = props.get("total_slots")
-        if isinstance(slots, int) and slots > 0:
-            self._props_slots = slots
+        slots = token_count(props.get("total_slots"))
+        if slots:  # a server's claim, bounded: it sizes how many requests Harvey sends at once
+            self._props_slots = min(slots, MAX_SLOTS)
         settings = props.get("default_generation_settings")
         for source in (settings if isinstance(settings, dict) else {}, props):
-            value = source.get("n_ctx")
-            if isinstance(value, int) and value > 0:
+            value = token_count(source.get("n_ctx"))
+            if value:
                 self._props_n_ctx = value
                 return
 

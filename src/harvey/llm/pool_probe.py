@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from harvey.llm.base import MAX_SLOTS, token_count
 from harvey.llm.http import server_root
 from harvey.llm.prompt_cache import remember_slots
 from harvey.llm.wire import get_json
@@ -35,9 +36,9 @@ def _slots(data: object) -> tuple[int | None, int | None]:
     """(how many slots, the smallest per-slot ``n_ctx``) from a ``/slots`` answer."""
     if not isinstance(data, list) or not data:
         return None, None
-    contexts = [s.get("n_ctx") for s in data if isinstance(s, dict)]
-    sizes = [c for c in contexts if isinstance(c, int) and c > 0]
-    return len(data), (min(sizes) if sizes else None)
+    contexts = [token_count(s.get("n_ctx")) for s in data if isinstance(s, dict)]
+    sizes = [c for c in contexts if c]
+    return min(len(data), MAX_SLOTS), (min(sizes) if sizes else None)
 
 
 def _models(backend: str, url: str, http: httpx.Client) -> tuple[tuple[str, ...] | None, bool]:
