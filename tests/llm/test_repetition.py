@@ -8,16 +8,17 @@ connection close — the stream was cancelled, not just hidden.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvey.errors import StreamError
 from harvey.llm.base import chat
 from harvey.llm.ollama import OllamaClient
 from harvey.llm.openai import OpenAIClient
-from harvey.llm.repetition import LOOP_NOTICE, ReplyGuard, last_whole
+from harvey.llm.repetition import LOOP_NOTICE, WINDOW, ReplyGuard, last_whole, unit_key
 from harvey.messages import Message
 from tests.fakes.servers import Capped, FakeOllama, FakeOpenAI, Interrupted, Looping, Reply
 
@@ -88,6 +89,112 @@ def test_what_is_shown_is_always_how_the_reply_began(words: list[str]) -> None:
     assert text.startswith(shown)
     if not looping:
         assert shown == text and note == ""
+
+
+# Pieces that make loops of every kind: long sentences and lines, a loop without breaks,
+# list numbers, code fences, closing quotes, blank runs; and splits of any shape.
+PIECES = [
+    "The boiler was serviced in May by the plumber from town. ",
+    "The valve was replaced the week after, as the plumber said. ",
+    "the pump and the valve and the boiler ",
+    "- a list item that is long enough to count as a unit\n",
+    "    result = compute(value, other)  # long enough to count\n",
+    "```\n",
+    "1. ",
+    "Yes. ",
+    'He said "stop." ',
+    "\n",
+    "\n\n",
+    "  ",
+    "word",
+    ". ",
+    "!",
+    ")",
+]
+TEXTS = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
+SPLITS = st.one_of(
+    st.integers(1, 9),  # every n characters
+    st.lists(st.integers(0, 3000), max_size=80),  # at these places (modulo the length)
+)
+SENTENCE_END = re.compile(r"(?:\n|[.!?][\"')\]]*)[ \t]*\Z")
+
+
+def split(text: str, how: int | list[int]) -> list[str]:
+    if isinstance(how, int):
+        return [text[at : at + how] for at in range(0, len(text), how)]
+    cuts = [0, *sorted(cut % (len(text) + 1) for cut in how), len(text)]
+    return [text[start:end] for start, end in pairwise(cuts)]
+
+
+def fed(deltas: list[str], *, window: int = WINDOW) -> tuple[list[str], ReplyGuard]:
+    """What each delta showed, until the guard tripped."""
+    guard = ReplyGuard(window=window)
+    shown = []
+    for delta in deltas:
+        shown.append(guard.feed(delta))
+        if guard.looping:
+            break
+    return shown, guard
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, SPLITS, SPLITS, st.sampled_from([41, 100, WINDOW]))
+def test_what_is_shown_is_how_the_reply_began_however_it_is_split(
+    text: str, how: int | list[int], other: int | list[int], window: int
+) -> None:
+    for deltas in (split(text, how), split(text, other)):
+        shown, guard = fed(deltas, window=window)
+        rest, note = guard.close()
+        assert text.startswith("".join(shown) + rest)
+        if guard.looping:
+            assert (rest, note) == ("", LOOP_NOTICE)
+        else:  # not cut: all of it, whatever the split
+            assert ("".join(shown) + rest, note) == (text, "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, SPLITS, st.sampled_from([41, WINDOW]))
+def test_text_is_shown_a_whole_line_or_sentence_at_a_time_however_it_is_split(
+    text: str, how: int | list[int], window: int
+) -> None:
+    shown, guard = fed(split(text, how), window=window)
+    so_far = ""
+    for piece in shown[:-1] if guard.looping else shown:  # a cut loop ends where its copy did
+        so_far += piece
+        if piece:
+            assert SENTENCE_END.search(so_far), so_far
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS, SPLITS)
+def test_a_capped_reply_ends_at_its_last_whole_sentence_however_it_is_split(
+    text: str, how: int | list[int]
+) -> None:
+    shown, guard = fed(split(text, how))
+    rest, note = guard.close(capped=True, tokens=64)
+    assert text.startswith("".join(shown))
+    if not guard.looping:
+        assert "".join(shown) + rest in ("".join(shown), last_whole(text))
+        assert note == "(cut at 64 tokens)"
+
+
+@settings(max_examples=100, deadline=None)
+@given(SPLITS)
+def test_a_paragraph_written_three_times_is_shown_once_however_it_is_split(
+    how: int | list[int],
+) -> None:
+    first = "Here is the history.\n\n" + PARAGRAPH
+    shown, guard = fed(split(first + PARAGRAPH * 2, how))
+    assert guard.looping and first.startswith("".join(shown))  # one delta may hold it all
+    if isinstance(how, int):  # deltas far shorter than a copy: the first is shown whole
+        assert "".join(shown) == first
+
+
+@given(st.text())
+def test_a_unit_key_never_holds_a_line_break(unit: str) -> None:
+    # The block rule joins keys with "\n" and searches the joined text: a key with one
+    # could match across two units.
+    assert "\n" not in unit_key(unit)
 
 
 @pytest.mark.parametrize("fake", [FakeOpenAI, FakeOllama])
