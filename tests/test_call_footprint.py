@@ -35,8 +35,10 @@ PACKAGE = str(Path(harvey.__file__).parent) + "/"
 # llm/text_tool_calls.py, llm/tool_choice.py), and a first turn stopped reaching into what it
 # does not need: memory recall when there is no memory.db, the history fit when there is no
 # history. (A llama.cpp server's prompt cache and slot, llm/prompt_cache.py, are asked only
-# of a server that is llama.cpp's.)
-TURN_FILES = 25
+# of a server that is llama.cpp's.) 27 with issue 29, which bounded what a hostile server
+# can send: every answer is read through llm/wire.py (inflated by Harvey, JSON depth) and
+# every reply within llm/reply_bounds.py (tool calls, length, arguments).
+TURN_FILES = 27
 # 30 when the renovation landed; +3 with what issues 21 and 23 added to every analysis: the
 # document check (documents/extract.py), capacity discovery (llm/capacity.py) and the
 # loop guard on every reply (llm/repetition.py). 41 with issue 28, which made an answer's
@@ -44,8 +46,9 @@ TURN_FILES = 25
 # the model's records (mapper.py) and verified by string match (quotes.py, matching.py),
 # kept (evidence.py) and recorded (session/evidence_notes.py); the answer is merged and
 # cited (answer.py), written or not by the model by its size (sizes.py), and its claims
-# checked against the records they cite (synthesis.py, atoms.py).
-ANALYSIS_FILES = 41
+# checked against the records they cite (synthesis.py, atoms.py). 43 with issue 29's
+# bounds on what a server sends (llm/wire.py, llm/reply_bounds.py), as for a turn.
+ANALYSIS_FILES = 43
 
 
 @contextmanager

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.redact import Redactor, is_secret_env_name, secret_env_values
 from harvey.secret_files import SecretFiles
 from tests.fakes.servers import FakeOpenAI
@@ -128,7 +129,11 @@ def test_paging_through_secret_files_returns_not_one_byte(
         for limit in range(1, 7)
         for offset in (0, limit * 3)
     ]
-    result = attack([reads, ("read_file", {"path": ".env", "limit": 0})])
+    # a reply makes at most MAX_TOOL_CALLS calls: the reads go in several replies
+    replies: list[Any] = [
+        reads[i : i + MAX_TOOL_CALLS] for i in range(0, len(reads), MAX_TOOL_CALLS)
+    ]
+    result = attack([*replies, ("read_file", {"path": ".env", "limit": 0})])
     assert result.proc.returncode == 0, result.proc.stderr
     last = result.requests[-1]["messages"]
     outputs = [m["content"] for m in last if m.get("role") == "tool"]

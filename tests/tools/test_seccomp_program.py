@@ -19,7 +19,7 @@ ALLOW, DENY, KILL = seccomp.SECCOMP_RET_ALLOW, seccomp.DENY, seccomp.SECCOMP_RET
 
 def run(program: bytes, arch: int, nr: int, args: list[int]) -> int:
     """The verdict of ``program`` for one call (the opcodes the launcher uses)."""
-    data = struct.pack("=iIQ6Q", nr, arch, 0, *args)
+    data = struct.pack("=IIQ6Q", nr, arch, 0, *args)
     ops = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     assert len(ops) < 4096
     pc, acc = 0, 0
