@@ -294,7 +294,7 @@ def section(title: str, client: object, workdir: Path, pipelines: Sequence[str])
     from harvey.analysis.sizes import evidence_style
 
     rows, skipped = measure(client, pipelines, workdir)
-    parts = [f"### {title}", ""]
+    parts = [f"### {title}", "", *_scope(pipelines)]
     if skipped:
         parts += ["Cases skipped (document not on this machine): " + "; ".join(skipped), ""]
     parts += verdicts(rows, evidence_style(str(getattr(client, "model", ""))))
@@ -305,6 +305,19 @@ def section(title: str, client: object, workdir: Path, pipelines: Sequence[str])
     parts += [*summary(rows, pipelines, lambda c: c.held_out), ""]
     parts += [*per_case(rows, pipelines), ""]
     return parts
+
+
+def _scope(pipelines: Sequence[str]) -> list[str]:
+    """What this run left out, said where its figures are (a partial run is labelled)."""
+    cases = _cases()
+    lines = []
+    if len(cases) < len(CASES):
+        left = ", ".join(c.key for c in CASES if c not in cases)
+        lines.append(f"This run measured {len(cases)} of the {len(CASES)} cases; not yet: {left}.")
+    missing = [label for name, label in PIPELINES if name not in pipelines]
+    if missing:
+        lines.append("Not in this run's tables: " + "; ".join(missing) + ".")
+    return [" ".join(lines), ""] if lines else []
 
 
 def _embedded() -> object:

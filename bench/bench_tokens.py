@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import as_file, files
+from pathlib import Path
 from typing import Any
 
 from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
@@ -260,15 +261,19 @@ def demo_run(timeout: float = DEMO_TIMEOUT) -> DemoRun:
     import sys
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="harvey-bench-demo-") as home:
-        env = {**os.environ, "HARVEY_HOME": home}
+    with tempfile.TemporaryDirectory(prefix="harvey-bench-demo-") as tmp:
+        # two folders: Harvey refuses a workspace inside HARVEY_HOME
+        home, work = Path(tmp, "home"), Path(tmp, "work")
+        home.mkdir()
+        work.mkdir()
+        env = {**os.environ, "HARVEY_HOME": str(home)}
         load_before = os.getloadavg()[0]
         start = time.perf_counter()
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "harvey.demo"],
                 env=env,
-                cwd=home,
+                cwd=work,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
