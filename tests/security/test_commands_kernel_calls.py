@@ -28,16 +28,12 @@ import pytest
 from harvey.config import LimitsSettings
 from harvey.tools import sandbox
 from harvey.tools.shell import ShellResult
-from tests.security.test_commands_confinement import PYTHON, confined, python
-
-
-@pytest.fixture(autouse=True)
-def landlock() -> sandbox.Confinement:
-    found = sandbox.detect("auto")
-    if found.kind != "landlock" or found.abi < 6:
-        pytest.fail(f"these attacks must run under Landlock ABI >= 6, found {found.describe()}")
-    return found
-
+from tests.security.test_commands_confinement import (  # landlock: autouse, the same check
+    PYTHON,
+    confined,
+    landlock,  # noqa: F401
+    python,
+)
 
 METADATA = """
 import fcntl, os, struct, sys
@@ -148,7 +144,7 @@ def test_a_link_in_the_workspace_reaches_no_metadata_outside(
 
 
 def test_without_a_mount_view_seccomp_refuses_metadata_to_unapproved_commands(
-    victim_workspace: Path, tmp_path: Path, landlock: sandbox.Confinement
+    victim_workspace: Path, tmp_path: Path
 ) -> None:
     """Where no mount namespace can be made the launcher gets no ``scratch`` view (the
     spec without it stands for that machine): the filter alone refuses the calls."""
@@ -158,7 +154,7 @@ def test_without_a_mount_view_seccomp_refuses_metadata_to_unapproved_commands(
     for approved in (False, True):
         planted(target)
         policy = sandbox.Policy.for_command(victim_workspace, scratch, approved)
-        spec = sandbox.landlock_spec(policy, landlock.abi)
+        spec = sandbox.landlock_spec(policy, sandbox.detect("auto").abi)
         del spec["scratch"]
         argv = sandbox.launcher_argv(json.dumps(spec), [PYTHON, "-c", METADATA, str(target)])
         done = subprocess.run(
