@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from harvey.config import Settings, load_settings, resolve_paths
 from harvey.errors import ConfigError
-from harvey.trust import NARROWING, NEVER_IN_WORKSPACE, TrustStore, digest, leaves, narrows, screen
+from harvey.trust import NARROWING, NEVER_IN_WORKSPACE, digest, leaves, narrows, screen
+from harvey.trust_store import TrustStore
 
 
 def leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:

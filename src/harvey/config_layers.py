@@ -17,14 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from harvey.errors import ConfigError
-from harvey.trust import (
-    Review,
-    Screened,
-    TrustStore,
-    digest,
-    read_bounded,
-    screen,
-)
+from harvey.trust import Review, Screened, digest, screen
+from harvey.trust_store import TrustStore, read_bounded
 
 
 # What this module reads of ``harvey.config``'s types, named here so that it sits below

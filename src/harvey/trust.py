@@ -11,7 +11,7 @@ and not listed here — *widens*, and applies only once the user trusts the
 workspace. Keys in :data:`NEVER_IN_WORKSPACE` (``api_key``, ``api_key_command``)
 are refused even then: a key must not sit in a file the model can read.
 
-Trust is recorded in ``HARVEY_HOME`` by the workspace's real path and the
+Trust is recorded in ``HARVEY_HOME`` (``harvey.trust_store``) by the workspace's real path and the
 SHA-256 of the ``harvey.yaml`` it was given for, so an edited file (a ``git
 pull``) is a new question. ``HARVEY.md`` and ``AGENTS.md`` are not hashed: they
 only add text to the system prompt and cannot change what Harvey may do.
@@ -19,24 +19,11 @@ only add text to the system prompt and cannot change what Harvey may do.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
-import stat
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from harvey.errors import ConfigError
-
-#: The trust store's file name inside ``HARVEY_HOME``.
-STORE_NAME = "trusted-workspaces.json"
-STORE_VERSION = 1
-#: A trust store is a few hundred bytes a workspace; one larger than this is not one.
-MAX_STORE_BYTES = 16 << 20
 
 Rule = Callable[[Any], bool]
 
@@ -362,130 +349,3 @@ class Review:
     config_file: Path
     digest: str
     widening: tuple[Setting, ...]
-
-
-@dataclass(frozen=True)
-class Entry:
-    workspace: str
-    digest: str
-    trusted_at: float
-
-
-#: A settings file is a few hundred bytes; a bigger one than this is a mistake or an attack.
-MAX_CONFIG_BYTES = 1 << 20
-
-
-def read_bounded(
-    path: Path, limit: int = MAX_CONFIG_BYTES, what: str = "a settings file"
-) -> bytes | None:
-    """The file's bytes, None when there is none. A repository can ship harvey.yaml as
-    a link to ``/dev/zero``, a FIFO or a folder: only a regular file is read (the open
-    never blocks), and only up to ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = f"a folder, not {what}" if stat.S_ISDIR(mode) else "not a regular file"
-            raise ConfigError(f"{path}: {kind}")
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1  # the handle owns it now
-            raw = handle.read(limit + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(raw) > limit:
-        raise ConfigError(f"{path}: larger than {limit // 1024} KiB: not {what}")
-    return raw
-
-
-class TrustStore:
-    """``HARVEY_HOME/trusted-workspaces.json``: workspace real path → the trusted file's hash.
-
-    Written whole (0600, a temporary file renamed over the old one), so a reader
-    never sees half a store; HARVEY_HOME is the user's own folder.
-    """
-
-    def __init__(self, harvey_home: Path) -> None:
-        self.home = harvey_home
-        self.path = harvey_home / STORE_NAME
-
-    def _read(self) -> dict[str, dict[str, Any]]:
-        raw = read_bounded(self.path, MAX_STORE_BYTES, "a trust store Harvey wrote")
-        if raw is None:
-            return {}
-        try:
-            data = json.loads(raw)
-            workspaces = data["workspaces"]
-            if not isinstance(workspaces, dict):
-                raise TypeError("workspaces is not a mapping")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"{self.path}: not a trust store Harvey wrote ({exc}); remove it and trust again"
-            ) from exc
-        return {k: v for k, v in workspaces.items() if isinstance(v, dict)}
-
-    def _write(self, workspaces: Mapping[str, Any]) -> None:
-        from harvey.fsutil import atomic_write
-        from harvey.private import make_private_dirs
-
-        payload = {"version": STORE_VERSION, "workspaces": dict(sorted(workspaces.items()))}
-        try:
-            make_private_dirs(self.home)
-            atomic_write(self.path, (json.dumps(payload, indent=1) + "\n").encode(), mode=0o600)
-        except OSError as exc:
-            raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
-
-    def is_trusted(self, workspace: Path, file_digest: str) -> bool:
-        entry = self._read().get(_key(workspace))
-        return entry is not None and entry.get("sha256") == file_digest
-
-    def trust(self, workspace: Path, file_digest: str) -> None:
-        with self._locked():
-            workspaces = self._read()
-            workspaces[_key(workspace)] = {"sha256": file_digest, "trusted_at": time.time()}
-            self._write(workspaces)
-
-    def revoke(self, workspace: Path) -> bool:
-        """Forget ``workspace``; False when it was not trusted."""
-        with self._locked():
-            workspaces = self._read()
-            if workspaces.pop(_key(workspace), None) is None:
-                return False
-            self._write(workspaces)
-            return True
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """One writer at a time: two sessions trusting at once both keep their entry."""
-        import fcntl
-
-        from harvey.private import make_private_dirs
-
-        try:
-            make_private_dirs(self.home)
-            fd = os.open(self.home / f".{STORE_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
-
-    def entries(self) -> list[Entry]:
-        return [
-            Entry(path, str(value.get("sha256", "")), float(value.get("trusted_at", 0) or 0))
-            for path, value in sorted(self._read().items())
-        ]
-
-
-def _key(workspace: Path) -> str:
-    """The workspace's real path: a link or ``..`` to a trusted folder is that folder."""
-    return os.path.realpath(workspace)

@@ -20,7 +20,8 @@ from harvey.errors import UsageError
 
 if TYPE_CHECKING:
     from harvey.config import Paths
-    from harvey.trust import Review, Setting, TrustStore
+    from harvey.trust import Review, Setting
+    from harvey.trust_store import TrustStore
 
 #: The longest value shown; a longer one ends in an ellipsis.
 SHOWN_CHARS = 160
@@ -83,7 +84,7 @@ def ask_to_trust(review: Review) -> bool:
         sys.exit(0)
     if answer == "n":
         return False
-    from harvey.trust import TrustStore
+    from harvey.trust_store import TrustStore
 
     TrustStore(_home()).trust(review.workspace, review.digest)
     click.echo(f"Trusted {for_terminal(str(review.workspace))}.")
@@ -112,7 +113,7 @@ def trust(ctx: click.Context, path: Path | None, revoke: bool, list_: bool) -> N
     """
     from harvey.config import resolve_paths
     from harvey.terminal_text import for_terminal
-    from harvey.trust import TrustStore
+    from harvey.trust_store import TrustStore
 
     if list_ and (revoke or path is not None):
         raise UsageError("--list takes no PATH and no --revoke")
@@ -157,7 +158,8 @@ def _list(store: TrustStore) -> None:
     from harvey.config import CONFIG_FILENAME
     from harvey.errors import ConfigError
     from harvey.terminal_text import for_terminal
-    from harvey.trust import digest, read_bounded
+    from harvey.trust import digest
+    from harvey.trust_store import read_bounded
 
     entries = store.entries()
     if not entries:
