@@ -388,14 +388,14 @@ def run() -> str:
         parts += section("SmolLM2-135M, embedded", client, workdir, _pipelines())
         if os.environ.get("HARVEY_BENCH_QUALITY_CURVE", "1") != "0":
             parts += ["Chunk size against quality, embedded:", "", *curve(client, workdir), ""]
-        if os.environ.get("HARVEY_BENCH_QUALITY_SERVER", "1") != "0":
-            if importlib.util.find_spec("llama_cpp.server") is None:
-                parts += [
-                    "The server run was skipped: llama-cpp-python[server] is not installed.",
-                    "",
-                ]
-            else:
-                parts += _server_section(workdir)
+        else:
+            parts += ["The chunk-size curve was not run (HARVEY_BENCH_QUALITY_CURVE=0).", ""]
+        if os.environ.get("HARVEY_BENCH_QUALITY_SERVER", "1") == "0":
+            parts += ["The server run was not asked for (HARVEY_BENCH_QUALITY_SERVER=0).", ""]
+        elif importlib.util.find_spec("llama_cpp.server") is None:
+            parts += ["The server run was skipped: llama-cpp-python[server] is not installed.", ""]
+        else:
+            parts += _server_section(workdir)
     return "\n".join(parts)
 
 
