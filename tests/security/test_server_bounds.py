@@ -4,6 +4,7 @@ offered — through the transport, the probes and the real ``harvey run``."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
@@ -206,3 +207,17 @@ def test_harvey_run_against_a_hostile_server_is_one_line(
         )  # fmt: skip
     assert_one_line_error(proc, proc.returncode, "127.0.0.1")
     assert proc.returncode != 0
+
+
+@pytest.mark.parametrize(
+    "model_info",
+    [{"llama.context_length": -5}, {"llama.context_length": 10**30}, {"x.context_length": "8k"},
+     ["not", "a", "mapping"], {"llama.context_length": 0}],
+)  # fmt: skip
+def test_an_ollama_window_no_request_can_have_is_not_believed(model_info: object) -> None:
+    from harvey.llm.ollama import FALLBACK_CONTEXT, OllamaClient
+
+    show = json.dumps({"model_info": model_info, "capabilities": ["completion"]}).encode()
+    with HostileServer({"/api/show": Canned(show)}) as srv:
+        client = OllamaClient(srv.url.removesuffix("/v1"), "m", retries=0)
+        assert client.capabilities().context_window == FALLBACK_CONTEXT

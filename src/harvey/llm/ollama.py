@@ -37,6 +37,7 @@ from harvey.llm.base import (
     Usage,
     new_call_id,
     parse_arguments,
+    token_count,
 )
 from harvey.llm.http import Endpoint, malformed
 from harvey.llm.http_client import HttpClient, HttpOptions
@@ -201,9 +202,10 @@ class OllamaClient(HttpClient):
         if not isinstance(info, dict):
             info = {}
         trained: int | None = None
-        for key, value in (info.get("model_info") or {}).items():
-            if key.endswith(".context_length") and isinstance(value, int):
-                trained = value
+        model_info = info.get("model_info")
+        for key, value in (model_info if isinstance(model_info, dict) else {}).items():
+            if str(key).endswith(".context_length"):
+                trained = token_count(value) or None  # a server's number, whole and positive
                 break
         caps = info.get("capabilities")
         found = "template"  # Ollama's capabilities come from the model's template too
