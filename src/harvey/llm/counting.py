@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harvey.errors import BackendError
+from harvey.llm.base import token_count
 from harvey.llm.http import HttpTransport
 
 FALLBACK_FRAMING = 8  # tokens per message when the template cannot be rendered (ChatML: 5)
@@ -186,8 +187,8 @@ class LlamaCppPythonTokenizer:
             {"input": text, "model": self.model},
             retries=1,
         )
-        count = data.get("count") if isinstance(data, dict) else None
-        if not isinstance(count, int):
+        count = token_count(data.get("count")) if isinstance(data, dict) else None
+        if count is None:
             raise BackendError(f"{self.http.endpoint.where} answered /extras/tokenize/count oddly")
         return count
 

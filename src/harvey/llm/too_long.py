@@ -26,6 +26,7 @@ from typing import Any
 
 from harvey.errors import ContextTooLong
 from harvey.llm import wire
+from harvey.llm.base import token_count
 
 _PHRASES = re.compile(
     r"exceeds? the available context size|context_length_exceeded|exceed_context_size"
@@ -76,8 +77,9 @@ def too_long_error(where: str, detail: str, body: bytes | str = b"") -> ContextT
         return None
     prompt = err.get("n_prompt_tokens")
     window = err.get("n_ctx")
-    prompt = prompt if isinstance(prompt, int) else _first_int(_PROMPT, detail)
-    window = window if isinstance(window, int) else _first_int(_WINDOW, detail)
+    # a server's numbers, kept only when a request could have them (``token_count``)
+    prompt = token_count(prompt) or token_count(_first_int(_PROMPT, detail))
+    window = token_count(window) or token_count(_first_int(_WINDOW, detail))
     return ContextTooLong(describe(where, prompt, window), prompt, window)
 
 
