@@ -9,7 +9,7 @@ import pytest
 from harvey.errors import StoreError
 from harvey.messages import Message, ToolCall
 from harvey.session.store import MIGRATIONS, SessionStore
-from harvey.tools.todo import Todo
+from harvey.session.todos import Todo
 from tests.conftest import process_context
 
 

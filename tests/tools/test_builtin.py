@@ -6,11 +6,11 @@ from pathlib import Path
 
 from harvey.config import Settings
 from harvey.messages import ToolCall
+from harvey.session.todos import Todo
 from harvey.tools.builtin import build_executor, build_registry
 from harvey.tools.hooks import HookRegistry
 from harvey.tools.offload import OffloadHook
 from harvey.tools.registry import ToolContext
-from harvey.tools.todo import Todo
 
 
 class Store:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harvey.errors import WorkspaceError
+from harvey.session.todos import Todo
 from harvey.tools.plan import FilePlanWriter
-from harvey.tools.todo import Todo
 
 SESSION = "abc12345-6789-0000-aaaa-bbbbccccdddd"
 FIXED = datetime(2026, 5, 22, 15, 30, tzinfo=UTC)

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harvey.messages import ToolCall
+from harvey.session.todos import STATUSES, Todo
 from harvey.tools.registry import ToolContext, ToolRegistry
-from harvey.tools.todo import STATUSES, PlanWriter, Todo, TodoStore, TodoWriteTool, parse_todos
+from harvey.tools.todo import PlanWriter, TodoStore, TodoWriteTool, parse_todos
 
 
 class MemoryTodoStore:

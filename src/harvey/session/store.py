@@ -27,8 +27,8 @@ from harvey.session.compactions import CompactionsMixin
 from harvey.session.map_results import MapResultsMixin
 from harvey.session.migrations import MIGRATIONS, migrate
 from harvey.session.recordings import RecordingsMixin
+from harvey.session.todos import Todo
 from harvey.store.connection import open_home, transaction
-from harvey.tools.todo import Todo
 
 __all__ = ["MIGRATIONS", "SessionInfo", "SessionStore"]
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from harvey.errors import WorkspaceError
 from harvey.own_files import PRIVATE_FILE, Location
+from harvey.session.todos import Todo
 from harvey.tools.offload import sanitize_id
-from harvey.tools.todo import Todo
 
 TITLE = "# Execution Plan"
 TASK_HEADING = "## Task List"

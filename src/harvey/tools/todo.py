@@ -13,25 +13,13 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from harvey.errors import HarveyError, ToolError
+from harvey.session.todos import STATUSES, Todo
 from harvey.tools.registry import ToolContext
 
 log = logging.getLogger(__name__)
-
-STATUSES = ("pending", "in_progress", "completed", "cancelled")
-
-
-@dataclass(frozen=True)
-class Todo:
-    id: str
-    content: str
-    status: str
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
 
 
 @runtime_checkable
