@@ -154,3 +154,16 @@ def test_stream_json_sends_a_long_line_in_parts(capsys: pytest.CaptureFixture[st
     assert "".join(texts) == line
     assert max(len(t) for t in texts) <= MAX_PENDING_TEXT
     assert len(texts) > len(line) // MAX_PENDING_TEXT
+
+
+def test_reasoning_without_end_is_cut_at_the_reply_bound(victim_workspace: Path) -> None:
+    """A reasoning field no TextDelta carries is still part of the reply's length."""
+
+    def body() -> Iterator[bytes]:
+        while True:
+            yield _event({"reasoning_content": "I am still thinking about it. " * 200})
+
+    proc, recorded = _run(victim_workspace, body)
+    note = f"the reply passed {MAX_REPLY_CHARS:,} characters"
+    assert proc.returncode == 0, proc.stderr
+    assert note in proc.stdout and note in recorded

@@ -41,6 +41,7 @@ from harvey.llm.base import (
 )
 from harvey.llm.http import Endpoint, malformed
 from harvey.llm.http_client import HttpClient, HttpOptions
+from harvey.llm.reply_bounds import MAX_REPLY_CHARS, reply_too_long
 from harvey.messages import Message, ToolCall
 from harvey.redact import active
 
@@ -141,6 +142,7 @@ class OllamaClient(HttpClient):
     def _events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         where = self.http.endpoint
         watch = self.http.progress_watch()  # blank keep-alive lines are not progress
+        thought = 0  # characters of thinking, which no TextDelta counts
         for line in self.http.stream_lines("/api/chat", payload, model=self.model):
             if not line.strip():
                 watch.check()
@@ -179,6 +181,9 @@ class OllamaClient(HttpClient):
                     yield Usage(data.get("prompt_eval_count"), data.get("eval_count"))
                     return
                 moved = content or message.get("tool_calls") or message.get("thinking")
+                thought += len(str(message.get("thinking") or ""))
+                if thought > MAX_REPLY_CHARS:  # thinking that never ends is a reply too
+                    raise reply_too_long()
             except (AttributeError, TypeError) as exc:
                 raise malformed(where, line) from exc
             if moved:

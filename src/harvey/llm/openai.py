@@ -52,8 +52,10 @@ from harvey.llm.http import Endpoint, malformed, server_root
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.llm.reply_bounds import (
     MAX_ARGUMENT_CHARS,
+    MAX_REPLY_CHARS,
     MAX_TOOL_CALLS,
     arguments_too_long,
+    reply_too_long,
     too_many_calls,
 )
 from harvey.messages import Message, ToolCall
@@ -145,7 +147,8 @@ PROPS_TIMEOUT = 5.0  # seconds for llama.cpp's /props probe
 
 
 # Delta fields whose arrival is progress (text, and the reasoning some servers stream first).
-_PROGRESS_FIELDS = ("content", "reasoning_content", "reasoning")
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_PROGRESS_FIELDS = ("content", *_REASONING_FIELDS)
 
 
 class OpenAIClient(HttpClient):
@@ -252,6 +255,7 @@ class OpenAIClient(HttpClient):
         usage = Usage()
         finish: str | None = None  # llama-cpp-python ends an interrupted stream without one
         watch = self.http.progress_watch()  # keep-alives are not progress
+        thought = 0  # characters of reasoning, which no TextDelta counts
         for line in self.http.stream_lines("chat/completions", payload, model=self.model):
             if not line.strip() or line.startswith(":"):
                 watch.check()
@@ -295,6 +299,9 @@ class OpenAIClient(HttpClient):
                         finish = str(choice["finish_reason"])
                         yield from (ToolCallEvent(c) for c in assembler.drain())
                     moved = moved or any(delta.get(k) for k in _PROGRESS_FIELDS)
+                    thought += sum(len(str(delta.get(k) or "")) for k in _REASONING_FIELDS)
+                    if thought > MAX_REPLY_CHARS:  # reasoning that never ends is a reply too
+                        raise reply_too_long()
                     moved = moved or bool(choice.get("finish_reason"))
             except (AttributeError, TypeError) as exc:
                 raise malformed(where, line) from exc
