@@ -167,3 +167,24 @@ def test_reasoning_without_end_is_cut_at_the_reply_bound(victim_workspace: Path)
     note = f"the reply passed {MAX_REPLY_CHARS:,} characters"
     assert proc.returncode == 0, proc.stderr
     assert note in proc.stdout and note in recorded
+
+
+@pytest.mark.parametrize("part", ["name", "id"])
+def test_a_call_whose_name_or_id_never_ends_runs_nothing(victim_workspace: Path, part: str) -> None:
+    def body() -> Iterator[bytes]:
+        yield _event(_write_call(0))
+        while True:
+            piece: dict[str, Any] = {"index": 0, "function": {}}
+            if part == "name":
+                piece["function"]["name"] = "write_file_" * 100
+            else:
+                piece["id"] = "c" * 100_000
+            yield _event({"tool_calls": [piece]})
+            if part == "id":
+                yield _event({}, "tool_calls") + b"data: [DONE]\n\n"
+                return
+
+    proc, recorded = _run(victim_workspace, body)
+    assert proc.returncode == 0, proc.stderr
+    assert "name or id passed 256 characters" in proc.stdout + recorded
+    assert _written(victim_workspace) == []

@@ -324,6 +324,8 @@ def _check_call(call: ToolCall, before: int) -> None:
 
     if before >= reply_bounds.MAX_TOOL_CALLS:
         raise reply_bounds.too_many_calls()
+    if max(len(call.name), len(call.id)) > reply_bounds.MAX_NAME_CHARS:
+        raise reply_bounds.name_too_long()
     if len(json.dumps(call.arguments)) > reply_bounds.MAX_ARGUMENT_CHARS:
         raise reply_bounds.arguments_too_long(call.name)
 

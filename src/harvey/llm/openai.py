@@ -52,9 +52,11 @@ from harvey.llm.http import Endpoint, malformed, server_root
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.llm.reply_bounds import (
     MAX_ARGUMENT_CHARS,
+    MAX_NAME_CHARS,
     MAX_REPLY_CHARS,
     MAX_TOOL_CALLS,
     arguments_too_long,
+    name_too_long,
     reply_too_long,
     too_many_calls,
 )
@@ -134,6 +136,8 @@ class _Assembler:
             call.arguments += str(arguments)
         if len(call.arguments) > MAX_ARGUMENT_CHARS:  # before it is ever parsed or held more
             raise arguments_too_long(call.name)
+        if len(call.name) > MAX_NAME_CHARS:  # a name sent again and again is appended
+            raise name_too_long()
         if len(self.pending) > MAX_TOOL_CALLS:
             raise too_many_calls()
 

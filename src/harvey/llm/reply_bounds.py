@@ -20,6 +20,8 @@ MAX_TOOL_CALLS = 32
 MAX_REPLY_CHARS = 2_000_000
 #: Characters of one call's arguments (a file written whole is the largest legitimate one).
 MAX_ARGUMENT_CHARS = 1_000_000
+#: Characters of a call's name or id: a tool's name is a word, an id a few dozen.
+MAX_NAME_CHARS = 256
 
 
 class ReplyCut(Exception):
@@ -39,6 +41,13 @@ def too_many_calls() -> ReplyCut:
 def reply_too_long() -> ReplyCut:
     return ReplyCut(
         f"(stopped: the reply passed {MAX_REPLY_CHARS:,} characters; Harvey read no more of it)"
+    )
+
+
+def name_too_long() -> ReplyCut:
+    return ReplyCut(
+        f"(stopped: a tool call's name or id passed {MAX_NAME_CHARS} characters; "
+        "no tool call of the reply ran)"
     )
 
 
