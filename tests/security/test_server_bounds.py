@@ -221,3 +221,21 @@ def test_an_ollama_window_no_request_can_have_is_not_believed(model_info: object
     with HostileServer({"/api/show": Canned(show)}) as srv:
         client = OllamaClient(srv.url.removesuffix("/v1"), "m", retries=0)
         assert client.capabilities().context_window == FALLBACK_CONTEXT
+
+
+def test_a_deflate_stream_of_empty_blocks_is_refused_not_read_forever() -> None:
+    """An empty stored block is five bytes that inflate to nothing: a stream of them
+    reaches no limit counted on inflated bytes and no line a progress check sees."""
+    empty_block = b"\x00\x00\x00\xff\xff"  # BFINAL=0, BTYPE=00, LEN=0, NLEN=0xffff
+
+    def chunks() -> Iterator[bytes]:
+        while True:  # until Harvey hangs up
+            yield empty_block * 10_000
+
+    headers = {"content-type": "text/event-stream", "content-encoding": "deflate"}
+    with HostileServer({"/v1/chat/completions": Canned(chunks, 200, headers)}) as srv:
+        transport = _transport(srv)
+        with pytest.raises(StreamError, match="inflate to nothing"):
+            for _ in transport.stream_lines("/chat/completions", {}):
+                pass
+        transport.close()

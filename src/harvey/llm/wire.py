@@ -31,6 +31,8 @@ ACCEPT_ENCODING = "gzip, deflate"
 PIECE_BYTES = 1 << 20
 #: A server's JSON (model lists, /props, tool arguments) is a few levels deep.
 MAX_DEPTH = 64
+#: Compressed bytes that may inflate to nothing in a row (real data never does for long).
+BARREN_BYTES = 1 << 20
 #: An error body is read this far for its message; the rest is never inflated.
 ERROR_BODY_BYTES = 64 * 1024
 #: A probe's answer (/slots, /models, /api/tags) is small.
@@ -76,6 +78,7 @@ def decoded_pieces(response: httpx.Response) -> Iterator[bytes]:
     encoding = _encoding(response)
     inflater = _inflater(encoding)
     first = True
+    barren = 0  # compressed bytes read since the last that inflated to anything
     for raw in response.iter_raw():
         if inflater is None:
             yield raw
@@ -88,6 +91,11 @@ def decoded_pieces(response: httpx.Response) -> Iterator[bytes]:
             inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send
             piece = _inflate(inflater, raw, encoding)
         first = False
+        # Empty stored blocks inflate to nothing: a stream of them would never reach a
+        # limit counted on inflated bytes, nor a line a progress check could see.
+        barren = 0 if piece else barren + len(raw)
+        if barren > BARREN_BYTES:
+            raise EncodingRefused(f"a {encoding} body whose bytes inflate to nothing")
         yield piece
         while inflater.unconsumed_tail:
             yield _inflate(inflater, inflater.unconsumed_tail, encoding)
