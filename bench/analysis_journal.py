@@ -27,7 +27,11 @@ class Journal:
         self.path = path
         self.rows: dict[str, tuple[Outcome, Score]] = {}
         if path is not None and path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            text = path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):  # the next row must not join a cut one
+                with path.open("a", encoding="utf-8") as handle:
+                    handle.write("\n")
+            for line in text.splitlines():
                 try:
                     row = json.loads(line)
                     outcome = Outcome(row["text"], row["seconds"], row["calls"], error=row["error"])

@@ -177,3 +177,28 @@ def test_the_quality_cases_gold_lists_come_from_the_text() -> None:
     planted = plant(text, facts, random.Random(1))
     assert facts[0] in planted and planted.replace(facts[0] + "\n\n", "") == text
     assert planted_gold(facts) == ("Ruth Pellow", "2 May 1950")
+
+
+def test_the_quality_journal_resumes_what_a_cut_run_scored(tmp_path: Path) -> None:
+    """A run cut short keeps every scored row; the next run reuses them, and a line the
+    cut itself left half-written is skipped, not fatal."""
+    from bench.analysis_journal import Journal
+    from bench.analysis_pipelines import Outcome
+    from bench.analysis_scoring import Score
+
+    path = tmp_path / "journal.jsonl"
+    first = Journal(path)
+    key = Journal.key("LocalClient:smollm2", "make-versions", "harvey")
+    first.put(key, Outcome("1.2 was released", 1.5, 0), Score(3, 3, 2, 4, 1, 1))
+    with path.open("a") as handle:
+        handle.write('{"key": "cut')  # the process was killed mid-line
+    again = Journal(path)
+    kept = again.get(key)
+    assert kept is not None
+    outcome, score = kept
+    assert (outcome.text, outcome.calls, score.coverage) == ("1.2 was released", 0, 0.5)
+    assert again.get(Journal.key("LocalClient:smollm2", "make-versions", "textbook")) is None
+    assert Journal(None).get(key) is None  # no path: nothing kept, nothing read
+    later = Journal.key("LocalClient:smollm2", "make-versions", "textbook")
+    again.put(later, Outcome("", 9.0, 12), Score(0, 0, 0, 4, 0, 0))
+    assert Journal(path).get(later) is not None  # written on a line of its own
