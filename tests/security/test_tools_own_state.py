@@ -94,10 +94,7 @@ def test_the_model_writes_none_of_harveys_state_even_allowed(
 def test_a_command_that_runs_unasked_reads_nothing_of_it(
     attack: Attack, victim_workspace: Path, home_inside: dict[str, str]
 ) -> None:
-    from harvey.tools import sandbox
-
-    if not sandbox.detect("auto").active:
-        pytest.skip("no OS confinement on this machine: every command asks instead")
+    # Confined (or, on a machine with no confinement, refused unasked): nothing is told.
     result = attack(
         [
             ("run_shell", {"command": f"cat {STATE}/harvey.yaml"}),
