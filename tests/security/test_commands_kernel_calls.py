@@ -44,8 +44,8 @@ for target in sys.argv[1:]:
             print(name, target, "CHANGED")
         except OSError as exc:
             print(name, target, "refused", exc.errno)
-        except NotImplementedError:
-            print(name, target, "unsupported")
+        except NotImplementedError:  # lchmod: Linux has none, so Python cannot try it;
+            print(name, target, "unsupported")  # not a change, and every other call is tried
     t("chmod", lambda: os.chmod(target, 0o777))
     t("lchmod", lambda: os.chmod(target, 0o777, follow_symlinks=False))
     t("chown", lambda: os.chown(target, os.getuid(), os.getgid()))
