@@ -35,8 +35,9 @@ from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.analysis.map_calls import run_bounded
 from harvey.config import ChunkingSettings
 from harvey.errors import ContextTooLong
-from harvey.llm.base import LLMClient, chat, map_client_of
+from harvey.llm.base import chat, map_client_of
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 
 
 class Counting:

@@ -42,10 +42,10 @@ from tests.fakes.llamacpp import FakeLlamaCpp
 from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
-from harvey.llm.base import LLMClient
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.pool import EndpointSpec
 from harvey.llm.pool_setup import build_pool
+from harvey.protocols import LLMClient
 
 CHUNK_TEXT = "The committee met on Tuesday to review the quarterly figures. " * 20
 

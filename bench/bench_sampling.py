@@ -189,9 +189,9 @@ class Reply:
 
 
 def generate(prompt: Prompt, setting: Setting, seed: int) -> Reply:
-    from harvey.llm.base import Finish, TextDelta, Usage
     from harvey.llm.local import LocalClient
     from harvey.messages import Message
+    from harvey.protocols import Finish, TextDelta, Usage
 
     client = LocalClient(
         n_threads=THREADS,

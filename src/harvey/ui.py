@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 from harvey.terminal_text import for_terminal
 
 if TYPE_CHECKING:
-    from harvey.analysis.progress import ProgressReporter
+    from harvey.protocols import ProgressReporter
 
 
 class WriteChoice(enum.Enum):

@@ -15,8 +15,8 @@ from harvey.analysis.engine import ChunkAnalysisParams, SynthesisError, run_chun
 from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import BackendError, Cancelled
-from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
 from harvey.messages import Message
+from harvey.protocols import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
 from tests.fakes.evidence import chosen, chunk_of, part_of, quote_first_sentence, records
 
 NOTES = "Archivist's note: the {} ledger was rebound in {}."

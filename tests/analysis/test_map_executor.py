@@ -13,8 +13,9 @@ from harvey.analysis.params import result_key
 from harvey.analysis.progress import NullProgress
 from harvey.analysis.quotes import Location
 from harvey.errors import BackendError, ContextTooLong
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import chat
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 from tests.analysis.test_engine import FnClient, RecordingDouble
 from tests.fakes.evidence import chunk_of, part_of, records
 

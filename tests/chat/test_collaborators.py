@@ -13,8 +13,8 @@ from harvey.chat.clients import Clients, find_mention, split_mention
 from harvey.chat.oversize import ChunkStatus
 from harvey.config import ChunkingSettings, RouteSettings, Settings
 from harvey.errors import UsageError
-from harvey.llm.base import LLMClient
 from harvey.llm.scripted import Reply, ScriptedClient
+from harvey.protocols import LLMClient
 from harvey.session.store import SessionStore
 
 from .conftest import AgentFactory

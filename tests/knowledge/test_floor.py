@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.chat.turn_context import TurnQuery
 from harvey.knowledge.floor import (
     Evidence,
     Floor,
@@ -25,6 +24,7 @@ from harvey.knowledge.floor import (
     unknown_share,
 )
 from harvey.llm.scripted import Reply
+from harvey.protocols import TurnQuery
 from tests.fakes.openai import FakeOpenAI
 from tests.harvey_process import invoke_harvey
 from tests.knowledge.conftest import Harvey

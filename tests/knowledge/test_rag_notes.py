@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harvey.protocols import RagSource
 from harvey.session.notes import rag_source_note, read_rag_source
-from harvey.session.records import RagSource
 from harvey.session.render import _note_class
 
 

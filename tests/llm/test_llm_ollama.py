@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from harvey.errors import BackendHTTPError, BackendUnavailable, ModelNotFound, StreamError
-from harvey.llm.base import TextDelta, Usage, chat, parse_arguments
+from harvey.llm.base import chat, parse_arguments
 from harvey.llm.ollama import OllamaClient, to_wire
 from harvey.messages import Message, ToolCall
+from harvey.protocols import TextDelta, Usage
 from tests.fakes.servers import FakeOllama, HTTPFailure, Malformed, Reply, Slow, Truncated
 from tests.llm.conftest import SleepRecorder, free_port
 

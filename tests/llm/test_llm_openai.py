@@ -17,9 +17,10 @@ from harvey.errors import (
     ModelNotFound,
     StreamError,
 )
-from harvey.llm.base import TextDelta, Usage, chat
+from harvey.llm.base import chat
 from harvey.llm.openai import DEFAULT_CONTEXT, OpenAIClient, _Assembler, server_root, to_wire
 from harvey.messages import Message, ToolCall
+from harvey.protocols import TextDelta, Usage
 from tests.fakes.servers import FakeOpenAI, HTTPFailure, Malformed, Reply, Truncated
 from tests.llm.conftest import SleepRecorder, free_port
 

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from harvey.context.budget import estimate_tokens
 from harvey.errors import BackendError, ConfigError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import chat
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.messages import Message, ToolCall
+from harvey.protocols import LLMClient
 
 
 def test_replies_in_order_and_records_what_the_model_saw() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
-from harvey.llm.base import TextDelta, chat
+from harvey.llm.base import chat
 from harvey.llm.metering import metered
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.messages import Message
+from harvey.protocols import TextDelta
 from tests.fakes.servers import FakeOpenAI
 
 

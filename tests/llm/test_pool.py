@@ -12,11 +12,12 @@ from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
 from harvey.errors import BackendUnavailable, ConfigError, SynthesisError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import chat
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.pool import COOLDOWN, EndpointSpec, PooledClient
 from harvey.llm.pool_setup import build_pool
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 from tests.fakes.base import HTTPFailure
 from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.fakes.openai import FakeOpenAI

@@ -191,8 +191,8 @@ def test_any_cut_of_an_answer_gives_a_prefix_of_its_text(text: str, cut: int) ->
 
 def test_a_models_own_auto_entry_is_found_out_not_taken_as_a_mode() -> None:
     """``tools.models: {m: auto}`` over ``tools.mode: off`` means "find out" for m."""
-    from harvey.llm.base import ModelCapabilities
     from harvey.llm.tool_choice import resolve_tool_mode
+    from harvey.protocols import ModelCapabilities
 
     client = ScriptedClient([], model="m")
     tools = ToolsSettings(mode="off", models={"m": "auto"})

@@ -199,7 +199,7 @@ class _Decider:
         self.prompts: list[str] = []
 
     def stream_chat(self, messages, tools=None, *, response_schema=None):  # type: ignore[no-untyped-def]
-        from harvey.llm.base import TextDelta
+        from harvey.protocols import TextDelta
 
         self.prompts.append(messages[-1].content)
         yield TextDelta(self.answers.pop(0))

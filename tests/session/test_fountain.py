@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from harvey.errors import SessionFileError
 from harvey.messages import ToolCall
+from harvey.protocols import RagInfo, RecallItem
 from harvey.session.escape import (
     character_cue,
     cue_name,
@@ -24,15 +25,7 @@ from harvey.session.escape import (
 )
 from harvey.session.fountain import parse_session, parse_session_text
 from harvey.session.recorder import Recorder
-from harvey.session.records import (
-    RagInfo,
-    RecallItem,
-    ToolNote,
-    TurnRecord,
-    WriteNote,
-    first_line_status,
-    write_status,
-)
+from harvey.session.records import ToolNote, TurnRecord, WriteNote, first_line_status, write_status
 
 from .strategies import DANGEROUS, adversarial_text, names
 

@@ -10,9 +10,10 @@ from screenplay_tools.fountain.parser import Parser
 from screenplay_tools.screenplay import ElementType
 
 from harvey.messages import ToolCall
+from harvey.protocols import RagInfo, RecallItem
 from harvey.session.fountain import parse_session
 from harvey.session.recorder import Recorder
-from harvey.session.records import RagInfo, RecallItem, ToolNote, TurnRecord
+from harvey.session.records import ToolNote, TurnRecord
 
 from .strategies import adversarial_text, names
 from .test_fountain import clock_from

@@ -6,9 +6,10 @@ from datetime import datetime
 from pathlib import Path
 
 from harvey.messages import ToolCall
+from harvey.protocols import RecallItem
 from harvey.session.fountain import parse_session
 from harvey.session.recorder import Recorder
-from harvey.session.records import RecallItem, ToolNote, TurnRecord
+from harvey.session.records import ToolNote, TurnRecord
 
 from .test_fountain import clock_from
 
@@ -107,7 +108,7 @@ def test_local_route_keeps_int_but_attributes_tools(tmp_path: Path) -> None:
 
 
 def test_rag_note_follows_the_action_line_and_only_when_fired(tmp_path: Path) -> None:
-    from harvey.session.records import RagInfo
+    from harvey.protocols import RagInfo
 
     rec = make(tmp_path)
     rec.record_turn(

@@ -26,11 +26,10 @@ if TYPE_CHECKING:
     from harvey.analysis.map_calls import MapExecutor, ResultCache
     from harvey.analysis.mapper import Style
     from harvey.analysis.params import AnalysisRecorder, AnswerKind
-    from harvey.analysis.progress import ProgressReporter
     from harvey.analysis.sizes import AnswerSetting, EvidenceSetting
     from harvey.config import ChunkingSettings, Settings
-    from harvey.llm.base import LLMClient, ModelCapabilities, Usage
     from harvey.messages import Message
+    from harvey.protocols import LLMClient, ModelCapabilities, ProgressReporter, Usage
 
 
 class Sizing(Protocol):

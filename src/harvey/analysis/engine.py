@@ -61,12 +61,13 @@ from harvey.analysis.params import (
     positioned,
     result_key,
 )
-from harvey.analysis.progress import NullProgress, ProgressReporter, make_progress
+from harvey.analysis.progress import NullProgress, make_progress
 from harvey.analysis.reduce import ReduceSpec, reduce_evidence
 from harvey.analysis.sizes import evidence_reason
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
-from harvey.llm.base import LLMClient, map_client_of
+from harvey.llm.base import map_client_of
+from harvey.protocols import LLMClient, ProgressReporter
 
 
 class AnalysisRun:

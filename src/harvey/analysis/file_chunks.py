@@ -28,7 +28,7 @@ from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk
 from harvey.documents import estimated_text_bytes, extract
 from harvey.documents.extraction import is_document_file
 from harvey.errors import BackendError, WorkspaceError
-from harvey.llm.base import LLMClient
+from harvey.protocols import LLMClient
 from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused
 
 

@@ -41,12 +41,11 @@ from harvey.analysis.map_calls import MapExecutor, ResultCache, first_line, pool
 from harvey.analysis.mapper import Style
 from harvey.analysis.params import AnalysisRecorder, AnswerKind
 from harvey.analysis.phases import MapOutcome, run_map_phase
-from harvey.analysis.progress import ProgressReporter
 from harvey.analysis.reduce import ReduceSpec, reduce_evidence
 from harvey.analysis.sizes import evidence_reason
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, HarveyError, SynthesisError
-from harvey.llm.base import LLMClient
+from harvey.protocols import LLMClient, ProgressReporter
 from harvey.session.records import ChunkFileNote
 
 

@@ -21,8 +21,8 @@ from harvey.analysis.chunking import Chunk
 from harvey.analysis.evidence import FORMAT
 from harvey.analysis.mapper import Piece
 from harvey.analysis.params import ChunkAnalysisParams, as_chunk
-from harvey.analysis.progress import ProgressReporter
 from harvey.errors import WorkspaceError
+from harvey.protocols import ProgressReporter
 
 
 @dataclass

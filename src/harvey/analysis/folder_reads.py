@@ -66,7 +66,7 @@ from harvey.workspace_files import (
 
 if TYPE_CHECKING:
     from harvey.config import ChunkingSettings, Settings
-    from harvey.llm.base import LLMClient
+    from harvey.protocols import LLMClient
 
 KEEP_BYTES = 64 * 1024 * 1024  # chunk text kept between the count and the map phase
 SKIPPED_RULES = (

@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harvey.errors import Cancelled
-from harvey.llm.base import LLMClient, Usage, chat
+from harvey.llm.base import chat
 from harvey.messages import Message
+from harvey.protocols import LLMClient, Usage
 
 if TYPE_CHECKING:
     from harvey.analysis.chunking import ChunkConfig

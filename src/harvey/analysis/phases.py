@@ -17,10 +17,9 @@ from harvey.analysis.engine import AnalysisRun
 from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.map_calls import MapExecutor, ResultCache
 from harvey.analysis.params import AnalysisRecorder, ChunkAnalysisParams
-from harvey.analysis.progress import ProgressReporter
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled
-from harvey.llm.base import LLMClient
+from harvey.protocols import LLMClient, ProgressReporter
 
 
 @dataclass

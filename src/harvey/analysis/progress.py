@@ -20,21 +20,10 @@ engine calls them when a reporter has them.
 from __future__ import annotations
 
 import sys
-from typing import Protocol, TextIO
+from typing import TextIO
 
+from harvey.protocols import ProgressReporter
 from harvey.terminal_text import for_terminal
-
-
-class ProgressReporter(Protocol):
-    def start(self, total: int) -> None: ...
-
-    def chunk_started(self, index: int, total: int) -> None: ...
-
-    def chunk_finished(self, index: int, total: int, error: str | None) -> None: ...
-
-    def synthesis_started(self, level: int, inputs: int, groups: int) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class NullProgress:

@@ -22,7 +22,7 @@ from harvey.analysis.params import AnswerKind
 from harvey.analysis.synthesis import synthesise
 from harvey.context.budget import remaining_context
 from harvey.errors import ContextTooLong, SynthesisError
-from harvey.llm.base import LLMClient
+from harvey.protocols import LLMClient
 
 #: Characters of a synthesis prompt that are not evidence (instruction aside).
 _FRAMING_CHARS = 600

@@ -20,13 +20,13 @@ from typing import TextIO
 
 from harvey import secret_files
 from harvey.analysis.api import Collaborators
-from harvey.analysis.progress import ProgressReporter
 from harvey.config import Paths, Settings, configured_keys
 from harvey.context.calibration import CalibratedSizing
 from harvey.errors import StoreError
-from harvey.llm.base import LLMClient, is_remote_endpoint
+from harvey.llm.base import is_remote_endpoint
 from harvey.messages import Message
 from harvey.own_files import Refusals
+from harvey.protocols import LLMClient, ProgressReporter
 from harvey.redact import Redactor, install
 from harvey.session.location import default_user_name, note_harvey_dir, open_recorder
 from harvey.session.map_results import StoredResults

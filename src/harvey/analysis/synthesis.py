@@ -38,8 +38,9 @@ from harvey.analysis.atoms import Source, atoms
 from harvey.analysis.evidence import Record
 from harvey.analysis.units import split_units
 from harvey.errors import Cancelled, HarveyError, SynthesisError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import chat
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 
 
 def synthesis_prompt(instruction: str, records: Sequence[Record]) -> str:

@@ -28,13 +28,12 @@ from harvey.chat.history_fit import FittedHistory, omitted_notice
 from harvey.chat.mentioned_files import MentionedFiles
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.chat.tool_rounds import ToolRounds
-from harvey.chat.turn_context import TurnContextProvider, TurnQuery
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
-from harvey.llm.base import LLMClient, ModelCapabilities, Usage
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.protocols import LLMClient, ModelCapabilities, TurnContextProvider, TurnQuery, Usage
 from harvey.session.location import default_user_name
 from harvey.session.recorder import Recorder
 from harvey.session.records import WriteNote

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 
 from harvey.config import RouteSettings, Settings
-from harvey.llm.base import LLMClient
+from harvey.protocols import LLMClient
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.errors import FileRefused, HarveyError
+from harvey.protocols import TurnContext, TurnQuery
 from harvey.tools.files import readable_path
 
 if TYPE_CHECKING:

@@ -40,8 +40,8 @@ from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.config import ChunkingSettings, Settings
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
-from harvey.llm.base import LLMClient
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 from harvey.tools.document_read import attach_document, is_document_file
 from harvey.tools.files import check_readable, looks_binary, open_regular
 from harvey.ui import AgentUI

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Protocol
 
 from harvey.chat.plan_injection import dynamic_plan_text
-from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.errors import HarveyError
+from harvey.protocols import TurnContext, TurnQuery
 
 
 class PlanSource(Protocol):

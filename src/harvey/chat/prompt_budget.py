@@ -44,8 +44,9 @@ from harvey.context.budget import (
 from harvey.context.calibration import CalibratedSizing
 from harvey.context.tokens import TokenCounter, message_text
 from harvey.errors import HarveyError
-from harvey.llm.base import LLMClient, ModelCapabilities, Usage, token_counter_of
+from harvey.llm.base import token_counter_of
 from harvey.messages import Message
+from harvey.protocols import LLMClient, ModelCapabilities, Usage
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -20,14 +20,13 @@ from harvey.chat.plan_context import PlanContext
 from harvey.chat.plan_injection import handover_text
 from harvey.chat.prompt_budget import PromptBudget
 from harvey.chat.prompts import GuideHook, root_guidance
-from harvey.chat.turn_context import TurnContextProvider
 from harvey.config import Paths, Settings, configured_keys
 from harvey.errors import ConfigError, HarveyError, StoreError
-from harvey.llm.base import LLMClient
 from harvey.llm.factory import make_client, make_route_client
 from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
 from harvey.own_files import Refusals, UnsafePath
+from harvey.protocols import LLMClient, TurnContextProvider
 from harvey.redact import Redactor, install
 from harvey.session.continuation import session_to_resume
 from harvey.session.location import default_user_name, note_harvey_dir, open_recorder

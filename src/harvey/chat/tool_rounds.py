@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harvey.chat.stream_holdback import HoldBack
-from harvey.llm.base import ChatResult, LLMClient, chat, new_call_id, session_scope
+from harvey.llm.base import chat, new_call_id, session_scope
 from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.llm.text_tool_calls import find_calls
 from harvey.llm.tool_choice import (
@@ -40,6 +40,7 @@ from harvey.llm.tool_choice import (
 )
 from harvey.llm.turn_names import turn_folders, turn_paths, turn_words
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.protocols import ChatResult, LLMClient
 from harvey.session.records import ToolNote
 from harvey.tools.registry import ToolContext, ToolExecutor
 

@@ -19,17 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harvey.llm.base import LLMClient, is_remote_endpoint
+from harvey.llm.base import is_remote_endpoint
 from harvey.messages import Message, ToolCall, ToolResult
+from harvey.protocols import LLMClient, RagInfo, RagSource
 from harvey.session.recorder import Recorder
-from harvey.session.records import (
-    CompactionNote,
-    RagInfo,
-    RagSource,
-    ToolNote,
-    TurnRecord,
-    WriteNote,
-)
+from harvey.session.records import CompactionNote, ToolNote, TurnRecord, WriteNote
 
 
 @dataclass

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from harvey.analysis.session import AnalysisSession
     from harvey.analysis.sizes import AnswerSetting, EvidenceSetting
     from harvey.cli.output import JsonOutput
-    from harvey.llm.base import LLMClient
+    from harvey.protocols import LLMClient
 
 
 def run_once(

@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from harvey.analysis.progress import PlainProgress, ProgressReporter
+from harvey.analysis.progress import PlainProgress
+from harvey.protocols import ProgressReporter
 from harvey.terminal_text import safe_console
 
 

@@ -14,7 +14,6 @@ import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from harvey.analysis.progress import ProgressReporter
 from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
@@ -22,6 +21,7 @@ from harvey.cli.output import JsonOutput
 from harvey.config import Paths, Settings
 from harvey.errors import Cancelled, TurnNotSaved, UsageError
 from harvey.llm.metering import metered
+from harvey.protocols import ProgressReporter
 from harvey.redact import redact
 from harvey.ui import HeadlessUI, WriteChoice, WriteRequest
 

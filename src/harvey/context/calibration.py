@@ -16,8 +16,8 @@ from collections.abc import Callable
 from harvey.context.budget import BYTES_PER_TOKEN, serialize_history
 from harvey.context.estimate import text_units
 from harvey.errors import StoreError
-from harvey.llm.base import LLMClient, ModelCapabilities, Usage
 from harvey.messages import Message
+from harvey.protocols import LLMClient, ModelCapabilities, Usage
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -23,28 +23,14 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from harvey.errors import HarveyError
 from harvey.messages import Message
+from harvey.protocols import Tokenizer
 
 log = logging.getLogger(__name__)
 
 MAX_CACHED = 4096  # contents remembered per counter (keys are digests, not the texts)
-
-
-class Tokenizer(Protocol):
-    """What a backend that can count offers (``harvey.llm.counting`` has the real ones)."""
-
-    method: str  # for /status: "embedded tokenizer", "llama.cpp /tokenize", ...
-
-    def count(self, text: str) -> int:
-        """The exact number of tokens ``text`` is, without special tokens."""
-        ...
-
-    def framing(self, roles: Sequence[str]) -> int:
-        """The tokens the chat template adds around messages with these roles."""
-        ...
 
 
 def message_text(message: Message) -> str:

@@ -24,13 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.config import Settings
 from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError
 from harvey.knowledge.search import Hit
 from harvey.knowledge.service import Knowledge, open_knowledge
-from harvey.session.records import RagInfo, RagSource
+from harvey.protocols import RagInfo, RagSource, TurnContext, TurnQuery
 
 HEADING = "### Context (from knowledge base)"
 BELOW_FLOOR = "no passage above the floor"

@@ -23,7 +23,7 @@ from harvey.errors import BackendError, ConfigError
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from harvey.llm.base import LLMClient
+    from harvey.protocols import LLMClient
 
 AUTO = "auto"  # "Ollama if it answers, else the embedded model"
 LOCAL_MODEL = "SmolLM2-135M-Instruct"

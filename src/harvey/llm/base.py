@@ -17,119 +17,22 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 from urllib.parse import urlparse
 
 from harvey.llm import wire
 from harvey.messages import Message, ToolCall
+from harvey.protocols import ChatResult, Finish, LLMClient, TextDelta, ToolCallEvent, Usage
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class TextDelta:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallEvent:
-    call: ToolCall
-
-
 #: The most parallel slots Harvey believes a server has (it sends that many requests at once).
 MAX_SLOTS = 64
-#: The most tokens one request can count: past any window, and within SQLite's INTEGER.
-MAX_TOKEN_COUNT = 1 << 31
-
-
-def token_count(value: object) -> int | None:
-    """A server's token count as Harvey keeps it: a whole number from 0 to
-    ``MAX_TOKEN_COUNT``, else ``None`` ("it did not say"). A hostile server's 10**30 would
-    not fit the store's INTEGER, and a string or a negative one would skew the budget."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not value.is_integer():
-        return None
-    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts as reported by the server; ``None`` when it did not say (or said
-    something no request can count: ``token_count``)."""
-
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prompt_tokens", token_count(self.prompt_tokens))
-        object.__setattr__(self, "completion_tokens", token_count(self.completion_tokens))
-
-
-@dataclass(frozen=True)
-class Finish:
-    """Why the model stopped, as the server said: ``stop``, ``length`` (the token cap),
-    ``tool_calls``; ``None`` when the stream closed properly without saying (a
-    llama-cpp-python server interrupted by the next request does that). A backend
-    that cannot tell does not send one."""
-
-    reason: str | None
-
-
-StreamEvent = TextDelta | ToolCallEvent | Usage | Finish
-
-
-@dataclass(frozen=True)
-class ModelCapabilities:
-    context_window: int
-    supports_tools: bool
-    context_source: str = "default"  # where context_window came from, for /status
-    # where supports_tools came from: "template" (the server's chat template or its
-    # capabilities), "embedded model", "scripted"... or "assumed" when the server did not
-    # say, which ``harvey.llm.tool_support`` then finds out with one probe call
-    tools_source: str = "assumed"
-
-
-@dataclass
-class ChatResult:
-    """A drained reply. ``text`` is what was shown, a loop or cap notice included;
-    ``answer`` is the model's text without it and ``note`` the notice alone."""
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    answer: str = ""
-    note: str = ""
-
-
-@runtime_checkable
-class LLMClient(Protocol):
-    """One model on one backend."""
-
-    backend: str  # "ollama" | "openai" | "local" | "scripted"
-    model: str
-    endpoint: str  # base URL, or "embedded"
-
-    def stream_chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]] | None = None,
-        *,
-        response_schema: dict[str, Any] | None = None,
-    ) -> Iterator[StreamEvent]: ...
-
-    def capabilities(self) -> ModelCapabilities: ...
-
-    def list_models(self) -> list[str]: ...
-
-    def with_model(self, model: str) -> LLMClient: ...
-
-    def close(self) -> None: ...
 
 
 def token_counter_of(client: LLMClient) -> Any:
-    """The client's exact token counter (a ``harvey.context.tokens.Tokenizer``) when its
+    """The client's exact token counter (a ``harvey.protocols.Tokenizer``) when its
     backend can count, else ``None``.
 
     An optional capability, not part of the protocol: a backend offers it by

@@ -1,4 +1,4 @@
-"""The backends that can count tokens exactly, as ``harvey.context.tokens.Tokenizer``s.
+"""The backends that can count tokens exactly, as ``harvey.protocols.Tokenizer``s.
 
 * ``EmbeddedTokenizer``: the embedded GGUF's own vocabulary, loaded with
   ``vocab_only=True`` (a tenth of a second, no weights) and its chat
@@ -29,8 +29,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harvey.errors import BackendError
-from harvey.llm.base import token_count
 from harvey.llm.http import HttpTransport
+from harvey.protocols import token_count
 
 FALLBACK_FRAMING = 8  # tokens per message when the template cannot be rendered (ChatML: 5)
 PROBE_TIMEOUT = 5.0

@@ -19,8 +19,8 @@ from pydantic import SecretStr
 from harvey.config import EndpointSetting, RouteSettings, Settings, base_url_for
 from harvey.errors import BackendUnavailable, ConfigError
 from harvey.llm.backends import AUTO, BuildRequest, lookup, runs_locally
-from harvey.llm.base import LLMClient
 from harvey.llm.keys import key_for
+from harvey.protocols import LLMClient
 
 POOLABLE = ("ollama", "openai")  # the backends an `endpoints:` pool can be made of
 PROBE_TIMEOUT = 0.5  # seconds: how long `auto` waits for Ollama before going local

@@ -23,9 +23,9 @@ from typing import Any, TypedDict
 import httpx
 from pydantic import SecretStr
 
-from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent
 from harvey.llm.http import Endpoint, HttpTransport, Sleep
 from harvey.messages import Message
+from harvey.protocols import LLMClient, ModelCapabilities, StreamEvent
 
 
 class HttpOptions(TypedDict, total=False):

@@ -26,13 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError
-from harvey.llm.base import Finish, LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
 from harvey.llm.llama_logs import INSTALL_HINT, import_llama
 from harvey.llm.local_weights import fast_weights
 from harvey.llm.too_long import too_long_error
 from harvey.messages import Message
+from harvey.protocols import (
+    Finish,
+    LLMClient,
+    ModelCapabilities,
+    StreamEvent,
+    TextDelta,
+    Tokenizer,
+    Usage,
+)
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_CTX = 8192

@@ -32,7 +32,7 @@ class _Usage(Protocol):
 
 
 class ChatResult(Protocol):
-    """What ``llm.base.ChatResult`` holds that is counted (named here, not imported: base
+    """What ``protocols.ChatResult`` holds that is counted (named here, not imported: base
     calls this module)."""
 
     @property

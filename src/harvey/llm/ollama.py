@@ -28,21 +28,20 @@ from typing import Any, Unpack
 from harvey.context.budget import estimate_tokens
 from harvey.errors import StreamError
 from harvey.llm import wire
-from harvey.llm.base import (
+from harvey.llm.base import new_call_id, parse_arguments
+from harvey.llm.http import Endpoint, malformed
+from harvey.llm.http_client import HttpClient, HttpOptions
+from harvey.llm.reply_bounds import MAX_REPLY_CHARS, reply_too_long
+from harvey.messages import Message, ToolCall
+from harvey.protocols import (
     Finish,
     ModelCapabilities,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
     Usage,
-    new_call_id,
-    parse_arguments,
     token_count,
 )
-from harvey.llm.http import Endpoint, malformed
-from harvey.llm.http_client import HttpClient, HttpOptions
-from harvey.llm.reply_bounds import MAX_REPLY_CHARS, reply_too_long
-from harvey.messages import Message, ToolCall
 from harvey.redact import active
 
 FALLBACK_CONTEXT = 4096  # when /api/show reports no context length at all

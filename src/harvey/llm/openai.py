@@ -33,21 +33,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from harvey.context.tokens import Tokenizer
 from harvey.errors import BackendError, StreamError
 from harvey.llm import prompt_cache, wire
-from harvey.llm.base import (
-    MAX_SLOTS,
-    Finish,
-    ModelCapabilities,
-    StreamEvent,
-    TextDelta,
-    ToolCallEvent,
-    Usage,
-    new_call_id,
-    parse_arguments,
-    token_count,
-)
+from harvey.llm.base import MAX_SLOTS, new_call_id, parse_arguments
 from harvey.llm.http import Endpoint, malformed, server_root
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.llm.reply_bounds import (
@@ -61,6 +49,16 @@ from harvey.llm.reply_bounds import (
     too_many_calls,
 )
 from harvey.messages import Message, ToolCall
+from harvey.protocols import (
+    Finish,
+    ModelCapabilities,
+    StreamEvent,
+    TextDelta,
+    Tokenizer,
+    ToolCallEvent,
+    Usage,
+    token_count,
+)
 from harvey.redact import redact
 
 log = logging.getLogger(__name__)

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
-from harvey.llm.base import LLMClient, ModelCapabilities, StreamEvent, current_session
+from harvey.llm.base import current_session
 from harvey.llm.pool_probe import ProbeResult, probe_endpoint
 from harvey.messages import Message
+from harvey.protocols import LLMClient, ModelCapabilities, StreamEvent
 
 log = logging.getLogger(__name__)
 

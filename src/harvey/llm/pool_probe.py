@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import httpx
 
-from harvey.llm.base import MAX_SLOTS, token_count
+from harvey.llm.base import MAX_SLOTS
 from harvey.llm.http import server_root
 from harvey.llm.prompt_cache import remember_slots
 from harvey.llm.wire import get_json
+from harvey.protocols import token_count
 
 PROBE_TIMEOUT = 2.0
 

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
-from harvey.llm.base import LLMClient
 from harvey.llm.pool import COOLDOWN, Endpoint, EndpointSpec, PooledClient, Probe
 from harvey.llm.pool_probe import ProbeResult, probe_endpoint
+from harvey.protocols import LLMClient
 
 log = logging.getLogger(__name__)
 

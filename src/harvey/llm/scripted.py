@@ -23,7 +23,8 @@ from typing import Any
 
 from harvey.context.budget import estimate_tokens
 from harvey.errors import BackendError, ConfigError
-from harvey.llm.base import (
+from harvey.messages import Message, ToolCall
+from harvey.protocols import (
     LLMClient,
     ModelCapabilities,
     StreamEvent,
@@ -31,7 +32,6 @@ from harvey.llm.base import (
     ToolCallEvent,
     Usage,
 )
-from harvey.messages import Message, ToolCall
 
 CallSpec = ToolCall | tuple[str, dict[str, Any]]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from harvey.errors import ContextTooLong
 from harvey.llm import wire
-from harvey.llm.base import token_count
+from harvey.protocols import token_count
 
 _PHRASES = re.compile(
     r"exceeds? the available context size|context_length_exceeded|exceed_context_size"

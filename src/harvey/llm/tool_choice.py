@@ -30,7 +30,7 @@ from harvey.llm.tool_support import ToolSupport
 
 if TYPE_CHECKING:
     from harvey.config import ToolsSettings
-    from harvey.llm.base import LLMClient, ModelCapabilities
+    from harvey.protocols import LLMClient, ModelCapabilities
 
 ANSWER = "answer"
 _TYPES: dict[str, tuple[type, ...]] = {

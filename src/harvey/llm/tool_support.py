@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from harvey.errors import HarveyError
-from harvey.llm.base import LLMClient, TextDelta, ToolCallEvent
 from harvey.llm.text_tool_calls import find_calls, without_thinking
 from harvey.messages import Message
+from harvey.protocols import LLMClient, TextDelta, ToolCallEvent
 
 log = logging.getLogger(__name__)
 

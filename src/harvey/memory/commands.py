@@ -19,8 +19,8 @@ from harvey.memory.store import Memory, MemoryStore
 
 if TYPE_CHECKING:
     from harvey.config import Settings
-    from harvey.llm.base import LLMClient
     from harvey.memory.review import Ask, Echo, MineReport
+    from harvey.protocols import LLMClient
 
 #: The counts a fresh home reports: no memory.db is no memories.
 EMPTY_COUNTS = {"active": 0, "archived": 0, "superseded": 0, "mined_recordings": 0}

@@ -32,9 +32,10 @@ from harvey.analysis.chunking import MIN_CHUNK_SIZE, ChunkConfig, DocType, chunk
 from harvey.analysis.map_calls import map_calls
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
 from harvey.errors import BackendError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import chat
 from harvey.memory.store import KINDS, TYPES
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 from harvey.session.fountain import ParsedSession, Scene
 
 MAX_PROPOSALS = 3

@@ -21,10 +21,11 @@ from collections import Counter
 from pathlib import Path
 
 from harvey.errors import HarveyError
-from harvey.llm.base import LLMClient, chat
+from harvey.llm.base import chat
 from harvey.memory.scrub import scrub
 from harvey.memory.store import Memory, MemoryStore
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 
 SKIP_DIRS = {".git", ".harvey", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache"}
 MAX_FILES = 5000  # a walk over a huge tree stops here: the proportions are what matters

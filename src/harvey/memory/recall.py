@@ -22,7 +22,7 @@ from pathlib import Path
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
 from harvey.memory.store import Memory, MemoryStore
 from harvey.memory.vectors import MemoryVectors, hybrid_search
-from harvey.session.records import RecallItem
+from harvey.protocols import RecallItem
 
 MIN_BUDGET = 512
 ALWAYS = ("workspace_profile", "project_fact")

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from harvey.errors import HarveyError, KnowledgeError, SessionFileError
-from harvey.llm.base import LLMClient
 from harvey.memory.mining import Proposal, ask_json, extract_json, mine_session
 from harvey.memory.scrub import scrub
 from harvey.memory.store import Memory, MemoryStore, normalise
 from harvey.memory.vectors import NEAR_COSINE, MemoryVectors
 from harvey.messages import Message
+from harvey.protocols import LLMClient
 from harvey.session.fountain import parse_session
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The session's side of memory: recall once, before the first prompt is sent.
 
 ``open_runtime`` registers a ``SessionMemory`` among the agent's turn context
-providers (``harvey.chat.turn_context``). On the first turn it recalls against
+providers (``harvey.protocols``). On the first turn it recalls against
 that turn's text (so ranking uses what the person actually asked) and
 returns the block as ``session_text`` — injected memory for the rest of the
 session, counted in remaining context like the plan — with the
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.chat.turn_context import TurnContext, TurnQuery
 from harvey.errors import StoreError
+from harvey.protocols import TurnContext, TurnQuery
 
 if TYPE_CHECKING:
     from harvey.chat.agent import Agent

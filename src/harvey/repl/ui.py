@@ -29,7 +29,7 @@ from harvey.ui import WriteChoice, WriteRequest
 if TYPE_CHECKING:
     from rich.markdown import Markdown
 
-    from harvey.analysis.progress import ProgressReporter
+    from harvey.protocols import ProgressReporter
 
 WRITE_QUESTION = "write it? [y]es / [N]o / [a]ll this session / [q]uit the turn: "
 WRITE_ANSWERS = {

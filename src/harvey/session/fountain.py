@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harvey.errors import SessionFileError
+from harvey.protocols import RagInfo, RagSource, RecallItem
 from harvey.session import evidence_notes as ev
 from harvey.session import notes as n
 from harvey.session.escape import cue_name, decode_block, decode_inline, is_note_line
@@ -36,9 +37,6 @@ from harvey.session.records import (
     ParsedToolNote,
     ParsedUndoNote,
     ParsedWriteNote,
-    RagInfo,
-    RagSource,
-    RecallItem,
 )
 
 T = TypeVar("T")

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from harvey.config import Paths, SessionSettings, Settings
 from harvey.errors import ConfigError, HarveyError
-from harvey.llm.base import LLMClient
 from harvey.own_files import Location, Refusals, UnsafePath
+from harvey.protocols import LLMClient
 from harvey.session.recorder import Recorder
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from harvey.protocols import RagInfo, RagSource, RecallItem
 from harvey.redact import redact
 from harvey.session.escape import (
     character_cue,
@@ -32,9 +33,6 @@ from harvey.session.records import (
     ParsedToolNote,
     ParsedUndoNote,
     ParsedWriteNote,
-    RagInfo,
-    RagSource,
-    RecallItem,
     ToolNote,
     WriteNote,
     first_line_status,

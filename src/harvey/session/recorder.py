@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from harvey.errors import WorkspaceError
 from harvey.own_files import Location
 from harvey.private import location_of
+from harvey.protocols import RecallItem
 from harvey.redact import redact, redact_data
 from harvey.session import evidence_notes, notes
 from harvey.session.escape import (
@@ -38,7 +39,7 @@ from harvey.session.escape import (
     encode_inline,
     encode_line,
 )
-from harvey.session.records import ChunkFileNote, ChunkServed, RecallItem, TurnRecord
+from harvey.session.records import ChunkFileNote, ChunkServed, TurnRecord
 
 if TYPE_CHECKING:
     from harvey.analysis.answer import Answer

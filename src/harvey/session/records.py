@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from harvey.messages import ToolCall
+from harvey.protocols import RagInfo, RagSource
 from harvey.session.escape import STATUS_LIMIT, first_line_status, shorten
 
 #: Tool arguments longer than this (as compact JSON) are shortened in the note.
@@ -80,40 +81,6 @@ class WriteNote:
     path: str
     status: str
     call: int = 0
-
-
-@dataclass(frozen=True)
-class RagInfo:
-    """A ``[[rag: …]]`` note: how many chunks were retrieved, from where, best score.
-
-    The same type is written and read back (the score as the note rounds it, to 0.01).
-    """
-
-    chunks: int
-    store: str
-    top_score: float
-
-
-@dataclass(frozen=True)
-class RagSource:
-    """A ``[[rag-source: PATH:Lstart-Lend — score S.SS]]`` note: one passage a turn was sent;
-    a passage of a paged document (a PDF) is ``PATH:p3`` or ``PATH:p3-p4`` instead."""
-
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    page_start: int = 0
-    page_end: int = 0
-
-
-@dataclass(frozen=True)
-class RecallItem:
-    """A ``[[recall: …]]`` note: one remembered item, its source and score (both ways)."""
-
-    id: str
-    source: str
-    score: float
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from harvey.errors import Cancelled, ClusterError
 
 if TYPE_CHECKING:
     from harvey.analysis.map_calls import MapTask, OnDone, OnStart
-    from harvey.llm.base import LLMClient
+    from harvey.protocols import LLMClient
 
 RESOURCE = "harvey_model"  # the custom resource that marks a node for one model actor
 POLL_SECONDS = 0.2

@@ -25,7 +25,7 @@ from harvey.errors import UsageError
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from harvey.llm.base import LLMClient
+    from harvey.protocols import LLMClient
 
 
 @dataclass(frozen=True)

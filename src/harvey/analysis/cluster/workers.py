@@ -38,7 +38,7 @@ from harvey.messages import Message
 if TYPE_CHECKING:
     from harvey.analysis.cluster.recipe import Recipe
     from harvey.analysis.map_calls import MapTask
-    from harvey.llm.base import LLMClient
+    from harvey.protocols import LLMClient
 
 _KINDS: dict[str, type[BackendError]] = {
     "BackendUnavailable": BackendUnavailable,
