@@ -30,7 +30,6 @@ from typing import Any
 
 from harvey.analysis.answer import Citation
 from harvey.analysis.api import AnalyzeOptions, analyze_file
-from harvey.analysis.chunking import detect_doc_type
 from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.analysis.map_calls import run_bounded
 from harvey.config import ChunkingSettings
@@ -38,6 +37,7 @@ from harvey.errors import ContextTooLong
 from harvey.llm.base import chat, map_client_of
 from harvey.messages import Message
 from harvey.protocols import LLMClient
+from harvey.workspace.kinds import detect_doc_type
 
 
 class Counting:

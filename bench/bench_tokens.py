@@ -35,7 +35,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
 
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.mapper import EvidenceMapper, MapRequest, Piece
 from harvey.analysis.progress import NullProgress
@@ -43,6 +43,7 @@ from harvey.context.budget import FIXED_CHUNK_BYTES, Calibration, auto_chunk_byt
 from harvey.context.tokens import TokenCounter
 from harvey.demo import INSTRUCTION
 from harvey.llm.scripted import Reply
+from harvey.workspace.kinds import DocType
 
 WINDOWS = (8192, 32_768, 131_072)
 CORPUS_BYTES = 1_000_000  # per corpus for the calls-per-MB table

@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 
 from bench.corpora import code_corpus
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.source_boundaries import definition_levels
 from harvey.knowledge.ingest import TREE_SITTER_LANGUAGES
+from harvey.workspace.kinds import DocType
 
 SIZE = 1500
 RUNS = 3

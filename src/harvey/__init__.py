@@ -14,13 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harvey.analysis.answer import Answer, Citation
     from harvey.analysis.api import AnalyzeOptions, Collaborators, FileAnalysis, analyze_file
-    from harvey.analysis.chunking import (
-        Chunk,
-        ChunkConfig,
-        DocType,
-        chunk_document,
-        detect_doc_type,
-    )
+    from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
     from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
     from harvey.analysis.evidence import Record
     from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
@@ -45,7 +39,8 @@ if TYPE_CHECKING:
     from harvey.llm.factory import make_client
     from harvey.messages import Message, ToolCall, ToolResult
     from harvey.session.fountain import ParsedSession, Scene, parse_session
-    from harvey.tools.files import safe_path
+    from harvey.workspace.kinds import DocType, detect_doc_type
+    from harvey.workspace.paths import safe_path
 
     __version__: str
 
@@ -60,17 +55,17 @@ _EXPORTS: dict[str, str] = {
     "analyze_file": "harvey.analysis.api",
     "FolderOutcome": "harvey.analysis.folder_reads",
     "analyze_paths": "harvey.analysis.folder_reads",
-    "AnalysisResult": "harvey.analysis.engine",
-    "ChunkAnalysisParams": "harvey.analysis.engine",
+    "AnalysisResult": "harvey.analysis.params",
+    "ChunkAnalysisParams": "harvey.analysis.params",
     "run_chunked_analysis": "harvey.analysis.engine",
     "estimate_tokens": "harvey.context.budget",
     "file_exceeds_budget": "harvey.context.budget",
     "remaining_context": "harvey.context.budget",
     "Chunk": "harvey.analysis.chunking",
     "ChunkConfig": "harvey.analysis.chunking",
-    "DocType": "harvey.analysis.chunking",
+    "DocType": "harvey.workspace.kinds",
     "chunk_document": "harvey.analysis.chunking",
-    "detect_doc_type": "harvey.analysis.chunking",
+    "detect_doc_type": "harvey.workspace.kinds",
     "DYNAMIC_BUDGET": "harvey.chat.plan_budget",
     "HANDOVER_BUDGET": "harvey.chat.plan_budget",
     "contain_tags": "harvey.chat.plan_budget",
@@ -89,7 +84,7 @@ _EXPORTS: dict[str, str] = {
     "ParsedSession": "harvey.session.fountain",
     "Scene": "harvey.session.fountain",
     "parse_session": "harvey.session.fountain",
-    "safe_path": "harvey.tools.files",
+    "safe_path": "harvey.workspace.paths",
     "Agent": "harvey.chat.agent",
     "open_runtime": "harvey.chat.runtime",
     "make_client": "harvey.llm.factory",

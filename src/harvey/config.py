@@ -111,7 +111,7 @@ class SecuritySettings(_Strict):
     # The OS confinement for commands; "auto" picks the best available, "none"
     # (or nothing available) makes every command ask first.
     sandbox: SandboxName = "auto"
-    # More file-name patterns that hold secrets, on top of harvey.secret_files' defaults.
+    # More file-name patterns that hold secrets, on top of harvey.workspace.secret_files' defaults.
     secret_files: list[str] = Field(default_factory=list)
     # Approved commands may connect to pathname Unix sockets (docker.sock, an ssh agent).
     unix_sockets: bool = False

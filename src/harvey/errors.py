@@ -109,8 +109,8 @@ class WorkspaceError(HarveyError):
 
 class FileRefused(WorkspaceError):
     """A file Harvey will not read for the model: ``reason`` is ``"secret file"`` (by its
-    name, ``harvey.secret_files``) or ``"hard link"`` (``st_nlink > 1``). Readers that walk
-    a folder skip and count these; a read of one file is refused with the message."""
+    name, ``harvey.workspace.secret_files``) or ``"hard link"`` (``st_nlink > 1``). Readers
+    that walk a folder skip and count these; a read of one file is refused with the message."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)

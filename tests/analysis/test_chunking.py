@@ -8,15 +8,8 @@ import re
 import pytest
 
 from harvey.analysis import source_boundaries
-from harvey.analysis.chunking import (
-    Chunk,
-    ChunkConfig,
-    DocType,
-    boundary_name,
-    chunk_document,
-    detect_doc_type,
-    language_for_path,
-)
+from harvey.analysis.chunking import Chunk, ChunkConfig, boundary_name, chunk_document
+from harvey.workspace.kinds import DocType, detect_doc_type, language_for_path
 
 
 @pytest.mark.parametrize(

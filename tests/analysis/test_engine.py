@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, SynthesisError, run_chunked_analysis
 from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
 from harvey.errors import BackendError, Cancelled
 from harvey.messages import Message
 from harvey.protocols import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage
+from harvey.workspace.kinds import DocType
 from tests.fakes.evidence import chosen, chunk_of, part_of, quote_first_sentence, records
 
 NOTES = "Archivist's note: the {} ledger was rebound in {}."

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from harvey.analysis import file_chunks
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.file_chunks import chunks_of, regular_size
 from harvey.errors import WorkspaceError
+from harvey.workspace.kinds import DocType
 
 TEXT = "\n\n".join(f"Paragraph {i}. " + "words " * 60 for i in range(20))
 

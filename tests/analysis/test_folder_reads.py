@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harvey.analysis.chunking import ChunkConfig, DocType
+from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.file_chunks import chunks_of
 from harvey.analysis.folder_reads import _Recut, collect_files, folder_label
 from harvey.errors import UsageError
+from harvey.workspace.kinds import DocType
 from tests.fakes.evidence import chunk_of, file_of, records
 
 

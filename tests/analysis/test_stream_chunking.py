@@ -8,8 +8,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.stream_chunking import count_chunks, iter_chunks, utf8_windows
+from harvey.workspace.kinds import DocType
 from tests.analysis.test_chunking_properties import ALPHABET, DOC_TYPES, OVERLAPS, check_invariants
 
 # Long texts: a drawn piece repeated (several windows and several 8 KB margins), and the

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.chat.oversize import CANCELLED_TEXT
 from harvey.config import ChunkingSettings, Settings
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
 from harvey.session.recorder import CHUNK_DONE as CHUNK_CLOSING
 from harvey.ui import HeadlessUI
+from harvey.workspace.kinds import DocType
 from tests.fakes.evidence import part_of, records
 
 from .conftest import AgentFactory

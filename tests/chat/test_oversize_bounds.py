@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harvey.analysis import file_chunks
-from harvey.analysis.chunking import ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
 from harvey.chat.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
@@ -18,6 +18,7 @@ from harvey.config import ChunkingSettings, Settings
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
 from harvey.ui import HeadlessUI
+from harvey.workspace.kinds import DocType
 from tests.fakes.evidence import chunk_of, records
 
 from .conftest import AgentFactory

@@ -660,7 +660,7 @@ def test_an_approved_command_cannot_read_secrets_either(victim_workspace: Path) 
 def test_a_workspace_too_big_to_walk_asks(
     victim_workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harvey.tools import workspace_view
+    from harvey.workspace import view as workspace_view
 
     monkeypatch.setattr(workspace_view, "MAX_ENTRIES", 10)
     monkeypatch.setattr(
@@ -771,8 +771,8 @@ def test_plain_tar_listing_still_runs_unasked(victim_workspace: Path) -> None:
 
 
 def test_seatbelt_and_bubblewrap_leave_out_the_secret_files(tmp_path: Path) -> None:
-    from harvey.secret_files import SecretFiles
-    from harvey.tools.workspace_view import workspace_view
+    from harvey.workspace.secret_files import SecretFiles
+    from harvey.workspace.view import workspace_view
 
     ws = tmp_path / "ws"
     (ws / ".ssh").mkdir(parents=True)

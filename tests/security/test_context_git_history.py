@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harvey.secret_files import SecretFiles
 from harvey.tools import git_secrets
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import run_command
+from harvey.workspace.secret_files import SecretFiles
 from tests.security.conftest import Attack
 from tests.security.test_commands_confinement import git, landlock, trust
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.redact import Redactor, is_secret_env_name, secret_env_values
-from harvey.secret_files import SecretFiles
+from harvey.workspace.secret_files import SecretFiles
 from tests.fakes.servers import FakeOpenAI
 from tests.harvey_process import harvey_spawn, run_harvey
 from tests.security.conftest import API_KEY, Attack, AttackResult
@@ -439,11 +439,11 @@ def test_a_document_that_is_a_link_to_a_secret_is_never_extracted(
 
 
 def test_security_secret_files_adds_patterns_of_the_users_own(tmp_path: Path) -> None:
-    from harvey import secret_files
     from harvey.errors import FileRefused
     from harvey.tools.files import ReadFileTool
     from harvey.tools.registry import ToolContext
     from harvey.tools.search import SearchFilesTool
+    from harvey.workspace import secret_files
 
     (tmp_path / "prod.vault").write_text(f"{FILE_SECRET}\n")
     (tmp_path / "config" / "prod").mkdir(parents=True)

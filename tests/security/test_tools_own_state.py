@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from harvey.errors import FileRefused, WorkspaceError
-from harvey.secret_files import SecretFiles, state_inside
 from harvey.tools.approval import is_protected
+from harvey.workspace.secret_files import SecretFiles, state_inside
 from tests.security.conftest import Attack
 
 STATE = ".local/share/harvey"
@@ -79,7 +79,10 @@ def test_the_model_writes_none_of_harveys_state_even_allowed(
     result = attack(
         [
             ("write_file", {"path": f"{STATE}/{target}", "content": body}),
-            ("edit_file", {"path": f"{STATE}/harvey.yaml", "old_string": "user", "new_string": "m"}),
+            (
+                "edit_file",
+                {"path": f"{STATE}/harvey.yaml", "old_string": "user", "new_string": "m"},
+            ),
         ],
         "--allow-writes",
         env=home_inside,
@@ -129,8 +132,8 @@ def test_the_rule_sees_every_spelling_of_the_state_folder() -> None:
 def test_safe_path_refuses_the_state_folder(
     victim_workspace: Path, home_inside: dict[str, str]
 ) -> None:
-    from harvey import secret_files
-    from harvey.tools.files import safe_path
+    from harvey.workspace import secret_files
+    from harvey.workspace.paths import safe_path
 
     secret_files.install(secret_files.for_workspace(victim_workspace, home_inside["HARVEY_HOME"]))
     try:

@@ -19,7 +19,7 @@ from harvey.memory.profile import facts, languages
 from harvey.tools.files import ListFilesTool
 from harvey.tools.registry import ToolContext
 from harvey.tools.search import SearchFilesTool
-from harvey.workspace_files import walk_files
+from harvey.workspace.files import walk_files
 
 DEPTH = 5000
 _DIR = os.O_RDONLY | os.O_DIRECTORY

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harvey.messages import ToolCall
-from harvey.tools.files import MAX_READ_BYTES, ReadFileTool, open_regular
+from harvey.tools.files import MAX_READ_BYTES, ReadFileTool
 from harvey.tools.registry import ToolContext, ToolRegistry
 from harvey.tools.search import SearchFilesTool
+from harvey.workspace.files import open_regular
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from harvey.errors import HarveyError, WorkspaceError
 from harvey.messages import ToolCall
-from harvey.tools.files import ReadFileTool, safe_path
+from harvey.tools.files import ReadFileTool
 from harvey.tools.registry import ToolContext, ToolRegistry
+from harvey.workspace.paths import safe_path
 
 
 def test_relative_path_resolves_inside(workspace: Path) -> None:

@@ -163,7 +163,7 @@ def analyze_file(
     included. Raises ``UsageError`` for an empty file, ``WorkspaceError`` for one that
     cannot be read, ``SynthesisError`` and ``Cancelled`` from the analysis.
     """
-    from harvey.analysis.chunking import boundary_name, detect_doc_type
+    from harvey.analysis.chunking import boundary_name
     from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
     from harvey.analysis.file_chunks import (
         chunk_config,
@@ -174,6 +174,7 @@ def analyze_file(
     )
     from harvey.errors import UsageError
     from harvey.messages import Message
+    from harvey.workspace.kinds import detect_doc_type
 
     options = options or AnalyzeOptions()
     using = using or Collaborators()

@@ -35,21 +35,15 @@ whole by the next, so the model never reads one chunk twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
-from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args
 
 from harvey.analysis.cut_points import Cutter, Defs
+from harvey.workspace.kinds import DocType
 
 Overlap = Literal["paragraph", "sentence", "none"]
 # The one spelling of the overlap choices: config, the CLI and the REPL derive theirs from it.
 OVERLAPS: tuple[Overlap, ...] = get_args(Overlap)
 MIN_CHUNK_SIZE = 16  # leaves ≥ 12 bytes after a quarter of overlap: room for any character
-
-
-class DocType(Enum):
-    PROSE = "prose"
-    SOURCE = "source"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,68 +107,6 @@ class Chunk(NamedTuple):
     end: int
     start_line: int
     end_line: int
-
-
-_PROSE_EXTS = {".md", ".markdown", ".txt", ".rst", ".tex", ".html", ".htm", ".org", ".adoc"}
-_LANGUAGES = {
-    ".py": "python",
-    ".pyi": "python",
-    ".go": "go",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".tsx": "tsx",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".rs": "rust",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".rb": "ruby",
-    ".php": "php",
-    ".cs": "csharp",
-    ".swift": "swift",
-    ".scala": "scala",
-    ".lua": "lua",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".pl": "perl",
-    ".r": "r",
-    ".jl": "julia",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".erl": "erlang",
-    ".hs": "haskell",
-    ".ml": "ocaml",
-    ".zig": "zig",
-    ".dart": "dart",
-    ".m": "objc",
-    ".sql": "sql",
-    ".vue": "vue",
-}
-# Source without a grammar we map: still split with the heuristic.
-_OTHER_SOURCE_EXTS = {".asm", ".s", ".f90", ".pas", ".clj", ".groovy", ".mk", ".cmake"}
-
-
-def language_for_path(path: str | Path) -> str | None:
-    """The tree-sitter grammar name for a source file, from its extension."""
-    return _LANGUAGES.get(Path(path).suffix.lower())
-
-
-def detect_doc_type(path: str | Path) -> DocType:
-    """Source for known code extensions, prose for everything else (seed W2)."""
-    suffix = Path(path).suffix.lower()
-    if suffix in _PROSE_EXTS:
-        return DocType.PROSE
-    if suffix in _LANGUAGES or suffix in _OTHER_SOURCE_EXTS:
-        return DocType.SOURCE
-    return DocType.PROSE
 
 
 def _byte_spans(
@@ -262,9 +194,6 @@ def boundary_name(doc_type: DocType) -> str:
 __all__ = [
     "Chunk",
     "ChunkConfig",
-    "DocType",
     "boundary_name",
     "chunk_document",
-    "detect_doc_type",
-    "language_for_path",
 ]

@@ -11,8 +11,9 @@ page range of a chunk is ``document.pages_of(chunk.start, chunk.end)``.
 
 from __future__ import annotations
 
-from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
 from harvey.documents.model import Document
+from harvey.workspace.kinds import DocType
 
 
 def section_starts(document: Document) -> list[int]:

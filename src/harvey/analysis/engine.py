@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from harvey.analysis.answer import Answer
-from harvey.analysis.chunking import DocType
 from harvey.analysis.evidence import ChunkEvidence, Record
 from harvey.analysis.map_calls import (
     MapExecutor,
@@ -68,6 +67,7 @@ from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, SynthesisError, WorkspaceError
 from harvey.llm.base import map_client_of
 from harvey.protocols import LLMClient, ProgressReporter
+from harvey.workspace.kinds import DocType
 
 
 class AnalysisRun:

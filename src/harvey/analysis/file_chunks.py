@@ -19,8 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from harvey import secret_files
-from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, chunk_document, language_for_path
+from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
 from harvey.analysis.document_chunks import chunk_sections
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config import ChunkingSettings
@@ -29,7 +28,9 @@ from harvey.documents import estimated_text_bytes, extract
 from harvey.documents.extraction import is_document_file
 from harvey.errors import BackendError, WorkspaceError
 from harvey.protocols import LLMClient
-from harvey.tools.files import file_kind, hard_link_refused, open_regular, secret_refused
+from harvey.workspace import secret_files
+from harvey.workspace.files import file_kind, hard_link_refused, open_regular, secret_refused
+from harvey.workspace.kinds import DocType, language_for_path
 
 
 def chunk_config(

@@ -1,7 +1,7 @@
 """Which files a whole-folder ``harvey analyze`` reads, and how they reach the engine.
 
 ``collect_files`` turns the command's PATHs into files: each PATH must be
-inside the workspace and exist; a folder is walked by ``workspace_files`` (the
+inside the workspace and exist; a folder is walked by ``workspace/files.py`` (the
 walk a knowledge-store ingest makes: no ``.git/``, ``.harvey/``, virtualenvs,
 ``node_modules/`` or what ``.gitignore`` ignores); ``--include``/``--exclude``
 globs filter what was found; empty, binary and unreadable files are skipped
@@ -42,7 +42,7 @@ from harvey.analysis.api import (
     answer_plan,
     chunking_of,
 )
-from harvey.analysis.chunking import Chunk, ChunkConfig, DocType, boundary_name, detect_doc_type
+from harvey.analysis.chunking import Chunk, ChunkConfig, boundary_name
 from harvey.analysis.file_chunks import (
     chunk_config,
     chunks_of,
@@ -55,14 +55,17 @@ from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
 from harvey.documents.extraction import document_problem, is_document_file
 from harvey.errors import FileRefused, UsageError, WorkspaceError
-from harvey.tools.files import BINARY_SNIFF_BYTES, file_kind, looks_binary, open_regular, safe_path
-from harvey.workspace_files import (
+from harvey.workspace.files import (
     GitIgnore,
+    file_kind,
     matches_any,
     not_for_model,
+    open_regular,
     relative_posix,
     walk_files,
 )
+from harvey.workspace.kinds import DocType, detect_doc_type
+from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary, safe_path
 
 if TYPE_CHECKING:
     from harvey.config import ChunkingSettings, Settings

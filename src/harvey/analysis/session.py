@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
-from harvey import secret_files
 from harvey.analysis.api import Collaborators
 from harvey.config import Paths, Settings, configured_keys
 from harvey.context.calibration import CalibratedSizing
@@ -33,6 +32,7 @@ from harvey.session.map_results import StoredResults
 from harvey.session.recorder import Recorder
 from harvey.session.records import TurnRecord
 from harvey.session.store import SessionStore
+from harvey.workspace import secret_files
 
 log = logging.getLogger(__name__)
 

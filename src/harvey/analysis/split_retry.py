@@ -17,13 +17,14 @@ import math
 import threading
 from dataclasses import dataclass, replace
 
-from harvey.analysis.chunking import MIN_CHUNK_SIZE, Chunk, ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import MIN_CHUNK_SIZE, Chunk, ChunkConfig, chunk_document
 from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.mapper import EvidenceMapper, Piece
 from harvey.errors import ContextTooLong
 from harvey.llm.base import chat
 from harvey.messages import Message
 from harvey.protocols import LLMClient
+from harvey.workspace.kinds import DocType
 
 MAX_SPLIT_DEPTH = 3  # at most 2**3 = 8 pieces for one chunk
 # The first half is cut at the chunker's best boundary within this share of the text.

@@ -28,8 +28,9 @@ import codecs
 from collections.abc import Iterable, Iterator
 from typing import IO
 
-from harvey.analysis.chunking import Chunk, ChunkConfig, DocType
+from harvey.analysis.chunking import Chunk, ChunkConfig
 from harvey.analysis.cut_points import Cutter
+from harvey.workspace.kinds import DocType
 
 WINDOW_BYTES = 4 * 1024 * 1024  # read from the file this much at a time
 _BACK = 8192  # kept before the current chunk's start

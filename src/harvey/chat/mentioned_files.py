@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from harvey.errors import FileRefused, HarveyError
 from harvey.protocols import TurnContext, TurnQuery
-from harvey.tools.files import readable_path
+from harvey.workspace.paths import readable_path
 
 if TYPE_CHECKING:
     from harvey.chat.oversize import ChunkedReads, ReadTurn

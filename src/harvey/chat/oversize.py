@@ -43,8 +43,9 @@ from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, Works
 from harvey.messages import Message
 from harvey.protocols import LLMClient
 from harvey.tools.document_read import attach_document, is_document_file
-from harvey.tools.files import check_readable, looks_binary, open_regular
 from harvey.ui import AgentUI
+from harvey.workspace.files import check_readable, open_regular
+from harvey.workspace.paths import looks_binary
 
 CANCELLED_TEXT = "File read cancelled by user."
 ATTACH_LIMIT_BYTES = 1_000_000

@@ -30,8 +30,10 @@ from harvey.errors import HarveyError
 from harvey.messages import ToolCall, ToolResult
 from harvey.redact import redact
 from harvey.terminal_text import for_terminal
-from harvey.tools.files import complete_prefix_length, open_regular, readable_path
+from harvey.tools.files import complete_prefix_length
 from harvey.tools.registry import ToolContext
+from harvey.workspace.files import open_regular
+from harvey.workspace.paths import readable_path
 
 PREAMBLE = """\
 You are Harvey, a careful assistant working with the documents and code in the \

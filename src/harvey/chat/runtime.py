@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey import secret_files
 from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
 from harvey.chat.compaction import resumed_history
@@ -40,6 +39,7 @@ from harvey.tools.plan import FilePlanWriter
 from harvey.tools.recall_turns import RecallTurnsTool
 from harvey.tools.registry import Deferred, ToolExecutor, ToolRegistry
 from harvey.ui import AgentUI
+from harvey.workspace import secret_files
 
 if TYPE_CHECKING:
     from harvey.knowledge.retrieval import Retrieval

@@ -29,14 +29,9 @@ from harvey.documents.extraction import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.terminal_text import for_terminal, unguarded
-from harvey.tools.files import (
-    BINARY_SNIFF_BYTES,
-    check_readable,
-    file_kind,
-    looks_binary,
-    open_regular,
-)
 from harvey.ui import HeadlessUI
+from harvey.workspace.files import check_readable, file_kind, open_regular
+from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary
 
 if TYPE_CHECKING:
     from harvey.analysis.api import AnalyzeOptions, Collaborators

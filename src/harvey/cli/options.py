@@ -140,9 +140,9 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     ``ask`` (the REPL) on a terminal — put to the user as a question.
     The redactor is installed before anything can print or send a key.
     """
-    from harvey import secret_files
     from harvey.config import configured_keys, load_settings, resolve_paths
     from harvey.redact import Redactor, install
+    from harvey.workspace import secret_files
 
     paths = resolve_paths(workspace)
     context = click.get_current_context(silent=True)

@@ -30,7 +30,7 @@ from harvey.documents.model import DOCUMENT_SUFFIXES, UNSUPPORTED_SUFFIXES, Docu
 from harvey.documents.pdf import PASSWORD_ENV
 from harvey.documents.runner import Limits, extract_in_child
 from harvey.errors import DocumentError, HarveyError, WorkspaceError
-from harvey.workspace_files import open_regular as _open_regular
+from harvey.workspace.files import open_regular as _open_regular
 
 if TYPE_CHECKING:
     from harvey.own_files import Folder

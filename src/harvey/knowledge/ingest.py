@@ -4,7 +4,7 @@ Safety: every path goes through ``safe_path`` (it must stay inside the
 workspace, symlinks resolved), only regular files are opened
 (``open_regular``, which never blocks on a FIFO), binary files are recognised
 by the project's one test (``looks_binary``) and skipped, as are files over
-``MAX_FILE_BYTES``, secret files (``harvey.secret_files``, by the real path's
+``MAX_FILE_BYTES``, secret files (``harvey.workspace.secret_files``, by the real path's
 name) and hard links (``st_nlink > 1``: the other name may be outside the
 workspace). None of these is fatal: each is counted and named; a secret file
 or hard link ingested by an older Harvey has its rows removed.
@@ -33,26 +33,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvey.analysis.chunking import (
-    ChunkConfig,
-    chunk_document,
-    detect_doc_type,
-    language_for_path,
-)
+from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.document_chunks import chunk_sections
 from harvey.documents import Document, document_kind
 from harvey.documents.extraction import MAX_DOCUMENT_BYTES, extract_data
 from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
-from harvey.tools.files import looks_binary, open_regular, safe_path
-from harvey.workspace_files import (
+from harvey.workspace.files import (
     GitIgnore,
     matches_any,
     not_for_model,
+    open_regular,
     relative_posix,
     walk_files,
 )
+from harvey.workspace.kinds import detect_doc_type, language_for_path
+from harvey.workspace.paths import looks_binary, safe_path
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Languages whose files are split at tree-sitter's definition starts; every other source

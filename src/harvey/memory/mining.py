@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harvey.analysis.chunking import MIN_CHUNK_SIZE, ChunkConfig, DocType, chunk_document
+from harvey.analysis.chunking import MIN_CHUNK_SIZE, ChunkConfig, chunk_document
 from harvey.analysis.map_calls import map_calls
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
 from harvey.errors import BackendError
@@ -37,6 +37,7 @@ from harvey.memory.store import KINDS, TYPES
 from harvey.messages import Message
 from harvey.protocols import LLMClient
 from harvey.session.fountain import ParsedSession, Scene
+from harvey.workspace.kinds import DocType
 
 MAX_PROPOSALS = 3
 TRANSCRIPT_SHARE = 0.5  # of the context window one mining call's transcript may use

@@ -80,7 +80,8 @@ def _head(workspace: Path, name: str) -> str:
     """The first ``HEAD_LINES`` lines of a workspace file, or "" when it may not be read
     for the model (outside, a secret file, a hard link, not a regular file) or is absent."""
     from harvey.documents import extract, is_document
-    from harvey.tools.files import open_regular, readable_path
+    from harvey.workspace.files import open_regular
+    from harvey.workspace.paths import readable_path
 
     try:
         path = readable_path(workspace, name)

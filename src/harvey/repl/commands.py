@@ -167,7 +167,7 @@ def show_todos(repl: ReplSession, _: str) -> None:
 
 
 def read(repl: ReplSession, arg: str) -> None:
-    from harvey.tools.files import safe_path
+    from harvey.workspace.paths import safe_path
 
     if not arg:
         raise UsageError("usage: /read FILE")
@@ -183,7 +183,7 @@ def read(repl: ReplSession, arg: str) -> None:
 
 
 def read_chunks(repl: ReplSession, arg: str) -> None:
-    from harvey.tools.files import safe_path
+    from harvey.workspace.paths import safe_path
 
     request = parse_read_chunks(arg)
     agent = repl.agent

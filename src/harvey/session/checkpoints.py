@@ -29,11 +29,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey import secret_files
 from harvey.errors import HarveyError, ToolError, UsageError, WorkspaceError
 from harvey.fsutil import atomic_write
 from harvey.own_files import Folder, Location
 from harvey.redact import redact
+from harvey.workspace import secret_files
 
 MAX_KEPT_BYTES = 128 * 1024 * 1024
 MAX_SESSION_BYTES = 512 * 1024 * 1024

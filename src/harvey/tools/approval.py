@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey import secret_files
 from harvey.errors import Cancelled, ToolError
 from harvey.redact import redact
 from harvey.ui import AgentUI, WriteChoice, WriteRequest, printable
+from harvey.workspace import secret_files
 
 #: A current file larger than this is not read to compute a diff.
 MAX_COMPARE_BYTES = 1024 * 1024

@@ -28,14 +28,10 @@ from harvey.errors import ToolError
 from harvey.redact import redact
 from harvey.session.checkpoints import write_checkpointed
 from harvey.tools import edit_stream as es
-from harvey.tools.files import (
-    display_path,
-    looks_binary,
-    open_regular,
-    readable_path,
-)
 from harvey.tools.registry import ToolContext
 from harvey.ui import WriteRequest
+from harvey.workspace.files import open_regular
+from harvey.workspace.paths import display_path, looks_binary, readable_path
 
 _HEAD = 65536
 

@@ -1,4 +1,4 @@
-"""Workspace file tools: every path goes through ``safe_path`` first.
+"""Workspace file tools: every path goes through ``workspace.paths.safe_path`` first.
 
 The workspace is the only part of the disk a model may touch, so one small
 function decides what "inside" means (symlinks resolved, ``..`` normalised,
@@ -6,7 +6,7 @@ NUL bytes refused, ``/ws-evil`` is not ``/ws``) and every tool calls it.
 
 Some files inside are still never read for the model (redaction cannot hide a
 key read six bytes at a time): secret files by name and hard links, by the rule
-in ``workspace_files`` (``check_readable``). ``readable_path`` applies it to the
+in ``workspace/files.py`` (``check_readable``). ``readable_path`` applies it to the
 name asked for and the real path; ``open_regular`` once more to what it opens
 (the name, and ``st_nlink`` on the descriptor), so no reader can forget it.
 
@@ -23,23 +23,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harvey import secret_files
-from harvey.analysis.chunking import detect_doc_type
-from harvey.errors import FileRefused, ToolError, WorkspaceError
+from harvey.errors import ToolError
 from harvey.session.checkpoints import write_checkpointed
 from harvey.tools.approval import describe_write
 from harvey.tools.document_read import is_document_file, read_document
 from harvey.tools.registry import ToolContext
-from harvey.workspace_files import (  # open_regular and file_kind live there (documents/)
+from harvey.workspace import secret_files
+from harvey.workspace.files import (
     HARD_LINK,
     SECRET_FILE,
     check_not_secret,
-    check_readable,
     file_kind,
     hard_link_refused,
     open_regular,
-    secret_refused,  # noqa: F401 - re-exported for the readers that import it here
 )
+from harvey.workspace.kinds import detect_doc_type
+from harvey.workspace.paths import BINARY_SNIFF_BYTES, display_path, looks_binary, safe_path
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
@@ -47,71 +46,8 @@ DEFAULT_READ_LIMIT = 4096
 # One call never returns more than this, whatever the limit and with the guard off
 # (chunking disabled): memory for a read must not grow with the file.
 MAX_READ_BYTES = 1024 * 1024
-BINARY_SNIFF_BYTES = 8192
 MAX_LIST_ENTRIES = 1000
 SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules"})
-
-
-_NAME_MAX = 255  # bytes in one path component, on every file system Harvey runs on
-
-
-def safe_path(workspace: Path | str, path: Path | str) -> Path:
-    """Resolve ``path`` (relative to ``workspace`` or absolute) and insist it stays inside.
-
-    Symlinks are resolved before the check, so a link pointing outside is an
-    escape too. Raises ``WorkspaceError`` rather than returning a "maybe" path, and
-    ``FileRefused`` for Harvey's own state (``HARVEY_HOME`` inside the workspace): no
-    tool reads, writes, edits or lists it, however it is spelt.
-    """
-    raw = os.fspath(path)
-    if "\x00" in raw:
-        raise WorkspaceError("path contains a NUL byte")
-    try:
-        root = Path(workspace).resolve(strict=True)
-    except (OSError, RuntimeError) as exc:
-        raise WorkspaceError(f"workspace {workspace} is not usable: {exc}") from exc
-    candidate = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    try:
-        resolved = candidate.resolve(strict=False)
-    except (OSError, RuntimeError) as exc:  # symlink loops, overly long names
-        raise WorkspaceError(f"cannot resolve path {raw!r}: {exc}") from exc
-    if resolved != root and not resolved.is_relative_to(root):
-        raise WorkspaceError(f"path {raw!r} is outside the workspace {root}")
-    if secret_files.active().is_own(resolved.relative_to(root).as_posix()):
-        raise own_state_refused(raw)
-    # Every later stat would fail with ENAMETOOLONG (an OSError, not a "no such file").
-    if any(len(os.fsencode(part)) > _NAME_MAX for part in resolved.parts):
-        shown = raw if len(raw) <= 60 else raw[:57] + "..."
-        raise WorkspaceError(f"file name too long: {shown!r} (at most {_NAME_MAX} bytes a name)")
-    return resolved
-
-
-def own_state_refused(shown: str) -> FileRefused:
-    """The one line for a path inside Harvey's own state folder."""
-    return FileRefused(
-        f"{shown} is inside HARVEY_HOME, Harvey's own state (your settings, the trust store, "
-        "sessions, checkpoints): never read or written for the model",
-        SECRET_FILE,
-    )
-
-
-def readable_path(workspace: Path | str, path: Path | str) -> Path:
-    """``safe_path`` for a read whose bytes go to the model: also refuses a secret file,
-    by the name asked for and by its real path, and a hard link (``FileRefused``)."""
-    resolved = safe_path(workspace, path)
-    check_readable(workspace, resolved, os.fspath(path))
-    return resolved
-
-
-def display_path(workspace: Path, path: Path) -> str:
-    """The workspace-relative spelling a model can pass straight back to a tool."""
-    try:
-        rel = path.relative_to(Path(workspace).resolve())
-    except ValueError:
-        return str(path)
-    return "." if str(rel) == "." else rel.as_posix()
 
 
 def _is_continuation(byte: int) -> bool:
@@ -228,11 +164,6 @@ class ReadFileTool:
         if wanted < size and budget.fits(wanted, detect_doc_type(path).value):
             return None
         return ctx.on_oversize(path, size, checked.tokens, budget.tokens)
-
-
-def looks_binary(head: bytes) -> bool:
-    """The one binary test used everywhere: a NUL byte in the first 8 KB."""
-    return b"\x00" in head[:BINARY_SNIFF_BYTES]
 
 
 def _read_page(path: Path, shown: str, size: int, offset: int, wanted: int) -> str:

@@ -30,9 +30,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from harvey import secret_files
-from harvey.secret_files import SecretFiles
 from harvey.tools import git_secrets
+from harvey.workspace import secret_files
+from harvey.workspace.secret_files import SecretFiles
 
 
 def _words(text: str) -> tuple[str, ...]:

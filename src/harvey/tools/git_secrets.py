@@ -28,7 +28,7 @@ import posixpath
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from harvey.secret_files import SecretFiles
+from harvey.workspace.secret_files import SecretFiles
 
 #: Subcommands that print file contents (patches, diffs, matches) limited by pathspecs.
 PATH_LIMITED = frozenset(

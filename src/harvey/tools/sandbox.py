@@ -51,7 +51,7 @@ from harvey.tools.sandbox_profiles import (
     seatbelt_argv,
     seatbelt_profile,
 )
-from harvey.tools.workspace_view import WorkspaceView
+from harvey.workspace.view import WorkspaceView
 
 __all__ = [
     "KEPT_ENV",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from harvey.programs import system_program
 
 if TYPE_CHECKING:
-    from harvey.tools.workspace_view import WorkspaceView
+    from harvey.workspace.view import WorkspaceView
 
 
 class Policy(Protocol):

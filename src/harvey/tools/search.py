@@ -16,7 +16,7 @@ for the model, so nothing about a search may be unbounded:
 * **Depth.** The walk keeps its own stack of folders (``os.walk`` recurses in
   Python 3.11: a tree a few thousand folders deep raised ``RecursionError``);
   a folder it cannot list (too deep for ``PATH_MAX``, no permission) is skipped.
-* **Secrets.** Secret files (``harvey.secret_files``) and hard links
+* **Secrets.** Secret files (``harvey.workspace.secret_files``) and hard links
   (``st_nlink > 1``) are never opened; the result says how many were left out.
 """
 
@@ -29,22 +29,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harvey import secret_files
 from harvey.errors import FileRefused, ToolError, WorkspaceError
-from harvey.tools.files import (
-    HARD_LINK,
-    SECRET_FILE,
-    SKIP_DIRS,
-    _require_str,
-    check_not_secret,
-    display_path,
-    file_kind,
-    hard_link_refused,
-    looks_binary,
-    open_regular,
-    safe_path,
-)
+from harvey.tools.files import HARD_LINK, SECRET_FILE, SKIP_DIRS, _require_str, check_not_secret
 from harvey.tools.registry import ToolContext
+from harvey.workspace import secret_files
+from harvey.workspace.files import file_kind, hard_link_refused, open_regular
+from harvey.workspace.paths import display_path, looks_binary, safe_path
 
 MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE = 300

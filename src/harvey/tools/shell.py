@@ -41,13 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvey import secret_files
 from harvey.errors import ToolError
-from harvey.secret_files import SecretFiles
 from harvey.tools import git_policy, sandbox
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell_policy import needs_confirmation
-from harvey.tools.workspace_view import WorkspaceTooBig, WorkspaceView, workspace_view
+from harvey.workspace import secret_files
+from harvey.workspace.secret_files import SecretFiles
+from harvey.workspace.view import WorkspaceTooBig, WorkspaceView, workspace_view
 
 if TYPE_CHECKING:
     from harvey.config import LimitsSettings

@@ -34,8 +34,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harvey.errors import ToolError, WorkspaceError
-from harvey.secret_files import SecretFiles
-from harvey.tools.files import safe_path
 from harvey.tools.git_policy import check_git
 from harvey.tools.shell_options import (
     FIND_FILE_ARG,
@@ -53,6 +51,8 @@ from harvey.tools.shell_options import (
     Program,
     Role,
 )
+from harvey.workspace.paths import safe_path
+from harvey.workspace.secret_files import SecretFiles
 
 # Longer single-dash arguments of a program without a table are not scanned
 # position by position (each position could start a value); they ask instead.

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvey.secret_files import SecretFiles
-from harvey.tools import workspace_view as wv
 from harvey.tools.git_policy import check_git
-from harvey.tools.workspace_view import WorkspaceTooBig, WorkspaceView, workspace_view
+from harvey.workspace import view as wv
+from harvey.workspace.secret_files import SecretFiles
+from harvey.workspace.view import WorkspaceTooBig, WorkspaceView, workspace_view
 
 NAMES = st.sampled_from(
     ["a.txt", ".env", "notes.md", "id_rsa", "x.pem", "src", "deep", ".ssh", "b", ".env.local"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvey.errors import ToolError
-from harvey.secret_files import SecretFiles
+from harvey.workspace.secret_files import SecretFiles
 
 MAX_ENTRIES = 100_000
 MAX_RULES = 5_000

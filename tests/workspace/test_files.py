@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvey.workspace_files import GitIgnore, walk_files
+from harvey.workspace.files import GitIgnore, walk_files
 
 GIT = shutil.which("git")
 
@@ -176,7 +176,7 @@ def test_a_fifo_or_symlinked_gitignore_is_no_rules_and_no_hang(tmp_path: Path) -
 
 
 def test_relative_posix_agrees_with_pathlib(tmp_path: Path) -> None:
-    from harvey.workspace_files import relative_posix
+    from harvey.workspace.files import relative_posix
 
     root = tmp_path / "ws"
     for path in (root / "a.txt", root / "d" / "e" / "f.py", root / "sp ace" / "é.md"):

@@ -17,7 +17,7 @@ re-included (git does not look inside it either). ``.git/info/exclude`` and a
 global excludes file are not read: they are one person's, not the project's.
 
 It also holds the rule for which workspace files are never read for the
-model: secret files by name (``harvey.secret_files``, the installed rule) and
+model: secret files by name (``harvey.workspace.secret_files``, the installed rule) and
 regular files with more than one name (``st_nlink > 1``: a hard link's other
 name may be ``~/.ssh/id_rsa``, and nothing says where it is). The walk yields
 them like any other file, so a caller can count what it skips:
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from harvey import secret_files
 from harvey.errors import FileRefused, WorkspaceError
+from harvey.workspace import secret_files
 
 #: Why a file is never read for the model (skip reasons, and ``FileRefused.reason``).
 SECRET_FILE = "secret file"

@@ -89,8 +89,7 @@ class SecretFiles:
 
     def __init__(self, extra: Iterable[str] = (), own: Iterable[str] = ()) -> None:
         self._own = tuple(
-            tuple(_fold(p) for p in PurePosixPath(o).parts if p not in ("", ".", "/"))
-            for o in own
+            tuple(_fold(p) for p in PurePosixPath(o).parts if p not in ("", ".", "/")) for o in own
         )
         self.own = tuple(own)
         patterns = [_fold(p.strip().strip("/")) for p in (*DEFAULT_SECRET_FILES, *extra)]
