@@ -19,7 +19,7 @@ from harvey import redact as redact_module
 from harvey.config import RouteSettings, Settings, configured_keys, validate
 from harvey.errors import BackendError, ConfigError
 from harvey.messages import Message, ToolCall
-from harvey.private import create_private_file, make_private_dirs, tighten_database
+from harvey.ownfiles.private import create_private_file, make_private_dirs, tighten_database
 from harvey.redact import (
     MARKER,
     MIN_SECRET_LENGTH,

@@ -97,8 +97,8 @@ class TrustStore:
         return {k: v for k, v in workspaces.items() if isinstance(v, dict)}
 
     def _write(self, workspaces: Mapping[str, Any]) -> None:
-        from harvey.fsutil import atomic_write
-        from harvey.private import make_private_dirs
+        from harvey.ownfiles.atomic import atomic_write
+        from harvey.ownfiles.private import make_private_dirs
 
         payload = {"version": STORE_VERSION, "workspaces": dict(sorted(workspaces.items()))}
         try:
@@ -131,7 +131,7 @@ class TrustStore:
         """One writer at a time: two sessions trusting at once both keep their entry."""
         import fcntl
 
-        from harvey.private import make_private_dirs
+        from harvey.ownfiles.private import make_private_dirs
 
         try:
             make_private_dirs(self.home)

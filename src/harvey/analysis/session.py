@@ -24,7 +24,7 @@ from harvey.context.calibration import CalibratedSizing
 from harvey.errors import StoreError
 from harvey.llm.base import is_remote_endpoint
 from harvey.messages import Message
-from harvey.own_files import Refusals
+from harvey.ownfiles.nofollow import Refusals
 from harvey.protocols import LLMClient, ProgressReporter
 from harvey.redact import Redactor, install
 from harvey.session.location import default_user_name, note_harvey_dir, open_recorder

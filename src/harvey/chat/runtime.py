@@ -24,7 +24,7 @@ from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.factory import make_client, make_route_client
 from harvey.memory.startup import SessionMemory, attach
 from harvey.messages import Message
-from harvey.own_files import Refusals, UnsafePath
+from harvey.ownfiles.nofollow import Refusals, UnsafePath
 from harvey.protocols import LLMClient, TurnContextProvider
 from harvey.redact import Redactor, install
 from harvey.session.continuation import session_to_resume

@@ -173,7 +173,7 @@ def render(file: Path, output: Path | None) -> None:
     for warning in parsed.warnings:
         click.echo(f"warning: {file.name}: {warning}", err=True)
     target = output or file.with_suffix(".html")
-    from harvey.fsutil import atomic_write
+    from harvey.ownfiles.atomic import atomic_write
 
     try:  # a link planted under the name is replaced, never written through
         atomic_write(target, render_html(parsed).encode("utf-8"))

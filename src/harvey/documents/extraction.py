@@ -9,7 +9,7 @@ Every format is parsed in a child process under time, memory and output limits
 (``runner.py``). The bytes are read once through ``open_regular`` (a secret file, a hard link, a
 FIFO or a link swapped in are refused as for any read), at most
 ``MAX_DOCUMENT_BYTES``. Their SHA-256 names the cache entry in
-``HARVEY_HOME/cache/documents/``, written through ``own_files`` (never through a
+``HARVEY_HOME/cache/documents/``, written through ``ownfiles`` (never through a
 link): a second read, an analysis rerun or a re-ingest of the same bytes does not
 extract again. A document opened with a password is never cached, and the
 password is never written anywhere. Nor is a document whose text holds a secret
@@ -33,7 +33,7 @@ from harvey.errors import DocumentError, HarveyError, WorkspaceError
 from harvey.workspace.files import open_regular as _open_regular
 
 if TYPE_CHECKING:
-    from harvey.own_files import Folder
+    from harvey.ownfiles.nofollow import Folder
 
 MAX_DOCUMENT_BYTES = 200 * 1024 * 1024
 CACHE_VERSION = 1
@@ -98,7 +98,7 @@ def harvey_home() -> Path:
 
 
 def _cache_folder(create: bool) -> Folder:
-    from harvey.own_files import Location
+    from harvey.ownfiles.nofollow import Location
 
     where = Location.under(harvey_home(), "cache/documents", home=True)
     return where.open(create=create)

@@ -5,7 +5,7 @@ Each session start asks whether the workspace has a store (to offer the
 not the import of the store module (its dataclasses alone take milliseconds)
 or a database open. ``store`` re-exports these for everything else.
 
-The folder is listed through ``harvey.own_files``: a ``.harvey`` or ``rag``
+The folder is listed through ``harvey.ownfiles.nofollow``: a ``.harvey`` or ``rag``
 that a cloned repository made a link lists no store, so nothing behind the
 link is ever offered, opened or written.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.errors import UsageError, WorkspaceError
-from harvey.own_files import Location
+from harvey.ownfiles.nofollow import Location
 
 if TYPE_CHECKING:
     from harvey.config import Settings

@@ -395,7 +395,7 @@ def open_store(workspace: Path, name: str) -> KnowledgeStore:
 def create_store(workspace: Path, name: str, embedder: str, dims: int) -> KnowledgeStore:
     """A new, empty store bound to ``embedder`` (its spec and dimensions)."""
     path = store_path(workspace, name)
-    from harvey.private import tighten_database
+    from harvey.ownfiles.private import tighten_database
 
     try:  # a store holds the text of the workspace's files: 0700 folder, 0600 files
         with rag_location(workspace).open(create=True) as folder:

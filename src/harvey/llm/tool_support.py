@@ -15,7 +15,7 @@ harmless tool (``get_weather``, never run) with a prompt that needs it, read as
   attached instead, as for the embedded model without a grammar.
 
 The answer is cached per backend, endpoint and model in
-``HARVEY_HOME/cache/tool-support.json`` (0600, written through ``own_files``,
+``HARVEY_HOME/cache/tool-support.json`` (0600, written through ``ownfiles``,
 never in a workspace, so a cloned repository cannot seed it) for ``MAX_AGE``; a
 probe that failed (a timeout, an error) is remembered for ``FAILED_AGE`` as
 "assumed native", today's behaviour. A file that cannot be read or parsed is
@@ -203,7 +203,7 @@ def _prose(text: str, enough: int = PROSE_DECIDES) -> bool:
 def read_cache(home: Path) -> dict[str, dict[str, Any]]:
     """The cached answers by ``"backend endpoint model"``; absent, unreadable or malformed
     (or any entry of the wrong shape): treated as absent."""
-    from harvey.own_files import Location
+    from harvey.ownfiles.nofollow import Location
 
     try:
         with Location(home, (CACHE_FOLDER,), home=True).open(create=False) as folder:
@@ -235,7 +235,7 @@ def _valid(entry: object) -> bool:
 def write_cache(home: Path, entries: dict[str, dict[str, Any]], now: float) -> None:
     """Rewrite the cache whole (0600), without entries past ``MAX_AGE``; a failure to
     write only means the next session probes again."""
-    from harvey.own_files import Location
+    from harvey.ownfiles.nofollow import Location
 
     fresh = {k: v for k, v in entries.items() if now - v["checked"] <= MAX_AGE}
     newest = sorted(fresh.items(), key=lambda kv: kv[1]["checked"])[-MAX_ENTRIES:]

@@ -3,7 +3,7 @@
 prompt_toolkit's ``FileHistory`` appends every line typed, pasted keys too, to
 a file made under the umask (0644). ``PrivateHistory`` keeps its file format
 (``# time`` then ``+line`` per line, so older histories load) but writes
-through ``harvey.own_files``: ``HARVEY_HOME/history`` is created 0600 and
+through ``harvey.ownfiles.nofollow``: ``HARVEY_HOME/history`` is created 0600 and
 tightened when found more open, never opened through a link, and what is
 stored has passed the active ``Redactor``. A history written before this, with
 a key in it, is rewritten redacted the first time it is loaded.
@@ -23,7 +23,7 @@ from pathlib import Path
 from prompt_toolkit.history import FileHistory
 
 from harvey.errors import WorkspaceError
-from harvey.own_files import PRIVATE_FILE, Location
+from harvey.ownfiles.nofollow import PRIVATE_FILE, Location
 from harvey.redact import redact
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ else and is left alone (``skipped: changed since``); a file Harvey created is
 removed. Each undo is appended to the index too, so the next undo goes further
 back instead of undoing the same write twice.
 
-Everything here is written through ``own_files`` (no link followed, 0600 in a
+Everything here is written through ``ownfiles`` (no link followed, 0600 in a
 0700 folder), restored through ``atomic_write`` under the workspace root (no
 link followed on the way), and bounded: a previous content over
 ``MAX_KEPT_BYTES``, or one holding a key or token the redactor would catch, is not
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvey.errors import HarveyError, ToolError, UsageError, WorkspaceError
-from harvey.fsutil import atomic_write
-from harvey.own_files import Folder, Location
+from harvey.ownfiles.atomic import atomic_write
+from harvey.ownfiles.nofollow import Folder, Location
 from harvey.redact import redact
 from harvey.workspace import secret_files
 

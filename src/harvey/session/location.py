@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from harvey.config import Paths, SessionSettings, Settings
 from harvey.errors import ConfigError, HarveyError
-from harvey.own_files import Location, Refusals, UnsafePath
+from harvey.ownfiles.nofollow import Location, Refusals, UnsafePath
 from harvey.protocols import LLMClient
 from harvey.session.recorder import Recorder
 

@@ -10,7 +10,7 @@ Recording must never cost the user a turn: any OS error (permissions, full
 disk, vanished directory) switches the recorder off after one warning, and
 every later call is a no-op.
 
-The file is written through ``harvey.own_files``: its folder is reached from
+The file is written through ``harvey.ownfiles.nofollow``: its folder is reached from
 the workspace (or ``HARVEY_HOME``) without following a link, and each append
 opens the file relative to that folder with ``O_NOFOLLOW``. A ``.harvey`` or
 ``sessions`` that a cloned repository made a link is refused, never written.
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harvey.errors import WorkspaceError
-from harvey.own_files import Location
-from harvey.private import location_of
+from harvey.ownfiles.nofollow import Location
+from harvey.ownfiles.private import location_of
 from harvey.protocols import RecallItem
 from harvey.redact import redact, redact_data
 from harvey.session import evidence_notes, notes

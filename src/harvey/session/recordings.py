@@ -7,7 +7,7 @@ removed with the session). A session continued later (``--continue``,
 ``--session ID``, the REPL's ``--continue``) reopens that file: its closing
 ``THE END.`` is taken off and the new scenes follow the old ones, and
 ``THE END.`` is written again when the session closes. The file is reached
-through ``own_files`` like every recording (no link followed, the folder the
+through ``ownfiles`` like every recording (no link followed, the folder the
 recorder would use); a file that is gone, moved, or in another folder than
 ``session.directory`` names now is not reopened — the session records into a
 new file, as before.
@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from harvey.errors import HarveyError
-from harvey.own_files import Location
+from harvey.ownfiles.nofollow import Location
 from harvey.session.recorder import Recorder
 
 log = logging.getLogger(__name__)

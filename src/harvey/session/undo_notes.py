@@ -4,7 +4,7 @@ The REPL's ``/undo`` has the live ``Recorder``; ``harvey undo`` runs later, in
 another process, when the recording usually ends with ``THE END.`` (after which
 nothing may stand). So an ``INT. UNDO`` scene with the notes goes in just before
 that line, by replacing the
-file whole through ``own_files`` (no link followed, from the folder holding
+file whole through ``ownfiles`` (no link followed, from the folder holding
 ``.harvey``); a recording still open (no ``THE END.`` yet: the session is
 running) gets them appended, as its recorder would. A recording that cannot be
 written is reported, never an error: the files were restored either way.
@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harvey.errors import HarveyError
-from harvey.private import location_of
+from harvey.ownfiles.private import location_of
 from harvey.session.notes import undo_note
 from harvey.session.recorder import TIME_FORMAT
 

@@ -8,7 +8,7 @@ turns them into the store's ``HarveyError`` subclass, one line naming it.
 
 Permissions are a security boundary (docs/SECURITY.md, "repository → Harvey"):
 a database in ``HARVEY_HOME`` is checked and created 0600 by
-``own_files.home_database`` right before the connect (``open_home``); a
+``ownfiles.nofollow.home_database`` right before the connect (``open_home``); a
 workspace store's path comes from ``Folder.database`` at its call site, which
 reaches the folder without following a link. Nothing here relaxes either.
 """
@@ -92,8 +92,8 @@ def open_home(
     the connect); an older, more open -wal/-shm is tightened after. Raises
     ``OSError``, ``WorkspaceError`` or ``sqlite3.Error`` for the caller to name.
     """
-    from harvey.own_files import home_database
-    from harvey.private import tighten_database
+    from harvey.ownfiles.nofollow import home_database
+    from harvey.ownfiles.private import tighten_database
 
     checked = home_database(path)
     db = connect(checked, busy_timeout=busy_timeout, pragmas=pragmas)

@@ -21,7 +21,7 @@ from harvey.tools.shell import RunShellTool
 from harvey.tools.todo import PlanWriter, TodoStore, TodoWriteTool
 
 if TYPE_CHECKING:
-    from harvey.own_files import UnsafePath
+    from harvey.ownfiles.nofollow import UnsafePath
 
 
 def build_registry(

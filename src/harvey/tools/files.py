@@ -239,7 +239,7 @@ class WriteFileTool:
 
 
 def _write_atomically(ctx: ToolContext, path: Path, content: str) -> str:
-    # Folders made and the file renamed in without following a link (harvey.own_files);
+    # Folders made and the file renamed in without following a link (harvey.ownfiles.nofollow);
     # keeps e.g. a script's x bit; readers never see half a file; the previous content
     # is kept for undo (session/checkpoints.py).
     data = content.encode("utf-8")

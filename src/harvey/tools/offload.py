@@ -8,7 +8,7 @@ workspace-relative path (so ``read_file`` can open it inside the sandbox), the
 size, a preview, and how to page through it. Tools that read or write files
 are excluded, otherwise reading an offloaded file would offload it again.
 
-The folders and the file are made through ``harvey.own_files``, from the
+The folders and the file are made through ``harvey.ownfiles.nofollow``, from the
 workspace down without following a link: a ``.harvey`` or ``tool_results``
 that a cloned repository made a link is refused, and offloading is off for
 the session after one warning.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harvey.errors import WorkspaceError
 from harvey.messages import ToolCall, ToolResult
-from harvey.own_files import PRIVATE_FILE, Folder, Location, UnsafePath
+from harvey.ownfiles.nofollow import PRIVATE_FILE, Folder, Location, UnsafePath
 from harvey.tools.files import DEFAULT_READ_LIMIT
 from harvey.tools.registry import ToolContext
 

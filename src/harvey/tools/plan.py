@@ -6,7 +6,7 @@ repository (so the plan can be tracked with the code), else in
 fixed when the session starts, and the folder is created then too: a folder
 that cannot be created is reported at start-up, not on the first write.
 
-The folder is reached through ``harvey.own_files`` on every read and write:
+The folder is reached through ``harvey.ownfiles.nofollow`` on every read and write:
 from the workspace (or ``HARVEY_HOME``) without following a link, so a
 ``.harvey/plans`` that a cloned repository made a link to a folder a shell
 sources is refused (``UnsafePath``, a ``WorkspaceError``) and never written.
@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
-from harvey.own_files import PRIVATE_FILE, Location
+from harvey.ownfiles.nofollow import PRIVATE_FILE, Location
 from harvey.session.todos import Todo
 from harvey.tools.offload import sanitize_id
 

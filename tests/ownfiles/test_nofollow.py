@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvey import own_files
-from harvey.fsutil import atomic_write
-from harvey.own_files import Location, UnsafePath
+from harvey.ownfiles import nofollow as own_files
+from harvey.ownfiles.atomic import atomic_write
+from harvey.ownfiles.nofollow import Location, UnsafePath
 
 
 def tree(folder: Path) -> dict[str, tuple[str, bytes | str]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.fsutil import atomic_write
+from harvey.ownfiles.atomic import atomic_write
 
 
 def _mode(path: Path) -> int:

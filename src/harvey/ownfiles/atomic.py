@@ -7,7 +7,7 @@ file. The temporary name is unique (a UUID) and created exclusively without
 following a symlink, so two writers never share one, and a link planted under
 that name cannot redirect the write.
 
-The folder is reached through ``harvey.own_files``: given a ``root`` (the
+The folder is reached through ``harvey.ownfiles.nofollow``: given a ``root`` (the
 workspace), every folder from the root down is opened, and made when missing,
 without following a link, and the temporary file and the rename happen in the
 folder that walk holds, not in wherever a path would lead by then.
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
-from harvey.own_files import Location, open_root
+from harvey.ownfiles.nofollow import Location, open_root
 
 
 def atomic_write(

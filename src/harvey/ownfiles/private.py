@@ -5,7 +5,7 @@ again, and both can contain whatever a tool read. On a shared machine the
 default umask (0022) would make all of it world-readable. So Harvey creates
 its folders 0700 and its files 0600 and tightens ones it finds more open.
 
-The work is done by ``harvey.own_files`` (which also never follows a link);
+The work is done by ``harvey.ownfiles.nofollow`` (which also never follows a link);
 these are the older entry points, kept for trusted paths under ``HARVEY_HOME``.
 A path with a ``.harvey`` part is walked from the folder that holds ``.harvey``,
 so a link planted there by a repository is refused, never followed.
@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 
 from harvey.errors import WorkspaceError
-from harvey.own_files import DB_COMPANIONS, PRIVATE_DIR, PRIVATE_FILE, Location, open_root
+from harvey.ownfiles.nofollow import DB_COMPANIONS, PRIVATE_DIR, PRIVATE_FILE, Location, open_root
 
 __all__ = [
     "DB_COMPANIONS",
