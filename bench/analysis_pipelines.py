@@ -32,7 +32,7 @@ from harvey.analysis.answer import Citation
 from harvey.analysis.api import AnalyzeOptions, analyze_file
 from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
 from harvey.analysis.map_calls import run_bounded
-from harvey.config import ChunkingSettings
+from harvey.config.settings import ChunkingSettings
 from harvey.errors import ContextTooLong
 from harvey.llm.base import chat, map_client_of
 from harvey.messages import Message

@@ -98,7 +98,7 @@ def _ask(workspace: Path, home: Path, prompt: str, mode: str) -> tuple[str, list
     """One ``harvey run``-like turn on the embedded model: the answer and what each call
     returned."""
     from harvey.chat.runtime import open_runtime
-    from harvey.config import Paths, Settings
+    from harvey.config.settings import Paths, Settings
     from harvey.ui import HeadlessUI
 
     settings = Settings.model_validate(

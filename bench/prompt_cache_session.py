@@ -236,7 +236,7 @@ def _run_turns(
     from harvey.chat.compaction import compact_if_needed
     from harvey.chat.plan_injection import dynamic_plan_text
     from harvey.chat.runtime import open_runtime
-    from harvey.config import Paths, Settings
+    from harvey.config.settings import Paths, Settings
     from harvey.ui import HeadlessUI
 
     script = workdir / f"script-{turns[0]}.json"

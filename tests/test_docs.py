@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel
 
 from harvey.cli import main
-from harvey.config import RouteSettings, Settings
+from harvey.config.settings import RouteSettings, Settings
 from harvey.repl.commands import SLASH_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -417,10 +417,10 @@ def test_every_environment_variable_is_documented() -> None:
 
 
 def test_every_narrowing_key_is_in_the_trust_table() -> None:
-    """trust.py's NARROWING (what an untrusted workspace may set) against CONFIGURATION.md's
+    """config/trust.py's NARROWING (what an untrusted workspace may set) against CONFIGURATION.md's
     trust table (a key whose value decides, such as ``memory.embedder``, may sit in the
     right column with its narrowing values); ``max_in_flight`` was once missing."""
-    from harvey.trust import NARROWING
+    from harvey.config.trust import NARROWING
 
     section = CONFIGURATION.partition("## Workspace trust")[2].partition("\n## ")[0]
     table = " ".join(line for line in section.splitlines() if line.startswith("| "))

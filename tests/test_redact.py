@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from harvey import redact as redact_module
-from harvey.config import RouteSettings, Settings, configured_keys, validate
+from harvey.config.settings import RouteSettings, Settings, configured_keys, validate
 from harvey.errors import BackendError, ConfigError
 from harvey.messages import Message, ToolCall
 from harvey.ownfiles.private import create_private_file, make_private_dirs, tighten_database

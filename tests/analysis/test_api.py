@@ -11,7 +11,7 @@ import pytest
 import harvey
 from harvey.analysis.api import AnalysisStatus, AnalyzeOptions, Collaborators
 from harvey.analysis.matching import normalise
-from harvey.config import ChunkingSettings, Settings
+from harvey.config.settings import ChunkingSettings, Settings
 from harvey.errors import UsageError
 from tests.analysis.test_engine import FnClient, RecordingDouble
 from tests.fakes.evidence import chunk_of, part_of, records

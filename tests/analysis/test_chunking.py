@@ -55,7 +55,7 @@ def test_chunk_config_rejects_bad_values(kwargs: dict[str, object]) -> None:
 
 
 def test_chunk_config_defaults_and_from_settings() -> None:
-    from harvey.config import ChunkingSettings
+    from harvey.config.settings import ChunkingSettings
 
     cfg = ChunkConfig()
     assert (cfg.enabled, cfg.threshold, cfg.chunk_size_bytes) == (True, 0.80, 6000)

@@ -11,7 +11,7 @@ from harvey.chat.agent import Agent
 from harvey.chat.clients import Clients
 from harvey.chat.plan_context import PlanContext
 from harvey.chat.prompt_budget import PromptBudget
-from harvey.config import ChunkingSettings, Settings
+from harvey.config.settings import ChunkingSettings, Settings
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.messages import Message
 from harvey.session.recorder import Recorder

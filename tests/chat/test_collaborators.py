@@ -11,7 +11,7 @@ import pytest
 from harvey.analysis.file_chunks import chunk_config
 from harvey.chat.clients import Clients, find_mention, split_mention
 from harvey.chat.oversize import ChunkStatus
-from harvey.config import ChunkingSettings, RouteSettings, Settings
+from harvey.config.settings import ChunkingSettings, RouteSettings, Settings
 from harvey.errors import UsageError
 from harvey.llm.scripted import Reply, ScriptedClient
 from harvey.protocols import LLMClient

@@ -17,7 +17,7 @@ import pytest
 
 from harvey.chat.compaction import SUMMARISER
 from harvey.chat.runtime import Runtime, open_runtime
-from harvey.config import load_settings, resolve_paths
+from harvey.config.settings import load_settings, resolve_paths
 from harvey.llm.scripted import Reply
 from harvey.messages import Message
 from harvey.session.compactions import summarised_span

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from harvey.chat.runtime import delete_session
-from harvey.config import SecuritySettings, Settings
+from harvey.config.settings import SecuritySettings, Settings
 from harvey.llm.scripted import Reply
 
 from .conftest import AgentFactory

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.chat.oversize import CANCELLED_TEXT
-from harvey.config import ChunkingSettings, Settings
+from harvey.config.settings import ChunkingSettings, Settings
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session
 from harvey.session.recorder import CHUNK_DONE as CHUNK_CLOSING
@@ -209,7 +209,7 @@ def test_an_evidence_answer_is_harvey_s_line_and_costs_no_model_call(
 ) -> None:
     """The answer of a model too small to write one (here configured so) is the evidence
     itself: the turn's reply, recorded as HARVEY's, not the model's."""
-    from harvey.config import AnalysisSettings
+    from harvey.config.settings import AnalysisSettings
 
     big_file(workspace)
     settings = Settings(

@@ -14,7 +14,7 @@ from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
 from harvey.chat.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
-from harvey.config import ChunkingSettings, Settings
+from harvey.config.settings import ChunkingSettings, Settings
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient
 from harvey.ui import HeadlessUI

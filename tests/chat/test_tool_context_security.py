@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harvey.config import LimitsSettings, SecuritySettings, Settings
+from harvey.config.settings import LimitsSettings, SecuritySettings, Settings
 from harvey.tools.shell import run_command
 
 from .conftest import AgentFactory

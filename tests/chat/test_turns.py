@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import Settings, ToolsSettings
+from harvey.config.settings import Settings, ToolsSettings
 from harvey.errors import Cancelled
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session

@@ -59,7 +59,8 @@ def test_help_loads_no_settings_agent_backend_or_ui() -> None:
     assert "harvey.cli.app" in modules  # the check ran the real group
     assert not loaded(modules, *HEAVY, "pydantic", "httpx", "yaml", "rich")
     assert (
-        not {"harvey.config", "harvey.chat.agent", "harvey.chat.runtime", "harvey.repl"} & modules
+        not {"harvey.config.settings", "harvey.chat.agent", "harvey.chat.runtime", "harvey.repl"}
+        & modules
     )
     assert "importlib.metadata" not in modules  # __version__ is read only for --version
 

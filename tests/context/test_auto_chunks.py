@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harvey.analysis.file_chunks import chunk_config
-from harvey.config import ChunkingSettings, load_settings, resolve_paths
+from harvey.config.settings import ChunkingSettings, load_settings, resolve_paths
 from harvey.context.budget import (
     AUTO_CHUNK_SHARE,
     FIXED_CHUNK_BYTES,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harvey.chat.prompt_budget import PromptBudget
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.context.budget import budget_report, estimate_tokens
 from harvey.context.tokens import TokenCounter
 from harvey.errors import BackendError

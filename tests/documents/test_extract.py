@@ -223,7 +223,7 @@ def test_every_offset_lies_in_the_page_that_span_of_pages_gives(lengths: list[in
 
 
 def test_the_cache_lives_where_config_puts_harvey_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harvey.config import default_harvey_home
+    from harvey.config.settings import default_harvey_home
     from harvey.documents.extraction import harvey_home
 
     assert harvey_home() == default_harvey_home()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.errors import UsageError
 from harvey.knowledge import commands
 from harvey.knowledge.retrieval import active_retrieval

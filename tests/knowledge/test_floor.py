@@ -220,7 +220,7 @@ def test_a_turn_with_nothing_relevant_sends_nothing_and_records_no_note(
 def test_the_turn_provider_and_the_tool_say_nothing_was_above_the_floor(
     harvey: Harvey, notes_ws: Path
 ) -> None:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.knowledge import commands
     from harvey.knowledge.retrieval import Retrieval
     from harvey.tools.knowledge import SearchKnowledgeTool

@@ -11,9 +11,11 @@ import pytest
 
 import harvey.llm.backends as backends
 from harvey.cli import main
-from harvey.config import RouteSettings, Settings, validate
+from harvey.config import choices as backend_names_module
+from harvey.config.choices import AUTO, backend_names
+from harvey.config.settings import RouteSettings, Settings, validate
 from harvey.errors import ConfigError
-from harvey.llm.backends import AUTO, BACKENDS, Backend, BuildRequest, backend_names, lookup
+from harvey.llm.backends import BACKENDS, Backend, BuildRequest, lookup
 from harvey.llm.factory import make_client
 from harvey.llm.ollama import OllamaClient
 from harvey.llm.scripted import ScriptedClient
@@ -61,7 +63,8 @@ def test_routes_allow_the_routable_names_only() -> None:
 def test_a_backend_added_to_the_table_is_accepted_and_built_everywhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Config validation and the factory read the table itself, not a copy of it."""
+    """Config validation and the factory read the tables themselves, not copies of them: a
+    new backend is one name (config/choices.py) and one builder (llm/backends.py)."""
     built: list[BuildRequest] = []
 
     def echo(request: BuildRequest) -> ScriptedClient:
@@ -70,6 +73,7 @@ def test_a_backend_added_to_the_table_is_accepted_and_built_everywhere(
 
     table = {**BACKENDS, "echo": Backend("echo", echo, routable=True)}
     monkeypatch.setattr(backends, "BACKENDS", table)
+    monkeypatch.setattr(backend_names_module, "NAMES", {**backend_names_module.NAMES, "echo": True})
     assert "echo" in backend_names() and "echo" in backend_names(routable_only=True)
     client = make_client(Settings(backend="echo", model="m"), env={})
     assert isinstance(client, ScriptedClient) and client.model == "m"
@@ -112,3 +116,8 @@ def test_the_table_imports_no_backend_module_eagerly() -> None:
         if isinstance(n, ast.ImportFrom) and n.module
     }
     assert clients - {"harvey.llm.http_client"} <= lazy
+
+
+def test_every_name_has_a_builder_and_every_builder_a_name() -> None:
+    assert list(BACKENDS) == list(backend_names_module.NAMES)
+    assert [b.routable for b in BACKENDS.values()] == list(backend_names_module.NAMES.values())

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harvey.chat.prompt_budget import PromptBudget
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.llm.counting import LLAMA_CPP, LLAMA_CPP_PYTHON, counting_kinds
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import RouteSettings, Settings
+from harvey.config.settings import RouteSettings, Settings
 from harvey.errors import BackendError, BackendUnavailable, ConfigError
 from harvey.llm.backends import LOCAL_MODEL
 from harvey.llm.factory import make_client, make_route_client, probe_ollama

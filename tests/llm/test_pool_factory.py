@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import RouteSettings, Settings
+from harvey.config.settings import RouteSettings, Settings
 from harvey.errors import ConfigError
 from harvey.llm.factory import make_client, make_route_client
 from harvey.llm.openai import OpenAIClient
@@ -55,7 +55,7 @@ def test_endpoints_and_base_url_are_exclusive() -> None:
 
 
 def test_a_later_layer_replaces_the_other_way_to_the_server(tmp_path: Path) -> None:
-    from harvey.config import load_settings, resolve_paths
+    from harvey.config.settings import load_settings, resolve_paths
 
     (tmp_path / "harvey.yaml").write_text("endpoints: [http://127.0.0.1:8/v1]\n")
     paths = resolve_paths(tmp_path)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.config import ToolsSettings
+from harvey.config.settings import ToolsSettings
 from harvey.llm.scripted import ScriptedClient
 from harvey.llm.tool_choice import (
     Choice,

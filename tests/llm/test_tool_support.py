@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import ToolsSettings
+from harvey.config.settings import ToolsSettings
 from harvey.llm import tool_support
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.tool_choice import resolve_tool_mode

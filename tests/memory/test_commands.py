@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.errors import UsageError
 from harvey.memory import commands
 from harvey.memory.store import Memory, MemoryStore

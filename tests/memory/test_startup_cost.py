@@ -17,7 +17,7 @@ from harvey.memory.store import Memory, MemoryStore
 
 RUN = """
 import sys
-from harvey.config import resolve_paths, load_settings
+from harvey.config.settings import resolve_paths, load_settings
 from harvey.chat.runtime import open_runtime
 from harvey.ui import HeadlessUI
 from harvey.llm.scripted import ScriptedClient, Reply
@@ -93,7 +93,7 @@ def test_recall_is_registered_only_while_it_can_still_happen(
     turn (the REPL's profile offer) is recalled at that turn; one made later waits for the
     next session, since recall mid-session would add a system message ahead of the history."""
     import harvey.chat.runtime as rt
-    from harvey.config import load_settings, resolve_paths
+    from harvey.config.settings import load_settings, resolve_paths
     from harvey.llm.scripted import Reply, ScriptedClient
     from harvey.ui import HeadlessUI
 

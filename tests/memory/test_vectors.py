@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import Paths, load_settings
+from harvey.config.settings import Paths, load_settings
 from harvey.errors import ConfigError
 from harvey.llm.scripted import Reply
 from harvey.memory.recall import recall
@@ -133,7 +133,7 @@ def test_run_recalls_by_meaning_when_configured(
 def test_retrieve_memory_uses_vectors_when_configured(
     tmp_path: Path, ws: Path, embedder: object
 ) -> None:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.tools.memory_tools import RetrieveMemoryTool
     from harvey.tools.registry import ToolContext
 

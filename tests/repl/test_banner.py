@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harvey.chat.runtime import open_runtime
-from harvey.config import Paths, Settings
+from harvey.config.settings import Paths, Settings
 from harvey.repl.status import banner_line
 from harvey.ui import HeadlessUI
 from tests.fakes.servers import FakeOpenAI, Reply

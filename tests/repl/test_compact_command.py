@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harvey.chat.runtime import open_runtime
-from harvey.config import load_settings, resolve_paths
+from harvey.config.settings import load_settings, resolve_paths
 from harvey.llm.scripted import Reply
 from harvey.repl.loop import Repl
 from harvey.repl.ui import LineReader, TerminalUI

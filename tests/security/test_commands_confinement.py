@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import LimitsSettings
+from harvey.config.settings import LimitsSettings
 from harvey.tools import git_policy, sandbox
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import ShellResult, _execute, run_command

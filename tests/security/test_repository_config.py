@@ -376,8 +376,8 @@ def _screened(own: str, config: str) -> list[str]:
     """The leaves of ``config`` that wait for trust beside the user's own file ``own``."""
     import yaml
 
-    from harvey.config import validate
-    from harvey.trust import screen
+    from harvey.config.settings import validate
+    from harvey.config.trust import screen
 
     def dump(text: str) -> dict[str, Any]:
         data = yaml.safe_load(text) or {}

@@ -268,7 +268,7 @@ def test_session_directory_inside_is_used(
 ) -> None:
     # In process: once workspace trust lands, a workspace harvey.yaml may not set
     # session.directory at all, so the accepted spellings are checked where they resolve.
-    from harvey.config import SessionSettings, resolve_paths
+    from harvey.config.settings import SessionSettings, resolve_paths
     from harvey.session.location import session_location
     from harvey.session.recorder import Recorder
 
@@ -298,7 +298,7 @@ def test_session_directory_inside_is_used(
 def test_session_directory_refusals_name_the_key(
     victim_workspace: Path, spelled: str, why: str
 ) -> None:
-    from harvey.config import SessionSettings, resolve_paths
+    from harvey.config.settings import SessionSettings, resolve_paths
     from harvey.errors import ConfigError
     from harvey.session.location import session_location
 
@@ -353,7 +353,7 @@ def test_repl_with_sessions_folder_a_link(victim_workspace: Path, outside: Path)
 def test_memory_mine_lists_no_recording_through_a_link(
     victim_workspace: Path, outside: Path, isolated_env: Path
 ) -> None:
-    from harvey.config import Settings, resolve_paths
+    from harvey.config.settings import Settings, resolve_paths
     from harvey.session.location import recording_files
 
     (outside / "harvey-session-20260101-000000.spmd").write_text("Title: planted\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.messages import ToolCall
 from harvey.session.todos import Todo
 from harvey.tools.builtin import build_executor, build_registry

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvey.config import DEFAULT_ALLOWED_COMMANDS
+from harvey.config.settings import DEFAULT_ALLOWED_COMMANDS
 from harvey.tools.shell_options import PROGRAMS, Operands, Role
 from harvey.tools.shell_policy import needs_confirmation
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from harvey.analysis.mapper import Style
     from harvey.analysis.params import AnalysisRecorder, AnswerKind
     from harvey.analysis.sizes import AnswerSetting, EvidenceSetting
-    from harvey.config import ChunkingSettings, Settings
+    from harvey.config.settings import ChunkingSettings, Settings
     from harvey.messages import Message
     from harvey.protocols import LLMClient, ModelCapabilities, ProgressReporter, Usage
 
@@ -124,7 +124,7 @@ class FileAnalysis:
 
 def chunking_of(settings: Settings | ChunkingSettings) -> ChunkingSettings:
     """The ``chunking:`` stanza, from the whole settings or the stanza itself."""
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
 
     return settings.chunking if isinstance(settings, Settings) else settings
 
@@ -135,7 +135,7 @@ def answer_plan(
     """How evidence is found and who writes the answer, for ``model``: the options, else
     ``analysis.evidence``/``analysis.answer``, else ``sizes.py``'s choice."""
     from harvey.analysis.sizes import answer_kind, evidence_style
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
 
     evidence = settings.analysis.evidence if isinstance(settings, Settings) else "auto"
     answer = settings.analysis.answer if isinstance(settings, Settings) else "auto"

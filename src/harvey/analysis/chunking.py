@@ -35,20 +35,18 @@ whole by the next, so the model never reads one chunk twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, NamedTuple
 
 from harvey.analysis.cut_points import Cutter, Defs
+from harvey.config.choices import OVERLAPS, Overlap
 from harvey.workspace.kinds import DocType
 
-Overlap = Literal["paragraph", "sentence", "none"]
-# The one spelling of the overlap choices: config, the CLI and the REPL derive theirs from it.
-OVERLAPS: tuple[Overlap, ...] = get_args(Overlap)
 MIN_CHUNK_SIZE = 16  # leaves ≥ 12 bytes after a quarter of overlap: room for any character
 
 
 @dataclass(frozen=True, kw_only=True)
 class ChunkConfig:
-    """One run's chunking parameters, resolved from ``harvey.config.ChunkingSettings``.
+    """One run's chunking parameters, resolved from ``harvey.config.settings.ChunkingSettings``.
 
     The stanza (with any per-run overrides laid over it) is validated once as
     ``ChunkingSettings``; ``from_settings`` resolves what it leaves open (the
@@ -80,7 +78,7 @@ class ChunkConfig:
 
     @classmethod
     def from_settings(cls, settings: Any, *, embedded: bool = False) -> ChunkConfig:
-        """Build from ``harvey.config.ChunkingSettings``; unset concurrency → 1 embedded, 4 else."""
+        """Build from ``ChunkingSettings``; unset concurrency: 1 embedded, 4 else."""
         concurrency = settings.concurrency or (1 if embedded else 4)
         size = settings.chunk_size_bytes  # "auto" is resolved for the map model by the caller
         return cls(

@@ -22,7 +22,7 @@ from typing import IO
 from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
 from harvey.analysis.document_chunks import chunk_sections
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
-from harvey.config import ChunkingSettings
+from harvey.config.settings import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
 from harvey.documents import estimated_text_bytes, extract
 from harvey.documents.extraction import is_document_file

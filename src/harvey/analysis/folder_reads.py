@@ -68,7 +68,7 @@ from harvey.workspace.kinds import DocType, detect_doc_type
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary, safe_path
 
 if TYPE_CHECKING:
-    from harvey.config import ChunkingSettings, Settings
+    from harvey.config.settings import ChunkingSettings, Settings
     from harvey.protocols import LLMClient
 
 KEEP_BYTES = 64 * 1024 * 1024  # chunk text kept between the count and the map phase

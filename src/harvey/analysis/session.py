@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from harvey.analysis.api import Collaborators
-from harvey.config import Paths, Settings, configured_keys
+from harvey.config.settings import Paths, Settings, configured_keys
 from harvey.context.calibration import CalibratedSizing
 from harvey.errors import StoreError
 from harvey.llm.base import is_remote_endpoint

@@ -29,7 +29,7 @@ from harvey.chat.mentioned_files import MentionedFiles
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.chat.tool_rounds import ToolRounds
 from harvey.chat.turn_recording import TurnRecorder, TurnState
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
 from harvey.messages import Message, ToolCall, ToolResult

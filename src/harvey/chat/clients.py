@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from harvey.config import RouteSettings, Settings
+from harvey.config.settings import RouteSettings, Settings
 from harvey.protocols import LLMClient
 
 log = logging.getLogger(__name__)

@@ -37,7 +37,7 @@ from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
 from harvey.analysis.file_chunks import regular_size
 from harvey.chat.clients import Clients, find_mention
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
-from harvey.config import ChunkingSettings, Settings
+from harvey.config.settings import ChunkingSettings, Settings
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
 from harvey.messages import Message

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from harvey.chat.history_fit import FittedHistory, fit_history
 from harvey.chat.prompts import build_system_prompt
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.context.budget import (
     BudgetReport,
     ReadBudget,

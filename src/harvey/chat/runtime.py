@@ -19,7 +19,7 @@ from harvey.chat.plan_context import PlanContext
 from harvey.chat.plan_injection import handover_text
 from harvey.chat.prompt_budget import PromptBudget
 from harvey.chat.prompts import GuideHook, root_guidance
-from harvey.config import Paths, Settings, configured_keys
+from harvey.config.settings import Paths, Settings, configured_keys
 from harvey.errors import ConfigError, HarveyError, StoreError
 from harvey.llm.factory import make_client, make_route_client
 from harvey.memory.startup import SessionMemory, attach

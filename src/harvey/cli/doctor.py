@@ -15,7 +15,7 @@ from harvey.cli.options import load, workspace_option
 from harvey.errors import HarveyError
 
 if TYPE_CHECKING:
-    from harvey.config import SecuritySettings
+    from harvey.config.settings import SecuritySettings
 
 
 def confinement(workspace: Path | None) -> tuple[str, str]:

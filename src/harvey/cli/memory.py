@@ -24,7 +24,7 @@ MEMORY_TYPES = ("tool_use", "workflow", "user_preference", "workspace_profile", 
 
 def _paths(ctx: click.Context, workspace: Path | None) -> tuple[Path, Path]:
     """The workspace (resolved) and HARVEY_HOME; nothing is opened or made."""
-    from harvey.config import resolve_paths
+    from harvey.config.settings import resolve_paths
 
     paths = resolve_paths(inherit(ctx, workspace=workspace)["workspace"])
     return paths.workspace, paths.harvey_home

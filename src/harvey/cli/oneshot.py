@@ -24,7 +24,7 @@ from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.cli.progress import progress_for
-from harvey.config import ChunkingSettings, Paths, Settings
+from harvey.config.settings import ChunkingSettings, Paths, Settings
 from harvey.documents.extraction import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact

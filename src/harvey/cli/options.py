@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from harvey.llm.backends import backend_names
+from harvey.config.choices import backend_names
 
 if TYPE_CHECKING:
-    from harvey.config import Paths, Settings
-    from harvey.trust import Review
+    from harvey.config.settings import Paths, Settings
+    from harvey.config.trust import Review
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -140,7 +140,7 @@ def load(workspace: Path | None, *, ask: bool = False, **overrides: Any) -> tupl
     ``ask`` (the REPL) on a terminal — put to the user as a question.
     The redactor is installed before anything can print or send a key.
     """
-    from harvey.config import configured_keys, load_settings, resolve_paths
+    from harvey.config.settings import configured_keys, load_settings, resolve_paths
     from harvey.redact import Redactor, install
     from harvey.workspace import secret_files
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harvey.analysis.chunking import OVERLAPS
 from harvey.cli.errors import handle_errors
 from harvey.cli.options import (
     inherit,
@@ -26,12 +25,13 @@ from harvey.cli.options import (
     workspace_option,
 )
 from harvey.cli.output import JSON_FORMATS, JsonErrorsCommand, JsonOutput, output_format_option
+from harvey.config.choices import OVERLAPS
 from harvey.errors import UsageError
 from harvey.inputs import clean_text, read_stdin
 
 if TYPE_CHECKING:
     from harvey.cli.oneshot import AnalyzeRequest
-    from harvey.config import Paths, Settings
+    from harvey.config.settings import Paths, Settings
 
 
 @click.command(cls=JsonErrorsCommand)
@@ -274,7 +274,7 @@ def analyze(
     """
     from harvey.cli.oneshot import AnalyzeRequest
     from harvey.cli.scripting import reporting
-    from harvey.config import ChunkingSettings
+    from harvey.config.settings import ChunkingSettings
 
     output = JsonOutput(output_format, "analyze") if output_format in JSON_FORMATS else None
     with reporting(output):

@@ -18,7 +18,7 @@ from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.cli.output import JsonOutput
-from harvey.config import Paths, Settings
+from harvey.config.settings import Paths, Settings
 from harvey.errors import Cancelled, TurnNotSaved, UsageError
 from harvey.llm.metering import metered
 from harvey.protocols import ProgressReporter

@@ -15,7 +15,7 @@ from harvey.errors import HarveyError, UsageError
 from harvey.inputs import check_input_file
 
 if TYPE_CHECKING:
-    from harvey.config import Paths
+    from harvey.config.settings import Paths
     from harvey.session.store import SessionInfo, SessionStore
 
 
@@ -26,7 +26,7 @@ def _store(workspace: Path | None) -> tuple[Paths, SessionStore | None]:
     ``HARVEY_HOME`` or ``sessions.db``: with no store there is simply nothing.
     """
     from harvey.chat.runtime import open_store
-    from harvey.config import resolve_paths
+    from harvey.config.settings import resolve_paths
 
     paths = resolve_paths(workspace)
     if not paths.sessions_db.is_file():

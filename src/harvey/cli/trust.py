@@ -3,7 +3,7 @@
 Both show what the workspace's ``harvey.yaml`` would change — each key that
 widens, with its value made safe to print (secrets and a URL's password never
 shown, every value through ``for_terminal``) — so the user trusts a file they
-have seen, not a folder name. The store and the screening are ``harvey.trust``.
+have seen, not a folder name. The store and the screening are ``harvey.config.trust``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from harvey.cli.errors import handle_errors
 from harvey.errors import UsageError
 
 if TYPE_CHECKING:
-    from harvey.config import Paths
-    from harvey.trust import Review, Setting
-    from harvey.trust_store import TrustStore
+    from harvey.config.settings import Paths
+    from harvey.config.trust import Review, Setting
+    from harvey.config.trust_store import TrustStore
 
 #: The longest value shown; a longer one ends in an ellipsis.
 SHOWN_CHARS = 160
@@ -84,7 +84,7 @@ def ask_to_trust(review: Review) -> bool:
         sys.exit(0)
     if answer == "n":
         return False
-    from harvey.trust_store import TrustStore
+    from harvey.config.trust_store import TrustStore
 
     TrustStore(_home()).trust(review.workspace, review.digest)
     click.echo(f"Trusted {for_terminal(str(review.workspace))}.")
@@ -92,7 +92,7 @@ def ask_to_trust(review: Review) -> bool:
 
 
 def _home() -> Path:
-    from harvey.config import default_harvey_home
+    from harvey.config.settings import default_harvey_home
 
     return default_harvey_home()
 
@@ -111,9 +111,9 @@ def trust(ctx: click.Context, path: Path | None, revoke: bool, list_: bool) -> N
     or choose a model: no security settings, servers, routes' servers,
     session.directory or key-using embedders.
     """
-    from harvey.config import resolve_paths
+    from harvey.config.settings import resolve_paths
+    from harvey.config.trust_store import TrustStore
     from harvey.terminal_text import for_terminal
-    from harvey.trust_store import TrustStore
 
     if list_ and (revoke or path is not None):
         raise UsageError("--list takes no PATH and no --revoke")
@@ -131,10 +131,10 @@ def trust(ctx: click.Context, path: Path | None, revoke: bool, list_: bool) -> N
 
 
 def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
-    from harvey.config import validate
-    from harvey.config_layers import key_in_workspace, read_config
+    from harvey.config.layers import key_in_workspace, read_config
+    from harvey.config.settings import validate
+    from harvey.config.trust import digest, screen
     from harvey.errors import ConfigError
-    from harvey.trust import digest, screen
 
     data, text, raw = read_config(paths.config_file)
     if raw is None:
@@ -155,11 +155,11 @@ def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
 
 
 def _list(store: TrustStore) -> None:
-    from harvey.config import CONFIG_FILENAME
+    from harvey.config.settings import CONFIG_FILENAME
+    from harvey.config.trust import digest
+    from harvey.config.trust_store import read_bounded
     from harvey.errors import ConfigError
     from harvey.terminal_text import for_terminal
-    from harvey.trust import digest
-    from harvey.trust_store import read_bounded
 
     entries = store.entries()
     if not entries:

@@ -38,7 +38,7 @@ def undo(count: str, session_id: str | None, workspace: Path | None) -> None:
     Exit status 1 when any write could not be undone.
     """
     from harvey.chat.runtime import open_store
-    from harvey.config import resolve_paths
+    from harvey.config.settings import resolve_paths
     from harvey.session.checkpoints import Checkpoints, parse_count, undo_lines
     from harvey.session.undo_notes import record_undone
     from harvey.ui import printable

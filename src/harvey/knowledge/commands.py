@@ -20,7 +20,7 @@ from harvey.documents.model import page_label
 from harvey.errors import UsageError
 
 if TYPE_CHECKING:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.knowledge.ingest import IngestReport, Progress
     from harvey.knowledge.retrieval import Retrieval
     from harvey.knowledge.search import Hit, Ranked

@@ -20,7 +20,7 @@ from harvey.errors import UsageError, WorkspaceError
 from harvey.ownfiles.nofollow import Location
 
 if TYPE_CHECKING:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

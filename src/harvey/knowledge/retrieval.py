@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError
 from harvey.knowledge.search import Hit

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvey.config import Settings, base_url_for
+from harvey.config.settings import Settings, base_url_for
 from harvey.errors import UsageError
 from harvey.knowledge.embedders import Embedder, check_spec, make_embedder
 from harvey.knowledge.floor import Floor

@@ -1,11 +1,13 @@
 """The backend table: every backend name Harvey knows, and how to build its client.
 
-This is the one place backend names live. The CLI's ``--backend`` choices, the
+Each name here has one builder; the names themselves, and which of them a route may
+use, are ``config/choices.py``'s, so settings can check a name without importing
+llm/. The CLI's ``--backend`` choices, the
 allowed values of ``backend:`` and ``routes[].backend`` in ``harvey.yaml``, and
 the factory's dispatch are all read from ``BACKENDS``, so a new backend is one
 entry here and cannot be forgotten in a hand-kept list elsewhere.
 
-The table is cheap to import (``harvey.config`` and the CLI import it at
+The table is cheap to import (``harvey.config.settings`` and the CLI import it at
 start-up): each builder imports its backend module only when it is called, so
 neither httpx-based clients nor llama.cpp nor the scripted player load for
 ``harvey --help``. ``auto`` is not a backend but a choice between two of them;
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harvey.config.choices import NAMES, backend_names
 from harvey.errors import BackendError, ConfigError
 
 if TYPE_CHECKING:
@@ -25,7 +28,6 @@ if TYPE_CHECKING:
 
     from harvey.protocols import LLMClient
 
-AUTO = "auto"  # "Ollama if it answers, else the embedded model"
 LOCAL_MODEL = "SmolLM2-135M-Instruct"
 
 
@@ -111,36 +113,17 @@ def _scripted(req: BuildRequest) -> LLMClient:
     return ScriptedClient.from_file(script, model=req.model or "scripted")
 
 
-BACKENDS: dict[str, Backend] = {
-    b.name: b
-    for b in (
-        Backend("ollama", _ollama, routable=True),
-        Backend("openai", _openai, routable=True),
-        Backend("local", _local, routable=True),
-        Backend("scripted", _scripted, routable=False),  # tests and demos: plays a file
-    )
+_BUILDERS: dict[str, Builder] = {
+    "ollama": _ollama,
+    "openai": _openai,
+    "local": _local,
+    "scripted": _scripted,
 }
-
-
-def backend_names(*, include_auto: bool = False, routable_only: bool = False) -> list[str]:
-    """The names in table order, optionally with ``auto`` first or only the routable ones."""
-    names = [b.name for b in BACKENDS.values() if b.routable or not routable_only]
-    return [AUTO, *names] if include_auto else names
-
-
-def _spelled(names: Sequence[str]) -> str:
-    """``'a', 'b' or 'c'``: how pydantic words a Literal, so config errors read the same."""
-    quoted = [repr(n) for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
-
-
-def check_name(value: object, *, route: bool = False) -> str:
-    """``value`` if it is a backend ``harvey.yaml`` may name there, else ``ValueError``
-    listing the allowed names (a route cannot say ``auto`` or ``scripted``)."""
-    allowed = backend_names(include_auto=not route, routable_only=route)
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"must be one of {_spelled(allowed)}")
-    return value
+# The names and which may be routed live in ``config/choices.py`` (settings validate
+# against them below llm/); a name without a builder fails here, at import.
+BACKENDS: dict[str, Backend] = {
+    name: Backend(name, _BUILDERS[name], routable=routable) for name, routable in NAMES.items()
+}
 
 
 def lookup(name: str) -> Backend:

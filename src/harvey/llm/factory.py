@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 import httpx
 from pydantic import SecretStr
 
-from harvey.config import EndpointSetting, RouteSettings, Settings, base_url_for
+from harvey.config.choices import AUTO
+from harvey.config.settings import EndpointSetting, RouteSettings, Settings, base_url_for
 from harvey.errors import BackendUnavailable, ConfigError
-from harvey.llm.backends import AUTO, BuildRequest, lookup, runs_locally
+from harvey.llm.backends import BuildRequest, lookup, runs_locally
 from harvey.llm.keys import key_for
 from harvey.protocols import LLMClient
 

@@ -2,7 +2,7 @@
 
 For the top level and for each route, in this order: its ``api_key``, then its
 ``api_key_command``, then ``OPENAI_API_KEY`` from the environment. Both may
-only come from the user's own ``HARVEY_HOME/harvey.yaml`` (``harvey.trust``
+only come from the user's own ``HARVEY_HOME/harvey.yaml`` (``harvey.config.trust``
 refuses them in a workspace file): a key must never sit in a file the model or
 a repository can read, and a command line in such a file would be a program
 that repository chose to run.

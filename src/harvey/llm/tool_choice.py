@@ -29,7 +29,7 @@ from harvey.llm import wire
 from harvey.llm.tool_support import ToolSupport
 
 if TYPE_CHECKING:
-    from harvey.config import ToolsSettings
+    from harvey.config.settings import ToolsSettings
     from harvey.protocols import LLMClient, ModelCapabilities
 
 ANSWER = "answer"

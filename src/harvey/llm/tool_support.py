@@ -107,7 +107,7 @@ def forget() -> None:
 
 
 def _found(client: LLMClient, home: Path | None) -> ToolSupport:
-    from harvey.config import default_harvey_home
+    from harvey.config.settings import default_harvey_home
 
     home = home if home is not None else default_harvey_home()
     name = f"{client.backend} {client.endpoint} {client.model}"

@@ -18,7 +18,7 @@ from harvey.memory.startup import memory_db
 from harvey.memory.store import Memory, MemoryStore
 
 if TYPE_CHECKING:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.memory.review import Ask, Echo, MineReport
     from harvey.protocols import LLMClient
 

@@ -28,7 +28,7 @@ from harvey.protocols import TurnContext, TurnQuery
 
 if TYPE_CHECKING:
     from harvey.chat.agent import Agent
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.memory.recall import Recall
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from harvey.memory.textmatch import coverage, query_words
 from harvey.memory.vector_pack import PackCache
 
 if TYPE_CHECKING:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.knowledge.embedders import Embedder
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from harvey.analysis.chunking import OVERLAPS
-from harvey.config import ChunkingSettings
+from harvey.config.choices import OVERLAPS
+from harvey.config.settings import ChunkingSettings
 from harvey.errors import UsageError
 from harvey.messages import Message
 from harvey.repl.memory import MEMORY_USAGE, memory_command, recall_command

@@ -25,7 +25,7 @@ from rich.markup import escape
 from harvey.chat.agent import Agent, TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import Runtime, open_runtime
-from harvey.config import Paths, Settings
+from harvey.config.settings import Paths, Settings
 from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
 from harvey.messages import Message, ToolCall, ToolResult

@@ -23,7 +23,7 @@ from harvey.memory.store import Memory, MemoryStore
 from harvey.session.fountain import parse_session
 
 if TYPE_CHECKING:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
     from harvey.repl.session import ReplSession
 
 MEMORY_USAGE = (

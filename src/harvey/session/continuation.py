@@ -18,7 +18,7 @@ from harvey.errors import UsageError
 from harvey.session.store import SessionStore
 
 if TYPE_CHECKING:
-    from harvey.config import Paths
+    from harvey.config.settings import Paths
 
 
 def session_to_resume(paths: Paths, session_id: str) -> str:

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.config import Paths, SessionSettings, Settings
+from harvey.config.settings import Paths, SessionSettings, Settings
 from harvey.errors import ConfigError, HarveyError
 from harvey.ownfiles.nofollow import Location, Refusals, UnsafePath
 from harvey.protocols import LLMClient

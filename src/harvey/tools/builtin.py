@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.config import Settings
+from harvey.config.settings import Settings
 from harvey.tools.edit import EditFileTool
 from harvey.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from harvey.tools.hooks import HookRegistry, ToolHook

@@ -21,7 +21,7 @@ from harvey.memory.startup import memory_db
 from harvey.tools.registry import ToolContext
 
 if TYPE_CHECKING:
-    from harvey.config import Settings
+    from harvey.config.settings import Settings
 
 MAX_TEXT = 500
 

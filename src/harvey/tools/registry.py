@@ -24,7 +24,7 @@ from harvey.redact import Redactor, active
 from harvey.ui import WriteRequest
 
 if TYPE_CHECKING:
-    from harvey.config import LimitsSettings
+    from harvey.config.settings import LimitsSettings
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from harvey.workspace.secret_files import SecretFiles
 from harvey.workspace.view import WorkspaceTooBig, WorkspaceView, workspace_view
 
 if TYPE_CHECKING:
-    from harvey.config import LimitsSettings
+    from harvey.config.settings import LimitsSettings
 
 OPERATOR_CHARS = frozenset("();<>|&")
 MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # past this the command is stopped and the rest dropped
@@ -207,7 +207,7 @@ def _execute(
 
     Without a ``view`` the workspace is walked here (the default secret files are
     left out); a walk that cannot finish is a ``ToolError``."""
-    from harvey.config import LimitsSettings
+    from harvey.config.settings import LimitsSettings
 
     confinement = confinement or sandbox.Confinement("none", reason="not requested")
     if confinement.active and view is None:

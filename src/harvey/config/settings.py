@@ -2,8 +2,8 @@
 
 Precedence, highest first: command-line flags, environment, ``harvey.yaml`` at
 the workspace root (only its narrowing part until the workspace is trusted:
-``harvey.trust``), the user's own ``HARVEY_HOME/harvey.yaml``, built-in
-defaults; ``harvey.config_layers`` adds them up. Loading never writes anything;
+``harvey.config.trust``), the user's own ``HARVEY_HOME/harvey.yaml``, built-in
+defaults; ``harvey.config.layers`` adds them up. Loading never writes anything;
 a bad file raises ``ConfigError`` naming the file, the line or key, and what is
 allowed.
 """
@@ -27,12 +27,11 @@ from pydantic import (
     model_validator,
 )
 
-from harvey.analysis.chunking import Overlap
+from harvey.config.choices import Overlap, check_name
 from harvey.errors import ConfigError, UsageError
-from harvey.llm.backends import check_name
 
 if TYPE_CHECKING:
-    from harvey.trust import Review
+    from harvey.config.trust import Review
 
 CONFIG_FILENAME = "harvey.yaml"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
@@ -166,7 +165,7 @@ def _one_way_to_the_server(base_url: str | None, endpoints: list[EndpointSetting
 
 class RouteSettings(_Strict):
     name: str = Field(min_length=1)
-    backend: str = "openai"  # one of harvey.llm.backends' routable names
+    backend: str = "openai"  # one of config/choices.py's routable names
     base_url: str | None = None
     endpoints: list[EndpointSetting] = Field(default_factory=list)
     model: str | None = None
@@ -276,7 +275,7 @@ class MemorySettings(_Strict):
 
 
 class Settings(_Strict):
-    backend: str = "auto"  # "auto" or a name in harvey.llm.backends' table
+    backend: str = "auto"  # "auto" or a name in config/choices.py
     model: str | None = None
     base_url: str | None = None
     endpoints: list[EndpointSetting] = Field(default_factory=list)  # a pool, in place of base_url
@@ -408,7 +407,7 @@ def validate(data: dict[str, Any], source: Path | str, text: str | None = None) 
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        from harvey.config_yaml import line_of
+        from harvey.config.yaml_text import line_of
 
         first = exc.errors()[0]
         loc = tuple(first["loc"])
@@ -434,8 +433,8 @@ def load_settings(
     """Merge defaults < HARVEY_HOME/harvey.yaml < workspace harvey.yaml < environment <
     flags, then validate. An untrusted workspace file that would widen anything is
     refused (``ConfigError``) unless ``decide`` says to apply it (True) or to keep
-    only its narrowing part (False); see ``harvey.config_layers``."""
-    from harvey.config_layers import load_layers  # below this module: it is handed validate
+    only its narrowing part (False); see ``harvey.config.layers``."""
+    from harvey.config.layers import load_layers  # below this module: it is handed validate
 
     return load_layers(paths, validate, overrides, env, decide)
 

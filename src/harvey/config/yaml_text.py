@@ -1,7 +1,7 @@
-"""Reading harvey.yaml's text: PyYAML, kept out of ``config.py``'s import.
+"""Reading harvey.yaml's text: PyYAML, kept out of ``config/settings.py``'s import.
 
 Most starts have no harvey.yaml at all (settings from flags and the
-environment), and PyYAML costs about 10 ms to import; so ``config.py``
+environment), and PyYAML costs about 10 ms to import; so ``config/settings.py``
 imports this module only once there is a file's text to parse or a
 validation error to place on a line.
 """

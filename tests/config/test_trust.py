@@ -1,4 +1,4 @@
-"""harvey.trust: the table that decides what an untrusted harvey.yaml may set, the trust
+"""harvey.config.trust: the table that decides what an untrusted harvey.yaml may set, the trust
 store, and the layers (HARVEY_HOME's file < the workspace's < environment < flags)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from harvey.config import Settings, load_settings, resolve_paths
+from harvey.config.settings import Settings, load_settings, resolve_paths
+from harvey.config.trust import NARROWING, NEVER_IN_WORKSPACE, digest, leaves, narrows, screen
+from harvey.config.trust_store import TrustStore
 from harvey.errors import ConfigError
-from harvey.trust import NARROWING, NEVER_IN_WORKSPACE, digest, leaves, narrows, screen
-from harvey.trust_store import TrustStore
 
 
 def leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:

@@ -11,8 +11,8 @@ and not listed here — *widens*, and applies only once the user trusts the
 workspace. Keys in :data:`NEVER_IN_WORKSPACE` (``api_key``, ``api_key_command``)
 are refused even then: a key must not sit in a file the model can read.
 
-Trust is recorded in ``HARVEY_HOME`` (``harvey.trust_store``) by the workspace's real path and the
-SHA-256 of the ``harvey.yaml`` it was given for, so an edited file (a ``git
+Trust is recorded in ``HARVEY_HOME`` (``config/trust_store.py``) by the workspace's real
+path and the SHA-256 of the ``harvey.yaml`` it was given for, so an edited file (a ``git
 pull``) is a new question. ``HARVEY.md`` and ``AGENTS.md`` are not hashed: they
 only add text to the system prompt and cannot change what Harvey may do.
 """

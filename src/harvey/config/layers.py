@@ -1,5 +1,5 @@
 """Settings from their layers: defaults < ``HARVEY_HOME/harvey.yaml`` < the workspace's
-``harvey.yaml`` (screened by ``harvey.trust``) < environment < command-line flags.
+``harvey.yaml`` (screened by ``harvey.config.trust``) < environment < command-line flags.
 
 The user's own file in ``HARVEY_HOME`` is trusted whole: keys, ``api_key_command``,
 servers, ``security:``. The workspace's file may come from a repository someone
@@ -16,15 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from harvey.config.trust import Review, Screened, digest, screen
+from harvey.config.trust_store import TrustStore, read_bounded
 from harvey.errors import ConfigError
-from harvey.trust import Review, Screened, digest, screen
-from harvey.trust_store import TrustStore, read_bounded
 
 
-# What this module reads of ``harvey.config``'s types, named here so that it sits below
-# ``harvey.config`` in the import graph, type-only imports included.
+# What this module reads of ``harvey.config.settings``'s types, named here so that it sits below
+# ``harvey.config.settings`` in the import graph, type-only imports included.
 class Paths(Protocol):
-    """``harvey.config.Paths``: where the settings files are."""
+    """``harvey.config.settings.Paths``: where the settings files are."""
 
     @property
     def workspace(self) -> Path: ...
@@ -46,7 +46,7 @@ class KeyOwner(Protocol):
 
 
 class Validated(KeyOwner, Protocol):
-    """``harvey.config.Settings`` as the layers need it."""
+    """``harvey.config.settings.Settings`` as the layers need it."""
 
     @property
     def routes(self) -> Sequence[KeyOwner]: ...
@@ -58,8 +58,8 @@ SettingsT = TypeVar("SettingsT", bound=Validated)
 #: Given what an untrusted workspace file would widen: True applies it, False keeps
 #: only its narrowing part; raising (``Cancelled``) stops.
 Decide = Callable[[Review], bool]
-#: ``harvey.config.validate``: data, its source and text → Settings, or one ConfigError line.
-#: Handed in, so that this module sits below ``harvey.config`` in the import graph.
+#: ``config.settings.validate``: data, its source and text → Settings, or one ConfigError line.
+#: Handed in, so that this module sits below ``harvey.config.settings`` in the import graph.
 Validate = Callable[[dict[str, Any], Path | str, str | None], SettingsT]
 
 ENV_KEYS = {
@@ -81,7 +81,7 @@ def read_config(path: Path) -> tuple[dict[str, Any], str, bytes | None]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read: not UTF-8 text ({exc.reason})") from exc
-    from harvey.config_yaml import parse  # PyYAML only when there is a file to read
+    from harvey.config.yaml_text import parse  # PyYAML only when there is a file to read
 
     data = parse(path, text)
     if data is None:
@@ -158,7 +158,7 @@ def refusal(review: Review) -> str:
 
 
 def key_in_workspace(paths: Paths, screened: Screened, text: str) -> str:
-    from harvey.config_yaml import line_of
+    from harvey.config.yaml_text import line_of
 
     setting = screened.forbidden[0]
     line = line_of(text, setting.loc)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.config import Settings, base_url_for, load_settings, resolve_paths
+from harvey.config.settings import Settings, base_url_for, load_settings, resolve_paths
 from harvey.errors import ConfigError
 
 

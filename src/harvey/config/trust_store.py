@@ -1,9 +1,9 @@
 """The trust store: which workspace's ``harvey.yaml`` the user trusted, by its hash.
 
 ``HARVEY_HOME/trusted-workspaces.json`` maps a workspace's real path to the SHA-256 of
-the file it was trusted for (``harvey.trust.digest``), so an edited file (a ``git
+the file it was trusted for (``harvey.config.trust.digest``), so an edited file (a ``git
 pull``) is a new question. Its own module, apart from the screening table in
-``harvey.trust``: this part reads and writes a file of the user's, that part decides
+``harvey.config.trust``: this part reads and writes a file of the user's, that part decides
 what a file may set. ``read_bounded`` is how every settings file is read: a repository
 can ship ``harvey.yaml`` as a link to ``/dev/zero``, a FIFO or a folder.
 """
