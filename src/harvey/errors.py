@@ -30,7 +30,7 @@ Every exception class Harvey defines is in this tree. The few that are a
 module's private control flow and never leave it stay in their module but
 still subclass a class here, so one that escaped by a bug would still be one
 line, not a traceback: ``tools/search.py``'s ``_DeadlinePassed`` and
-``tools/shell_policy.py``'s ``_Refuse`` are ``ToolError``s, and
+``confine/shell_policy.py``'s ``_Refuse`` are ``ToolError``s, and
 ``config/yaml_text.py``'s ``DuplicateKey`` is a ``ConfigError`` (and a ``yaml.YAMLError``,
 since it is raised from inside the YAML loader).
 """

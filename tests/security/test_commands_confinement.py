@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harvey.config.settings import LimitsSettings
-from harvey.tools import git_policy, sandbox
+from harvey.confine import git_policy, sandbox
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import ShellResult, _execute, run_command
 from tests.harvey_process import run_harvey
@@ -274,7 +274,7 @@ def test_killing_harvey_ends_the_command_and_its_daemons(victim_workspace: Path)
     import time
 
     code = (
-        "import sys; from pathlib import Path; from harvey.tools import sandbox; "
+        "import sys; from pathlib import Path; from harvey.confine import sandbox; "
         "from harvey.tools.shell import _execute; "
         "_execute(['sh', '-c', 'setsid sleep 634567 & sleep 634568'], Path(sys.argv[1]), 600, "
         "sandbox.detect('auto'))"
@@ -757,14 +757,14 @@ def test_bubblewrap_closes_the_same_holes(
 def test_options_that_run_programs_ask_even_when_allow_listed(
     victim_workspace: Path, argv: list[str]
 ) -> None:
-    from harvey.tools.shell_policy import needs_confirmation
+    from harvey.confine.shell_policy import needs_confirmation
 
     reason = needs_confirmation(argv, [argv[0]], victim_workspace)
     assert reason is not None and "run" in reason, (argv, reason)
 
 
 def test_plain_tar_listing_still_runs_unasked(victim_workspace: Path) -> None:
-    from harvey.tools.shell_policy import needs_confirmation
+    from harvey.confine.shell_policy import needs_confirmation
 
     assert needs_confirmation(["tar", "-tf", "a.tar"], ["tar"], victim_workspace) is None
     assert needs_confirmation(["tar", "tvf", "a.tar"], ["tar"], victim_workspace) is None

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from harvey.config.settings import LimitsSettings
-from harvey.tools import sandbox
+from harvey.confine import sandbox
 from harvey.tools.shell import ShellResult
 from tests.security.test_commands_confinement import (  # landlock: autouse, the same check
     PYTHON,

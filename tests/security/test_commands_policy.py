@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harvey.tools import shell, shell_policy
+from harvey.confine import shell_policy
+from harvey.tools import shell
 from tests.security.conftest import Attack, snapshot
 
 

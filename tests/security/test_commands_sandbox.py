@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.tools import sandbox
+from harvey.confine import sandbox
 from tests.harvey_process import run_harvey
 from tests.security.conftest import API_KEY, Attack, snapshot
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.tools import git_secrets
+from harvey.confine import git_secrets
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import run_command
 from harvey.workspace.secret_files import SecretFiles

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvey.tools.git_policy import check_git
+from harvey.confine.git_policy import check_git
 from harvey.workspace import view as wv
 from harvey.workspace.secret_files import SecretFiles
 from harvey.workspace.view import WorkspaceTooBig, WorkspaceView, workspace_view

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def confinement(workspace: Path | None) -> tuple[str, str]:
     """(security.sandbox, the confinement it gives) for this workspace's settings."""
-    from harvey.tools.sandbox import detect
+    from harvey.confine.sandbox import detect
 
     try:
         mode = load(workspace)[1].security.sandbox
@@ -53,7 +53,7 @@ def doctor(workspace: Path | None) -> None:
 
 
 def _confined(workspace: Path | None, line: str) -> None:
-    from harvey.tools.sandbox import mount_view_works, process_limit
+    from harvey.confine.sandbox import mount_view_works, process_limit
 
     security = _security(workspace)
     click.echo("allow-listed commands: read the workspace and system folders, write only")

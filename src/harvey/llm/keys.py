@@ -102,7 +102,7 @@ def _run(command: str, timeout: float) -> str:
     if not argv:
         raise ConfigError("api_key_command is empty")
     name = argv[0]
-    from harvey.programs import find_program
+    from harvey.confine.programs import find_program
 
     program = find_program(name)  # never a program of the workspace's on PATH
     if program is None:

@@ -122,7 +122,7 @@ def open_editor(path: str) -> None:
         raise UsageError(f"${variable} is not a command line ({exc}): {editor!r}") from exc
     if not argv:
         raise UsageError(f"${variable} is empty; set it to your editor")
-    from harvey.programs import find_program
+    from harvey.confine.programs import find_program
 
     # Never an editor of the workspace's: a cloned .venv/bin/vi first on PATH would run
     # unconfined with everything the user may do.

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harvey.confine.sandbox import detect
 from harvey.llm.pool_setup import endpoint_lines
-from harvey.tools.sandbox import detect
 
 if TYPE_CHECKING:
     from harvey.chat.agent import Agent

@@ -1,7 +1,7 @@
 """run_shell: run one command in the workspace, without a shell, confined by the OS.
 
 Security rests on the operating system, not on parsing: every command runs
-under the confinement ``tools/sandbox.py`` detects (Landlock, bubblewrap or
+under the confinement ``confine/sandbox.py`` detects (Landlock, bubblewrap or
 sandbox-exec), which lets it read the workspace and system folders, write only
 a private temporary folder, and reach no ``/proc``, home folder or network,
 with a scrubbed environment (no API keys). Where no confinement is available
@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvey.confine import git_policy, sandbox
+from harvey.confine.shell_policy import needs_confirmation
 from harvey.errors import ToolError
-from harvey.tools import git_policy, sandbox
 from harvey.tools.registry import ToolContext
-from harvey.tools.shell_policy import needs_confirmation
 from harvey.workspace import secret_files
 from harvey.workspace.secret_files import SecretFiles
 from harvey.workspace.view import WorkspaceTooBig, WorkspaceView, workspace_view

@@ -1,4 +1,4 @@
-"""Programs Harvey runs itself are never found in the workspace (``harvey.programs``)."""
+"""Programs Harvey runs itself are never found in the workspace (``harvey.confine.programs``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.programs import find_program, system_program, trusted_search_path
+from harvey.confine.programs import find_program, system_program, trusted_search_path
 
 
 def _plant(folder: Path, name: str) -> Path:

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harvey.config.settings import DEFAULT_ALLOWED_COMMANDS
-from harvey.tools.shell_options import PROGRAMS, Operands, Role
-from harvey.tools.shell_policy import needs_confirmation
+from harvey.confine.shell_options import PROGRAMS, Operands, Role
+from harvey.confine.shell_policy import needs_confirmation
 
 ALLOWED = (*DEFAULT_ALLOWED_COMMANDS, "rg", "mytool")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harvey.tools.sandbox_env import scratch_folder
+from harvey.confine.sandbox_env import scratch_folder
 
 
 def _nest(folder: Path, depth: int) -> None:

@@ -1,6 +1,6 @@
 """Which commands may run unasked: the second line of defence behind the OS sandbox.
 
-The first line is the operating system (``tools/sandbox.py``): an allow-listed
+The first line is the operating system (``confine/sandbox.py``): an allow-listed
 command runs confined by the kernel, so it cannot write, reach the network or
 read outside what the sandbox grants, whatever options it was given. Only the
 kernel can promise that. Checking arguments cannot: GNU tools accept abbreviated
@@ -33,9 +33,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harvey.errors import ToolError, WorkspaceError
-from harvey.tools.git_policy import check_git
-from harvey.tools.shell_options import (
+from harvey.confine.git_policy import check_git
+from harvey.confine.shell_options import (
     FIND_FILE_ARG,
     FIND_LEADING,
     FIND_NEWER_XY,
@@ -51,6 +50,7 @@ from harvey.tools.shell_options import (
     Program,
     Role,
 )
+from harvey.errors import ToolError, WorkspaceError
 from harvey.workspace.paths import safe_path
 from harvey.workspace.secret_files import SecretFiles
 

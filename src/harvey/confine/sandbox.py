@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from harvey.programs import system_program
-from harvey.tools.sandbox_env import KEPT_ENV, scratch_folder, scrubbed_env
-from harvey.tools.sandbox_profiles import (
+from harvey.confine.programs import system_program
+from harvey.confine.sandbox_env import KEPT_ENV, scratch_folder, scrubbed_env
+from harvey.confine.sandbox_profiles import (
     SEATBELT_APPROVED,
     SEATBELT_BASE,
     bubblewrap_argv,
@@ -349,7 +349,7 @@ def _limits_only(policy: Policy) -> dict[str, object]:
 def _bubblewrap_launch(policy: Policy, argv: list[str]) -> Launch:
     """bubblewrap with the launcher's seccomp filter (``--seccomp FD``), under the
     launcher in ``limits_only`` mode for the resource limits and the supervision."""
-    from harvey.tools.launcher_seccomp import ARCHES, filter_program
+    from harvey.confine.launcher_seccomp import ARCHES, filter_program
 
     wrapped = bubblewrap_argv(policy, argv)
     fds: tuple[int, ...] = ()

@@ -30,7 +30,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from harvey.tools import git_secrets
+from harvey.confine import git_secrets
 from harvey.workspace import secret_files
 from harvey.workspace.secret_files import SecretFiles
 
@@ -273,9 +273,9 @@ def trusted_git(workspace: Path) -> str | None:
 
     This check runs unconfined, before any command; a cloned repository's
     ``.venv/bin/git`` first on ``PATH`` would otherwise run here, outside the
-    sandbox, as the very program asked whether it is safe (``harvey.programs``).
+    sandbox, as the very program asked whether it is safe (``harvey.confine.programs``).
     """
-    from harvey.programs import find_program
+    from harvey.confine.programs import find_program
 
     return find_program("git", workspace)
 

@@ -12,7 +12,7 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.tools import launcher_seccomp as seccomp
+from harvey.confine import launcher_seccomp as seccomp
 
 ALLOW, DENY, KILL = seccomp.SECCOMP_RET_ALLOW, seccomp.DENY, seccomp.SECCOMP_RET_KILL_PROCESS
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.tools import sandbox
+from harvey.confine import sandbox
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import ShellResult, _execute, run_command
 

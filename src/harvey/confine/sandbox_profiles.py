@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from harvey.programs import system_program
+from harvey.confine.programs import system_program
 
 if TYPE_CHECKING:
     from harvey.workspace.view import WorkspaceView
