@@ -10,13 +10,20 @@ and ``from harvey.cli import errors`` on the submodule too.
 
 ``cli/`` and ``repl/`` are the front ends: the only packages that know click,
 prompt_toolkit or rich's live display, and no library module imports them.
+
+The packages stand on one ladder (``LAYERS``, drawn in ``docs/ARCHITECTURE.md``): a
+module imports only from its own rung or a lower one, type-only imports included, and
+no two packages import each other, even on one rung.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -39,6 +46,38 @@ FRONT_ENDS = ("harvey.cli", "harvey.repl")
 FRONT_END_LIBRARIES = ("click", "prompt_toolkit", "rich.live")
 #: Program entries that start the command line; nothing imports them (checked below).
 ENTRY_POINTS = {"harvey.__main__", "harvey.demo"}
+
+#: The ladder, from the ground up: each rung's packages (a top-level module is its own
+#: name) import only from their rung or below. The vocabulary the others meet at; what of
+#: the workspace the model may read and Harvey's own files; settings, documents, the
+#: store layer; tokens and the confinement of commands; the model backends and the
+#: session record; then the features, each standing on the one before; the front ends;
+#: the package's public face and the program entries.
+LAYERS: list[tuple[str, ...]] = [
+    (
+        "errors",
+        "messages",
+        "protocols",
+        "redact",
+        "terminal_text",
+        "stopwords",
+        "inputs",
+        "ui",
+        "version",
+    ),
+    ("workspace", "ownfiles"),
+    ("config", "documents", "store"),
+    ("context", "confine"),
+    ("llm", "session"),
+    ("analysis",),
+    ("knowledge",),
+    ("memory",),
+    ("tools",),
+    ("chat",),
+    ("repl",),
+    ("cli",),
+    ("harvey", "__main__", "demo"),
+]
 
 
 def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -255,3 +294,82 @@ def test_a_library_module_naming_a_front_end_is_a_leak(tmp_path: Path) -> None:
         "pkg.tool → pkg.__main__",
         "pkg.tool → prompt_toolkit.shortcuts",
     ]
+
+
+# -- the ladder -------------------------------------------------------------------------
+
+RUNG = {part: i for i, rung in enumerate(LAYERS) for part in rung}
+
+
+def part_of(module: str) -> str:
+    """The package (or top-level module) a module belongs to: ``harvey.chat.agent`` →
+    ``chat``; the package root ``harvey`` is its own part."""
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 else pieces[0]
+
+
+def climbing(graph: Graph, part: str) -> list[str]:
+    """``module → module`` for each import of ``part``'s modules that reaches a higher rung."""
+    return sorted(
+        f"{module} → {target}"
+        for module, targets in graph.items()
+        if part_of(module) == part
+        for target in targets
+        if RUNG[part_of(target)] > RUNG[part]
+    )
+
+
+def part_graph(graph: Graph) -> Graph:
+    parts: Graph = {}
+    for module, targets in graph.items():
+        mine = parts.setdefault(part_of(module), set())
+        mine.update(part_of(t) for t in targets if part_of(t) != part_of(module))
+    return parts
+
+
+@functools.cache
+def src_graph() -> Graph:
+    """src/harvey's graph, read once for the ladder's cases."""
+    return import_graph(SRC)
+
+
+def _parts() -> list[str]:
+    return sorted({part_of(m) for m in src_graph()})
+
+
+def test_every_package_stands_on_a_rung() -> None:
+    unplaced = [p for p in _parts() if p not in RUNG]
+    assert not unplaced, f"packages or modules not on the ladder (LAYERS): {unplaced}"
+    gone = [p for p in RUNG if p not in _parts()]
+    assert not gone, f"LAYERS names what src/harvey no longer has: {gone}"
+
+
+@pytest.mark.parametrize("part", sorted(RUNG, key=lambda p: (RUNG[p], p)))
+def test_nothing_imports_up_the_ladder(part: str) -> None:
+    found = climbing(src_graph(), part)
+    assert not found, f"{part} (rung {RUNG[part]}) imports from above it:\n" + "\n".join(found)
+
+
+def test_no_two_packages_import_each_other() -> None:
+    found = cycles(part_graph(src_graph()))
+    assert not found, "package cycles:\n" + "\n".join(" → ".join(c) for c in found)
+
+
+def test_a_type_only_import_up_the_ladder_is_found(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "harvey/__init__.py": "",
+            "harvey/session/__init__.py": "",
+            "harvey/session/recorder.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from harvey.analysis.answer import Answer\n"
+            ),
+            "harvey/analysis/__init__.py": "",
+            "harvey/analysis/answer.py": "from harvey.session import recorder\n",
+        },
+    )
+    graph = import_graph(tmp_path)
+    assert climbing(graph, "session") == ["harvey.session.recorder → harvey.analysis.answer"]
+    assert climbing(graph, "analysis") == []
+    assert cycles(part_graph(graph)) == [["analysis", "session", "analysis"]]

@@ -137,19 +137,12 @@ __all__ = [
 ]
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("harvey-agent")
-    except PackageNotFoundError:  # running from a source tree without installing
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first use and keep the value (PEP 562)."""
     if name == "__version__":
-        value: Any = _version()
+        from harvey.version import installed_version
+
+        value: Any = installed_version()
     elif name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
     else:

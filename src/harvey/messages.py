@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,3 +45,18 @@ class ToolResult:
 
     def to_message(self) -> Message:
         return Message(role="tool", content=self.content, tool_call_id=self.call_id, name=self.name)
+
+
+def split_turns(history: Sequence[Message]) -> list[list[Message]]:
+    """Group messages into turns, each starting at a user message.
+
+    Messages before the first user message (a history that starts with the
+    model) form a turn of their own.
+    """
+    turns: list[list[Message]] = []
+    for message in history:
+        if message.role == "user" or not turns:
+            turns.append([message])
+        else:
+            turns[-1].append(message)
+    return turns

@@ -95,7 +95,7 @@ class HeadlessUI:
         progress: Callable[[TextIO], ProgressReporter] | None = None,
     ) -> None:
         """``progress`` makes the reporter an analysis draws on ``err`` (the CLI's bar on a
-        terminal, ``cli/progress.py``); without it an analysis prints plain lines there."""
+        terminal, ``repl/progress.py``); without it an analysis prints plain lines there."""
         self.auto_yes = auto_yes
         self.allow_writes = allow_writes  # --allow-writes; --yes deliberately does not imply it
         self._err = err

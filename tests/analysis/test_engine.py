@@ -347,7 +347,7 @@ def test_records_are_located_in_the_file_of_a_real_chunked_document() -> None:
 
 
 def test_the_library_prints_plain_lines_even_on_a_terminal() -> None:
-    """A live display is the front end's (``cli/progress.py``); a reporter it passes is used."""
+    """A live display is the front end's (``repl/progress.py``); a reporter it passes is used."""
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -225,7 +225,7 @@ def test_the_served_note_counts_endpoints_that_completed_calls() -> None:
 
 
 def test_the_rich_bar_shows_files_done_for_a_folder_only() -> None:
-    from harvey.cli.progress import progress_for
+    from harvey.repl.progress import progress_for
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

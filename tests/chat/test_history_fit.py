@@ -6,17 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.chat.history_fit import (
-    OMITTED_NOTE,
-    TRIMMED_HISTORY_SHARE,
-    fit_history,
-    split_turns,
-    turn_tokens,
-)
+from harvey.chat.history_fit import OMITTED_NOTE, TRIMMED_HISTORY_SHARE, fit_history, turn_tokens
 from harvey.context.budget import estimate_tokens, serialize_history
 from harvey.errors import StoreError, TurnNotSaved
 from harvey.llm.scripted import Reply
-from harvey.messages import Message, ToolCall
+from harvey.messages import Message, ToolCall, split_turns
 from harvey.session.fountain import parse_session
 from harvey.ui import HeadlessUI
 

@@ -54,7 +54,7 @@ def test_pages_join_into_the_originals_and_each_fits_the_budget(
     last = min(8, first + more)
     tool = RecallTurnsTool(lambda session: messages if session == "s1" else [])
     pages = read_all(tool, context(tokens), first, last)
-    from harvey.chat.history_fit import split_turns
+    from harvey.messages import split_turns
 
     assert "".join(pages) == render_turns(split_turns(messages)[first - 1 : last], first)
     assert all(estimate_tokens(page) <= tokens for page in pages)

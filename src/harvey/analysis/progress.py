@@ -5,7 +5,7 @@ the answer started, with how many quotes it is written from); a reporter
 decides how they look. The library's own reporter prints
 one plain line per event, ``Processing chunk i/N…``, as the seed specifies, so
 logs stay greppable (``harvey analyze ... 2>log``, tests). A front end passes
-its own: the rich bar on a terminal (``cli/progress.py``: the library knows no
+its own: the rich bar on a terminal (``repl/progress.py``: the library knows no
 live display), JSON output's events. All calls come from the engine's
 coordinating thread. File names come from the workspace and may hold escape
 sequences: a plain line passes ``for_terminal``.
@@ -86,7 +86,7 @@ class PlainProgress:
 
 def make_progress(stream: ProgressReporter | TextIO | None = None) -> ProgressReporter:
     """``stream`` itself when a front end passed a reporter (the terminal's bar,
-    ``cli/progress.py``; JSON output's events), else plain lines on it (default stderr)."""
+    ``repl/progress.py``; JSON output's events), else plain lines on it (default stderr)."""
     if stream is not None and hasattr(stream, "chunk_started"):
         return stream  # type: ignore[return-value]
     return PlainProgress(sys.stderr if stream is None else stream)

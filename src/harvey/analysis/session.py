@@ -20,13 +20,13 @@ from typing import TextIO
 
 from harvey.analysis.api import Collaborators
 from harvey.config.settings import Paths, Settings, configured_keys
-from harvey.context.calibration import CalibratedSizing
 from harvey.errors import StoreError
 from harvey.llm.base import is_remote_endpoint
 from harvey.messages import Message
 from harvey.ownfiles.nofollow import Refusals
 from harvey.protocols import LLMClient, ProgressReporter
 from harvey.redact import Redactor, install
+from harvey.session.calibration import CalibratedSizing
 from harvey.session.location import default_user_name, note_harvey_dir, open_recorder
 from harvey.session.map_results import StoredResults
 from harvey.session.recorder import Recorder

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harvey.chat.clients import split_mention
-from harvey.chat.history_fit import split_turns, turn_tokens
+from harvey.chat.history_fit import turn_tokens
 from harvey.context.budget import budget_report, estimate_tokens, serialize_history
 from harvey.errors import BackendError, Cancelled, HarveyError, StoreError, UsageError
 from harvey.llm.base import chat
-from harvey.messages import Message
+from harvey.messages import Message, split_turns
 from harvey.protocols import LLMClient
 from harvey.session.compactions import (
     StoredCompaction,

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens, serialize_history
-from harvey.messages import Message
+from harvey.messages import Message, split_turns
 
 OMITTED_NOTE = "{n} earlier messages were left out to fit the context window."
 # Once history has to be cut, it is cut to this share of what is left for it,
@@ -53,21 +53,6 @@ def omitted_notice(fitted: FittedHistory, model: str, window: int) -> str:
         f"out of the prompt: the conversation does not fit {model}'s {window:,}-token context "
         "window (sessions.db keeps them all)"
     )
-
-
-def split_turns(history: Sequence[Message]) -> list[list[Message]]:
-    """Group messages into turns, each starting at a user message.
-
-    Messages before the first user message (a history that starts with the
-    model) form a turn of their own.
-    """
-    turns: list[list[Message]] = []
-    for message in history:
-        if message.role == "user" or not turns:
-            turns.append([message])
-        else:
-            turns[-1].append(message)
-    return turns
 
 
 def turn_tokens(turn: Sequence[Message], bytes_per_token: float = BYTES_PER_TOKEN) -> int:

@@ -41,12 +41,12 @@ from harvey.context.budget import (
     budget_report,
     estimate_tokens,
 )
-from harvey.context.calibration import CalibratedSizing
 from harvey.context.tokens import TokenCounter, message_text
 from harvey.errors import HarveyError
 from harvey.llm.base import token_counter_of
 from harvey.messages import Message
 from harvey.protocols import LLMClient, ModelCapabilities, Usage
+from harvey.session.calibration import CalibratedSizing
 from harvey.session.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -44,9 +44,9 @@ def skip_httpx_cli() -> None:
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from harvey import __version__
+    from harvey.version import installed_version
 
-    click.echo(f"harvey, version {__version__}")
+    click.echo(f"harvey, version {installed_version()}")
     click.echo(f"confinement: {confinement(None)[1]}")
     ctx.exit()
 

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
-from harvey.cli.progress import progress_for
 from harvey.config.settings import ChunkingSettings, Paths, Settings
 from harvey.documents.extraction import extract, is_document_file
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
+from harvey.repl.progress import progress_for
 from harvey.terminal_text import for_terminal, unguarded
 from harvey.ui import HeadlessUI
 from harvey.workspace.files import check_readable, file_kind, open_regular

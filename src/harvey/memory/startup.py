@@ -21,19 +21,29 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harvey.errors import StoreError
-from harvey.protocols import TurnContext, TurnQuery
+from harvey.protocols import TurnContext, TurnContextProvider, TurnQuery
 
 if TYPE_CHECKING:
-    from harvey.chat.agent import Agent
     from harvey.config.settings import Settings
     from harvey.memory.recall import Recall
+    from harvey.ui import AgentUI
 
 log = logging.getLogger(__name__)
 
 DB_NAME = "memory.db"
+
+
+class Host(Protocol):
+    """What recall needs of the agent it joins (``chat.agent.Agent`` is one): named by
+    shape, so memory/ sits below chat/."""
+
+    turns_taken: int
+    turn_context: list[TurnContextProvider]
+    workspace: Path
+    ui: AgentUI
 
 
 def memory_db(harvey_home: Path) -> Path:
@@ -124,7 +134,7 @@ class SessionMemory:
     def close(self) -> None:
         """Nothing stays open: the store is opened for the one recall."""
 
-    def register(self, agent: Agent) -> None:
+    def register(self, agent: Host) -> None:
         """Ask ``agent`` to recall at its first turn, if memory.db exists by then.
 
         Without a memory.db there is nothing to recall, and a turn should not reach
@@ -139,7 +149,7 @@ class SessionMemory:
         agent.turn_context.insert(0, self)
 
 
-def attach(agent: Agent, settings: Settings, harvey_home: Path) -> SessionMemory | None:
+def attach(agent: Host, settings: Settings, harvey_home: Path) -> SessionMemory | None:
     """The session's recall, registered with ``agent`` if memory.db exists; None when
     ``memory.enabled`` is off (``--no-memory``)."""
     if not settings.memory.enabled:

@@ -104,7 +104,7 @@ class TerminalUI:
             self.console.print("please answer y, n, a or q")
 
     def progress_stream(self) -> ProgressReporter | TextIO:
-        from harvey.cli.progress import progress_for
+        from harvey.repl.progress import progress_for
 
         return progress_for(sys.stderr)
 

@@ -15,7 +15,9 @@ escaped (``encode_field``), so a quote with ``—`` or ``]]`` in it reads back e
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from harvey.redact import redact
 from harvey.session.escape import decode_inline, encode_field, format_note, split_unescaped
@@ -24,6 +26,51 @@ SEP = " — "
 _SPAN = re.compile(r"^(.*):(L(\d+)(?:-(\d+))?|p(\d+)(?:-(\d+))?)$", re.DOTALL)
 _ID = re.compile(r"^\[(\d+)\] (.*)$", re.DOTALL)
 _CHUNK = re.compile(r"^(\d+)/(\d+)$")
+
+
+# What the recorder reads of an analysis's records and answer (``analysis/evidence.py``,
+# ``analysis/answer.py`` have the real ones): named by shape, so the session layer below
+# ``analysis/`` records them without importing it.
+
+
+class Cited(Protocol):
+    def cite(self) -> str:
+        """``path:Lstart-Lend`` or ``path:p3``: where the words are."""
+        ...
+
+
+class KeptRecord(Protocol):
+    @property
+    def id(self) -> int: ...
+    @property
+    def location(self) -> Cited: ...
+    @property
+    def quote(self) -> str: ...
+    @property
+    def fact(self) -> str: ...
+
+
+class DroppedRecord(Protocol):
+    @property
+    def quote(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class AnswerCitation(Protocol):
+    @property
+    def id(self) -> int: ...
+    @property
+    def location(self) -> Cited: ...
+    @property
+    def verified(self) -> bool: ...
+
+
+class CheckedAnswer(Protocol):
+    @property
+    def citations(self) -> Sequence[AnswerCitation]: ...
+    @property
+    def unsupported(self) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,7 @@ from harvey.session.escape import (
 from harvey.session.records import ChunkFileNote, ChunkServed, TurnRecord
 
 if TYPE_CHECKING:
-    from harvey.analysis.answer import Answer
-    from harvey.analysis.evidence import Dropped, Record
+    from harvey.session.evidence_notes import CheckedAnswer, DroppedRecord, KeptRecord
 
 log = logging.getLogger(__name__)
 
@@ -300,7 +299,7 @@ class Recorder:
         self._write("".join(out))
 
     def record_chunk_evidence(
-        self, i: int, n: int, kept: Sequence[Record], dropped: Sequence[Dropped]
+        self, i: int, n: int, kept: Sequence[KeptRecord], dropped: Sequence[DroppedRecord]
     ) -> None:
         """After chunk i's result: an [[evidence:]] note per record kept (its number, place
         and words) and an [[evidence-dropped:]] note per record whose quote did not verify."""
@@ -313,7 +312,7 @@ class Recorder:
             self._element(out, lines, note=True)
             self._write("".join(out))
 
-    def record_answer(self, answer: Answer) -> None:
+    def record_answer(self, answer: CheckedAnswer) -> None:
         """The answer's [[citation:]] notes, and an [[unsupported:]] note per removed sentence."""
         lines = [
             evidence_notes.citation_note(c.id, c.location.cite(), c.verified)

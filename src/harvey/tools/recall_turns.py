@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harvey.chat.history_fit import split_turns
 from harvey.context.budget import estimate_tokens
 from harvey.errors import ToolError
-from harvey.messages import Message
+from harvey.messages import Message, split_turns
 from harvey.tools.registry import ToolContext
 
 # A page when no read budget is known (chunking off), and the bounds of any page, in tokens.

@@ -1,11 +1,11 @@
-"""The terminal's progress bar (``cli/progress.py``): rich on a terminal, lines on a pipe."""
+"""The terminal's progress bar (``repl/progress.py``): rich on a terminal, lines on a pipe."""
 
 from __future__ import annotations
 
 import io
 
 from harvey.analysis.progress import PlainProgress
-from harvey.cli.progress import RichProgress, progress_for
+from harvey.repl.progress import RichProgress, progress_for
 
 
 class Tty(io.StringIO):
