@@ -145,7 +145,7 @@ def isolated_env(
 def tool_probe_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The suite turns the tool-support probe off (``isolated_env``); a test of the probe
     turns it on, with a fresh process memo before and after."""
-    from harvey.llm import tool_support
+    from harvey.chat.calls import tool_support
 
     monkeypatch.delenv("HARVEY_TOOL_PROBE", raising=False)
     tool_support.forget()

@@ -31,8 +31,8 @@ from tests.harvey_process import invoke_harvey
 
 PACKAGE = str(Path(harvey.__file__).parent) + "/"
 # 25 when the renovation landed; issue 21 added steps every reply of a turn takes (the loop
-# guard, llm/repetition.py; the rescue of tool calls written as text, chat/tool_rounds.py,
-# llm/text_tool_calls.py, llm/tool_choice.py), and a first turn stopped reaching into what it
+# guard, llm/repetition.py; the rescue of tool calls written as text, chat/calls/tool_rounds.py,
+# chat/calls/text_tool_calls.py, chat/calls/tool_choice.py), and a first turn stopped reaching into what it
 # does not need: memory recall when there is no memory.db, the history fit when there is no
 # history. (A llama.cpp server's prompt cache and slot, llm/prompt_cache.py, are asked only
 # of a server that is llama.cpp's.) 27 with issue 29, which bounded what a hostile server

@@ -99,7 +99,7 @@ class ModelCapabilities:
     context_source: str = "default"  # where context_window came from, for /status
     # where supports_tools came from: "template" (the server's chat template or its
     # capabilities), "embedded model", "scripted"... or "assumed" when the server did not
-    # say, which ``harvey.llm.tool_support`` then finds out with one probe call
+    # say, which ``harvey.chat.calls.tool_support`` then finds out with one probe call
     tools_source: str = "assumed"
 
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harvey.chat.calls.tool_rounds import ToolRounds
 from harvey.chat.clients import Clients, split_mention
 from harvey.chat.history_fit import FittedHistory, omitted_notice
 from harvey.chat.mentioned_files import MentionedFiles
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
-from harvey.chat.tool_rounds import ToolRounds
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.config.settings import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget

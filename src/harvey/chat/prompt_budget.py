@@ -132,8 +132,8 @@ class PromptBudget:
 
     def tool_mode(self, client: LLMClient | None = None) -> str:
         """``native``, ``text``, ``constrained`` or ``off``: ``tools.mode``, else what the
-        server says or one probe found (``harvey.llm.tool_choice.resolve_tool_mode``)."""
-        from harvey.llm.tool_choice import resolve_tool_mode
+        server says or one probe found (``harvey.chat.calls.tool_choice.resolve_tool_mode``)."""
+        from harvey.chat.calls.tool_choice import resolve_tool_mode
 
         client = self._client(client)
         chosen = client

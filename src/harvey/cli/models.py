@@ -33,8 +33,8 @@ def models(
     from harvey.llm.factory import make_client
 
     _paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
+    from harvey.chat.calls.tool_choice import resolve_tool_mode
     from harvey.llm.pool_setup import endpoint_lines
-    from harvey.llm.tool_choice import resolve_tool_mode
 
     client = make_client(settings)
     try:

@@ -78,7 +78,7 @@ ToolMode = Literal["auto", "native", "text", "constrained", "off"]
 class ToolsSettings(_Strict):
     enabled: bool = True
     max_rounds: int = Field(10, ge=1, le=100)
-    # How tool calls reach the model and come back (harvey.chat.tool_rounds): "auto"
+    # How tool calls reach the model and come back (harvey.chat.calls.tool_rounds): "auto"
     # decides by backend and what the server says; ``models`` overrides it per model.
     mode: ToolMode = "auto"
     models: dict[str, ToolMode] = Field(default_factory=dict)

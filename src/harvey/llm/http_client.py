@@ -146,7 +146,7 @@ class HttpClient(ABC):
 
     def with_timeout(self, timeout: float) -> LLMClient:
         """The same server, key and model, with a short read timeout and no retries: for a
-        probe that must not hold a session up (``harvey.llm.tool_support``)."""
+        probe that must not hold a session up (``harvey.chat.calls.tool_support``)."""
         return type(self)(
             self.endpoint,
             self.model,

@@ -2,10 +2,10 @@
 
 The agent's loop asks :class:`ToolRounds` for each round's reply and runs what
 comes back through the same registry, approval and confinement as always. What
-differs by ``tools.mode`` (``harvey.llm.tool_choice.tool_mode``) stays here:
+differs by ``tools.mode`` (``harvey.chat.calls.tool_choice.tool_mode``) stays here:
 
 * ``native``: the schemas go to the server; a reply with no native call is read
-  for a call written as text (``harvey.llm.text_tool_calls``), "rescued".
+  for a call written as text (``harvey.chat.calls.text_tool_calls``), "rescued".
 * ``text``: no schemas are sent; the system prompt describes the tools and the
   ``<tool_call>`` form, and calls are read from the text.
 * ``constrained``: each round is one JSON object valid for
@@ -27,18 +27,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harvey.chat.stream_holdback import HoldBack
-from harvey.llm.base import chat, new_call_id, session_scope
-from harvey.llm.reply_bounds import MAX_TOOL_CALLS
-from harvey.llm.text_tool_calls import find_calls
-from harvey.llm.tool_choice import (
+from harvey.chat.calls.stream_holdback import HoldBack
+from harvey.chat.calls.text_tool_calls import find_calls
+from harvey.chat.calls.tool_choice import (
     check_call,
     choice_schema,
     describe_tools,
     read_choice,
     unfinished_answer,
 )
-from harvey.llm.turn_names import turn_folders, turn_paths, turn_words
+from harvey.chat.calls.turn_names import turn_folders, turn_paths, turn_words
+from harvey.llm.base import chat, new_call_id, session_scope
+from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.protocols import ChatResult, LLMClient
 from harvey.session.records import ToolNote

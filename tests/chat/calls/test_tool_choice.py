@@ -1,4 +1,4 @@
-"""harvey.llm.tool_choice: a call checked against the offered schemas, and the constrained
+"""harvey.chat.calls.tool_choice: a call checked against the offered schemas, and the constrained
 turn's schema and reading."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.config.settings import ToolsSettings
-from harvey.llm.scripted import ScriptedClient
-from harvey.llm.tool_choice import (
+from harvey.chat.calls.tool_choice import (
     Choice,
     check_call,
     choice_schema,
@@ -20,7 +18,9 @@ from harvey.llm.tool_choice import (
     tool_mode,
     unfinished_answer,
 )
-from harvey.llm.turn_names import named_paths, turn_paths
+from harvey.chat.calls.turn_names import named_paths, turn_paths
+from harvey.config.settings import ToolsSettings
+from harvey.llm.scripted import ScriptedClient
 from harvey.messages import Message, ToolCall
 
 
@@ -191,7 +191,7 @@ def test_any_cut_of_an_answer_gives_a_prefix_of_its_text(text: str, cut: int) ->
 
 def test_a_models_own_auto_entry_is_found_out_not_taken_as_a_mode() -> None:
     """``tools.models: {m: auto}`` over ``tools.mode: off`` means "find out" for m."""
-    from harvey.llm.tool_choice import resolve_tool_mode
+    from harvey.chat.calls.tool_choice import resolve_tool_mode
     from harvey.protocols import ModelCapabilities
 
     client = ScriptedClient([], model="m")

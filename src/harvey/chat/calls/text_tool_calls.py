@@ -20,7 +20,7 @@ plainly a call but its JSON cannot be read, the result says so (``error``), so
 the loop can tell the model instead of showing the user the markup.
 
 This module only reads text; whether a name is a registered tool and its
-arguments fit the tool's schema is decided by ``harvey.llm.tool_choice``.
+arguments fit the tool's schema is decided by ``harvey.chat.calls.tool_choice``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from harvey.llm.text_tool_calls import MARKERS
+from harvey.chat.calls.text_tool_calls import MARKERS
 
 
 @functools.cache

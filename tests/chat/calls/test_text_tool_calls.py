@@ -1,4 +1,4 @@
-"""harvey.llm.text_tool_calls: each family's written form, and what only looks like one."""
+"""harvey.chat.calls.text_tool_calls: each family's written form, and what only looks like one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.llm.text_tool_calls import TextCall, find_calls, without_thinking
+from harvey.chat.calls.text_tool_calls import TextCall, find_calls, without_thinking
 
 READ = TextCall("read_file", {"path": "a.md"})
 CALL = '{"name": "read_file", "arguments": {"path": "a.md"}}'

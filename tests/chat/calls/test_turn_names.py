@@ -1,12 +1,12 @@
-"""harvey.llm.turn_names: what a constrained turn may name — a listing's files as
+"""harvey.chat.calls.turn_names: what a constrained turn may name — a listing's files as
 workspace paths, and the words a prompt asks about."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harvey.llm.tool_choice import choice_schema
-from harvey.llm.turn_names import listing_paths, turn_folders, turn_paths, turn_words
+from harvey.chat.calls.tool_choice import choice_schema
+from harvey.chat.calls.turn_names import listing_paths, turn_folders, turn_paths, turn_words
 from harvey.messages import Message
 from harvey.tools.files import ListFilesTool
 from harvey.tools.registry import ToolContext

@@ -1,4 +1,4 @@
-"""harvey.chat.stream_holdback: the streamed display never flashes a call's markup, and
+"""harvey.chat.calls.stream_holdback: the streamed display never flashes a call's markup, and
 shows every character of a reply that was not a call, in order."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvey.chat.stream_holdback import HoldBack
-from harvey.chat.tool_rounds import ToolRounds
+from harvey.chat.calls.stream_holdback import HoldBack
+from harvey.chat.calls.text_tool_calls import find_calls
+from harvey.chat.calls.tool_rounds import ToolRounds
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
-from harvey.llm.text_tool_calls import find_calls
 from harvey.messages import Message
 from tests.fakes.servers import FakeOpenAI
 

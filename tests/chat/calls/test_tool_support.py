@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from harvey.chat.calls import tool_support
+from harvey.chat.calls.tool_choice import resolve_tool_mode
+from harvey.chat.calls.tool_support import CACHE_FILE, ToolSupport
 from harvey.config.settings import ToolsSettings
-from harvey.llm import tool_support
 from harvey.llm.openai import OpenAIClient
-from harvey.llm.tool_choice import resolve_tool_mode
-from harvey.llm.tool_support import CACHE_FILE, ToolSupport
 from tests.fakes.base import HTTPFailure, Slow
 from tests.fakes.llamacpp import FakeLlamaCpp
 from tests.fakes.servers import FakeOpenAI, Reply

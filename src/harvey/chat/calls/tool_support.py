@@ -22,7 +22,7 @@ probe that failed (a timeout, an error) is remembered for ``FAILED_AGE`` as
 treated as absent. An explicit ``tools.mode`` (or ``tools.models`` entry), the
 embedded model and the scripted backend are never probed; nor is anything while
 ``HARVEY_TOOL_PROBE=0`` (the test suite sets it; tests that want a probe unset it).
-``harvey.llm.tool_choice.resolve_tool_mode`` decides when to ask this module.
+``harvey.chat.calls.tool_choice.resolve_tool_mode`` decides when to ask this module.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harvey.chat.calls.text_tool_calls import find_calls, without_thinking
 from harvey.errors import HarveyError
-from harvey.llm.text_tool_calls import find_calls, without_thinking
 from harvey.messages import Message
 from harvey.protocols import LLMClient, TextDelta, ToolCallEvent
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvey.chat.calls.tool_support import ToolSupport
 from harvey.llm import wire
-from harvey.llm.tool_support import ToolSupport
 
 if TYPE_CHECKING:
     from harvey.config.settings import ToolsSettings
@@ -134,7 +134,7 @@ def choice_schema(
 
     A tool's optional arguments are left out when it has required ones (a small model
     fills every field it is offered: ``read_file`` with ``limit: 2`` reads two bytes),
-    and what it names comes from what the turn named (``harvey.llm.turn_names``): a
+    and what it names comes from what the turn named (``harvey.chat.calls.turn_names``): a
     required ``path`` is one of ``named_paths`` (the prompt's, then those its tool
     results showed), a required ``pattern`` one of ``words`` (the prompt's names and
     topical words), and the folder of a tool whose only argument is an optional
@@ -317,7 +317,7 @@ def resolve_tool_mode(
     """``tool_mode`` with tool support found out: an explicit ``tools.mode`` (or
     ``tools.models`` entry) as it says, asking nothing; else what the server said (its
     chat template, Ollama's capabilities); else one probe call, cached in ``home``
-    (``harvey.llm.tool_support``), unless ``HARVEY_TOOL_PROBE=0``: then assumed."""
+    (``harvey.chat.calls.tool_support``), unless ``HARVEY_TOOL_PROBE=0``: then assumed."""
     if not tools.enabled:
         return ToolSupport("off", "tools.enabled (config)")
     own = tools.models.get(client.model)  # a model's own entry, "auto" included, wins
@@ -329,7 +329,7 @@ def resolve_tool_mode(
     env = os.environ if env is None else env
     off = env.get(PROBE_ENV, "").strip().lower() in ("0", "no", "off", "false")
     if caps.tools_source == "assumed" and not off:
-        from harvey.llm.tool_support import found_out
+        from harvey.chat.calls.tool_support import found_out
 
         found = found_out(client, home)
         if found is not None:
