@@ -130,3 +130,42 @@ def test_one_analysis_calls_into_few_files(tmp_path: Path, monkeypatch: pytest.M
         files = footprint(monkeypatch, api, "analyze_file", analyze)
     assert "analysis/engine.py" in files
     assert len(files) <= ANALYSIS_FILES, "\n".join(sorted(files))
+
+
+# The whole commands, from the CLI entry point (docs/ARCHITECTURE.md reports them): what a
+# person's `harvey run "hi"` and `harvey analyze` touch, parsing and settings included.
+RUN_COMMAND_FILES = 63
+ANALYZE_COMMAND_FILES = 71
+
+
+def test_a_whole_run_from_the_cli_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import click
+
+    with FakeOpenAI([], default_reply=Reply("hello")) as srv:
+
+        def run() -> None:
+            args = ("run", "hi", "--backend", "openai", "--base-url", srv.url)
+            assert invoke_harvey(*args, cwd=tmp_path).returncode == 0
+
+        files = footprint(monkeypatch, click.Command, "main", run)
+    assert "cli/oneshot.py" in files and "chat/agent.py" in files
+    assert len(files) <= RUN_COMMAND_FILES, "\n".join(sorted(files))
+
+
+def test_a_whole_analysis_from_the_cli_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import click
+
+    (tmp_path / "notes.md").write_text("# Notes\n\n" + "The boiler was serviced in May.\n" * 40)
+    with QuotingOpenAI() as srv:
+
+        def analyze() -> None:
+            args = ("analyze", "notes.md", "-i", "Summarise", "--backend", "openai")
+            assert invoke_harvey(*args, "--base-url", srv.url, cwd=tmp_path).returncode == 0
+
+        files = footprint(monkeypatch, click.Command, "main", analyze)
+    assert "cli/oneshot.py" in files and "analysis/engine.py" in files
+    assert len(files) <= ANALYZE_COMMAND_FILES, "\n".join(sorted(files))
