@@ -30,14 +30,14 @@ from typing import Any
 
 from harvey.analysis.answer import Citation
 from harvey.analysis.api import AnalyzeOptions, analyze_file
-from harvey.analysis.file_chunks import chunk_config, chunks_of, regular_size
+from harvey.analysis.file_chunks import chunk_config, chunks_of, source_size
 from harvey.analysis.map_calls import run_bounded
 from harvey.config.settings import ChunkingSettings
 from harvey.errors import ContextTooLong
 from harvey.llm.base import chat, map_client_of
 from harvey.messages import Message
 from harvey.protocols import LLMClient
-from harvey.workspace.kinds import detect_doc_type
+from harvey.workspace.source import Source
 
 
 class Counting:
@@ -139,8 +139,8 @@ def _map_all(client: LLMClient, prompts: Sequence[str]) -> list[str]:
 def previous(client: LLMClient, path: Path, instruction: str) -> Outcome:
     def run(counting: Counting) -> tuple[str, list[Citation]]:
         cfg = chunk_config(ChunkingSettings(), counting, instruction=instruction)  # type: ignore[arg-type]
-        doc = detect_doc_type(path)
-        chunks, total = chunks_of(path, path.name, regular_size(path, path.name), cfg, doc)
+        source = Source.at(path, path.name)
+        chunks, total = chunks_of(source, source_size(source), cfg)
         texts = [c if isinstance(c, str) else c.text for c in chunks]
         prompts = [seed_map_prompt(instruction, i, total, t) for i, t in enumerate(texts, 1)]
         partials = _map_all(counting.for_map_calls(), prompts)  # type: ignore[arg-type]

@@ -9,25 +9,26 @@ import pytest
 
 from harvey.analysis import file_chunks
 from harvey.analysis.chunking import ChunkConfig, chunk_document
-from harvey.analysis.file_chunks import chunks_of, regular_size
+from harvey.analysis.file_chunks import chunks_of, source_size
 from harvey.errors import WorkspaceError
 from harvey.workspace.kinds import DocType
+from harvey.workspace.source import Source
 
 TEXT = "\n\n".join(f"Paragraph {i}. " + "words " * 60 for i in range(20))
 
 
-def test_regular_size_is_the_stat_size(tmp_path: Path) -> None:
+def test_a_text_files_size_is_the_stat_size(tmp_path: Path) -> None:
     path = tmp_path / "doc.md"
     path.write_text(TEXT)
-    assert regular_size(path, "doc.md") == len(TEXT.encode())
+    assert source_size(Source.at(path, "doc.md")) == len(TEXT.encode())
 
 
-def test_regular_size_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+def test_a_source_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     with pytest.raises(WorkspaceError, match=r"^sub is a directory"):
-        regular_size(tmp_path / "sub", "sub")
-    with pytest.raises(WorkspaceError, match=r"^cannot read gone\.md: "):
-        regular_size(tmp_path / "gone.md", "gone.md")
+        Source.at(tmp_path / "sub", "sub")
+    with pytest.raises(WorkspaceError, match=r"^gone\.md: no such file"):
+        Source.at(tmp_path / "gone.md", "gone.md")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -35,14 +36,14 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.md"
     os.mkfifo(fifo)
     with pytest.raises(WorkspaceError, match="FIFO"):
-        regular_size(fifo, "pipe.md")
+        Source.at(fifo, "pipe.md")
 
 
 def test_a_file_within_one_window_is_chunked_whole(tmp_path: Path) -> None:
     path = tmp_path / "doc.md"
     path.write_text(TEXT)
     cfg = ChunkConfig(chunk_size_bytes=1000)
-    chunks, count = chunks_of(path, "doc.md", path.stat().st_size, cfg, DocType.PROSE)
+    chunks, count = chunks_of(Source.at(path, "doc.md"), path.stat().st_size, cfg)
     assert isinstance(chunks, list) and count == len(chunks) > 3
     assert chunks == chunk_document(TEXT, cfg, DocType.PROSE)
 
@@ -54,7 +55,7 @@ def test_a_file_over_one_window_is_counted_then_streamed_lazily(
     path.write_text(TEXT)
     monkeypatch.setattr(file_chunks, "WINDOW_BYTES", 1024)
     cfg = ChunkConfig(chunk_size_bytes=1000)
-    chunks, count = chunks_of(path, "doc.md", path.stat().st_size, cfg, DocType.PROSE)
+    chunks, count = chunks_of(Source.at(path, "doc.md"), path.stat().st_size, cfg)
     assert not isinstance(chunks, list)  # nothing read yet beyond the count
     streamed = list(chunks)
     assert count == len(streamed) > 3

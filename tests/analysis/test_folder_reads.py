@@ -10,7 +10,7 @@ from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.file_chunks import chunks_of
 from harvey.analysis.folder_reads import _Recut, collect_files, folder_label
 from harvey.errors import UsageError
-from harvey.workspace.kinds import DocType
+from harvey.workspace.source import Source
 from tests.fakes.evidence import chunk_of, file_of, records
 
 
@@ -79,8 +79,8 @@ def test_a_recut_file_gives_the_same_chunks(ws: Path) -> None:
     path.write_text("\n\n".join(f"Paragraph {i}. " + "words " * 80 for i in range(12)))
     cfg = ChunkConfig(chunk_size_bytes=1000)
     size = path.stat().st_size
-    first, count = chunks_of(path, "long.md", size, cfg, DocType.PROSE)
-    again = list(_Recut(path, "long.md", size, cfg, DocType.PROSE))
+    first, count = chunks_of(Source.at(path, "long.md"), size, cfg)
+    again = list(_Recut(Source.at(path, "long.md"), size, cfg))
     assert count > 3 and again == list(first)
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from harvey.config.settings import ChunkingSettings, Settings
     from harvey.messages import Message
     from harvey.protocols import LLMClient, ModelCapabilities, ProgressReporter, Usage
+    from harvey.workspace.source import Source
 
 
 class Sizing(Protocol):
@@ -146,7 +147,7 @@ def answer_plan(
 
 
 def analyze_file(
-    path: Path,
+    path: Path | Source,
     instruction: str,
     *,
     settings: Settings | ChunkingSettings,
@@ -158,10 +159,12 @@ def analyze_file(
 ) -> FileAnalysis:
     """Chunk ``path`` and analyse it with ``client`` (the map and synthesis model).
 
-    ``name`` is how the file is recorded (its workspace-relative name; default the
-    file's name); ``as_typed`` the instruction as the person typed it, ``@route``
-    included. Raises ``UsageError`` for an empty file, ``WorkspaceError`` for one that
-    cannot be read, ``SynthesisError`` and ``Cancelled`` from the analysis.
+    ``path`` is a ``Source`` (``workspace.open_for_model``: decided, read and hashed
+    once) or a resolved path the caller vouches for. ``name`` is how a path is recorded
+    (its workspace-relative name; default the file's name; a ``Source`` has its own);
+    ``as_typed`` the instruction as the person typed it, ``@route`` included. Raises
+    ``UsageError`` for an empty file, ``WorkspaceError`` for one that cannot be read,
+    ``SynthesisError`` and ``Cancelled`` from the analysis.
     """
     from harvey.analysis.chunking import boundary_name
     from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
@@ -170,21 +173,22 @@ def analyze_file(
         chunks_of,
         document_page_starts,
         document_pages,
-        regular_size,
+        source_size,
     )
     from harvey.errors import UsageError
     from harvey.messages import Message
-    from harvey.workspace.kinds import detect_doc_type
+    from harvey.workspace.source import Source
 
     options = options or AnalyzeOptions()
     using = using or Collaborators()
     sizing: Sizing = using.sizing or Heuristic()
     confirm = using.confirm or (lambda _question: True)
-    name = name or path.name
-    size = regular_size(path, name)
+    source = path if isinstance(path, Source) else Source.at(path, name or path.name)
+    name = source.name
+    size = source_size(source)
     if size == 0:
         raise UsageError(f"{name} is empty: there is nothing to analyse")
-    doc_type = detect_doc_type(path)
+    doc_type = source.doc_type
     cfg = chunk_config(
         chunking_of(settings),
         client,
@@ -200,7 +204,7 @@ def analyze_file(
         "Process them all?"
     ):
         return FileAnalysis(AnalysisStatus.CANCELLED)  # before one byte is read
-    chunks, total = chunks_of(path, name, size, cfg, doc_type)
+    chunks, total = chunks_of(source, size, cfg)
     if (
         total > cfg.max_chunks
         and not asked
@@ -222,8 +226,8 @@ def analyze_file(
         config=cfg,
         as_typed=as_typed or instruction,
         total=total,
-        pages=document_pages(path, name),
-        page_starts=document_page_starts(path, name),
+        pages=document_pages(source),
+        page_starts=document_page_starts(source),
         evidence=evidence,
         answer=answer,
         answer_chars=options.answer_chars,

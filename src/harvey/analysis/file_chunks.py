@@ -13,10 +13,7 @@ secret file or a hard link is refused (``FileRefused``) before its size is used.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO
 
 from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
@@ -24,13 +21,12 @@ from harvey.analysis.document_chunks import chunk_sections
 from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config.settings import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
-from harvey.documents import estimated_text_bytes, extract
-from harvey.documents.extraction import is_document_file
+from harvey.documents.extraction import estimated_source_text_bytes, extract_source
 from harvey.errors import BackendError, WorkspaceError
 from harvey.protocols import LLMClient
-from harvey.workspace import secret_files
-from harvey.workspace.files import file_kind, hard_link_refused, open_regular, secret_refused
-from harvey.workspace.kinds import DocType, language_for_path
+from harvey.workspace.files import open_regular
+from harvey.workspace.kinds import language_for_path
+from harvey.workspace.source import Source
 
 
 def chunk_config(
@@ -58,92 +54,72 @@ def chunk_config(
     return ChunkConfig.from_settings(stanza, embedded=client.backend == "local")
 
 
-def regular_size(path: Path, name: str) -> int:
-    """The size of a regular file, from ``stat`` alone (a FIFO would block an open).
+def source_size(source: Source) -> int:
+    """What the analysis will chunk, in bytes: a document's text (a PDF's estimated from
+    its first pages), else the file's size from ``stat`` (``Source`` refused a FIFO, a
+    secret file and a hard link before)."""
+    return estimated_source_text_bytes(source) if source.is_document else source.size
 
-    ``name`` is the workspace-relative name: a secret one is refused here, before a
-    question about its chunks could be asked, and so is a file with several names."""
-    rule = secret_files.active()
-    if rule.matches(name) or rule.matches(path.name):
-        raise secret_refused(name)
+
+def _open(source: Source) -> IO[bytes]:
     try:
-        info = os.stat(path)
+        return open_regular(source.path)
     except OSError as exc:
-        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
-    if info.st_nlink > 1:
-        raise hard_link_refused(name, info.st_nlink)
-    if is_document_file(path):  # its text's size, never its bytes (a PDF's estimated)
-        return estimated_text_bytes(path, name)
-    return info.st_size
+        raise WorkspaceError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
 
 
-def _open(path: Path, name: str) -> IO[bytes]:
-    try:
-        return open_regular(path)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
-
-
-def _streamed(path: Path, name: str, cfg: ChunkConfig, doc_type: DocType) -> Iterator[Chunk]:
-    with _open(path, name) as handle:
+def _streamed(source: Source, cfg: ChunkConfig) -> Iterator[Chunk]:
+    with _open(source) as handle:
         try:
-            yield from iter_chunks(utf8_windows(handle), cfg, doc_type)
+            yield from iter_chunks(utf8_windows(handle), cfg, source.doc_type)
         except OSError as exc:
-            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+            raise WorkspaceError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
 
 
 def chunks_of(
-    path: Path, name: str, size: int, cfg: ChunkConfig, doc_type: DocType
+    source: Source, size: int, cfg: ChunkConfig
 ) -> tuple[list[Chunk] | Iterator[Chunk], int]:
     """The chunks (a list, or a lazy stream for a file over one window) and how many.
     A PDF, DOCX, HTML or EPUB is chunked as its extracted text (``documents``)."""
-    if is_document_file(path):
-        return _document_chunks(path, name, cfg, doc_type)
+    if source.is_document:
+        return _document_chunks(source, cfg)
     if size <= WINDOW_BYTES:
-        with _open(path, name) as handle:
-            try:
-                raw = handle.read(WINDOW_BYTES + 1)
-            except OSError as exc:
-                raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+        raw = source.data(WINDOW_BYTES)
         content = raw.decode("utf-8", errors="replace")
-        listed = chunk_document(content, cfg, doc_type, language=language_for_path(path))
+        language = language_for_path(source.path)
+        listed = chunk_document(content, cfg, source.doc_type, language=language)
         return listed, len(listed)
-    with _open(path, name) as handle:
+    with _open(source) as handle:
         try:
-            total = count_chunks(utf8_windows(handle), cfg, doc_type)
+            total = count_chunks(utf8_windows(handle), cfg, source.doc_type)
         except OSError as exc:
-            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    return _streamed(path, name, cfg, doc_type), total
+            raise WorkspaceError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
+    return _streamed(source, cfg), total
 
 
-def _document_chunks(
-    path: Path, name: str, cfg: ChunkConfig, doc_type: DocType
-) -> tuple[list[Chunk], int]:
+def _document_chunks(source: Source, cfg: ChunkConfig) -> tuple[list[Chunk], int]:
     """The extracted text (cached by content) cut at its pages or headings where it can
     (``document_chunks.chunk_sections``); each chunk's offsets are in that text, so its
     quotes are located on their pages (``document_page_starts``)."""
-    document = extract(path, name)
-    listed = chunk_sections(document, cfg, doc_type)
+    listed = chunk_sections(extract_source(source), cfg, source.doc_type)
     return listed, len(listed)
 
 
-def document_page_starts(path: Path, name: str) -> tuple[int, ...]:
+def document_page_starts(source: Source) -> tuple[int, ...]:
     """Where a PDF's pages begin in its extracted text (empty for every other file)."""
-    if not is_document_file(path):
+    if not source.is_document:
         return ()
-    document = extract(path, name)
+    document = extract_source(source)
     return tuple(document.page_starts) if document.paged else ()
 
 
-def document_pages(path: Path, name: str) -> str:
+def document_pages(source: Source) -> str:
     """``"1-12"``: the pages a PDF's analysis read, for its notes (``""`` for any other
-    file); the extraction is the cached one the chunks came from."""
-    if not is_document_file(path):
+    file); the extraction is the one the chunks came from."""
+    if not source.is_document:
         return ""
-    document = extract(path, name)
+    document = extract_source(source)
     return f"1-{len(document.page_starts)}" if document.paged else ""
 
 
-__all__ = ["chunk_config", "chunks_of", "document_page_starts", "document_pages", "regular_size"]
+__all__ = ["chunk_config", "chunks_of", "document_page_starts", "document_pages", "source_size"]

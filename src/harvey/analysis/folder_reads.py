@@ -48,7 +48,7 @@ from harvey.analysis.file_chunks import (
     chunks_of,
     document_page_starts,
     document_pages,
-    regular_size,
+    source_size,
 )
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
@@ -64,8 +64,9 @@ from harvey.workspace.files import (
     relative_posix,
     walk_files,
 )
-from harvey.workspace.kinds import DocType, detect_doc_type
+from harvey.workspace.kinds import DocType
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary, safe_path
+from harvey.workspace.source import Source
 
 if TYPE_CHECKING:
     from harvey.config.settings import ChunkingSettings, Settings
@@ -205,13 +206,14 @@ class FolderOutcome:
 
 
 class _Recut:
-    """A file's chunks cut again when the map phase reaches them (not kept in memory)."""
+    """A file's chunks cut again when the map phase reaches them (not kept in memory:
+    neither the chunks nor the file's bytes, which a fresh ``Source`` reads again)."""
 
-    def __init__(self, path: Path, name: str, size: int, cfg: ChunkConfig, doc: DocType) -> None:
-        self.args = (path, name, size, cfg, doc)
+    def __init__(self, source: Source, size: int, cfg: ChunkConfig) -> None:
+        self.path, self.name, self.size, self.cfg = source.path, source.name, size, cfg
 
     def __iter__(self) -> Iterator[Chunk | str]:
-        chunks, _ = chunks_of(*self.args)
+        chunks, _ = chunks_of(Source.at(self.path, self.name), self.size, self.cfg)
         yield from chunks
 
 
@@ -239,22 +241,22 @@ def analyze_paths(
     label = label if label is not None else folder_label(workspace, files)
     chunking = chunking_of(settings)
     configs: dict[DocType, ChunkConfig] = {}
-    plan: list[tuple[Path, str, int, ChunkConfig, DocType]] = []
+    plan: list[tuple[Source, int, ChunkConfig]] = []
     at_least = total_size = 0
     for path in files:
-        name = _relative(workspace.resolve(), path)
-        size = regular_size(path, name)
-        doc = detect_doc_type(path)
+        source = Source.at(path, _relative(workspace.resolve(), path))
+        size = source_size(source)
+        doc = source.doc_type
         if doc not in configs:
             ratio = sizing.bytes_per_token(client, doc.value)
             configs[doc] = chunk_config(
                 chunking, client, options.overrides, instruction=instruction, bytes_per_token=ratio
             )
         cfg = configs[doc]
-        plan.append((path, name, size, cfg, doc))
+        plan.append((source, size, cfg))
         at_least += max(1, -(-size // cfg.chunk_size_bytes))
         total_size += size
-    limit = plan[0][3].max_chunks
+    limit = plan[0][2].max_chunks
     asked = at_least > limit
     if asked and not confirm(
         f"{label}: {len(plan)} files, {total_size:,} bytes: at least {at_least:,} chunks, "
@@ -263,18 +265,19 @@ def analyze_paths(
         return FolderOutcome(FolderStatus.CANCELLED)  # before one byte is read
     chunked: list[FileChunks] = []
     kept = 0
-    for path, name, size, cfg, doc in plan:
-        chunks, count = chunks_of(path, name, size, cfg, doc)
-        source: Iterable[Chunk | str] = chunks
+    for source, size, cfg in plan:
+        chunks, count = chunks_of(source, size, cfg)
+        cut: Iterable[Chunk | str] = chunks
         if isinstance(chunks, list):
             kept += size
             if kept > KEEP_BYTES:
-                source = _Recut(path, name, size, cfg, doc)
-        pages = document_pages(path, name)
-        starts = document_page_starts(path, name)
+                cut = _Recut(source, size, cfg)
+        pages, starts = document_pages(source), document_page_starts(source)
+        boundary = boundary_name(source.doc_type)
         chunked.append(
-            FileChunks(name, source, count, boundary_name(doc), cfg.chunk_size_bytes, pages, starts)
+            FileChunks(source.name, cut, count, boundary, cfg.chunk_size_bytes, pages, starts)
         )
+        source.derived.clear()  # the extracted text is in the chunks now, or cut again
     total = sum(f.total for f in chunked)
     if (
         total > limit
@@ -291,7 +294,7 @@ def analyze_paths(
         instruction=instruction,
         model=client.model,
         label=label,
-        config=plan[0][3],
+        config=plan[0][2],
         as_typed=as_typed or instruction,
         recorder=using.recorder,
         context_window=sizing.capabilities(client).context_window,

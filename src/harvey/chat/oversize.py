@@ -34,7 +34,7 @@ from pathlib import Path
 
 from harvey.analysis.api import AnalyzeOptions, Collaborators, analyze_file, chunking_of
 from harvey.analysis.engine import AnalysisRecorder, MapExecutor, ResultCache
-from harvey.analysis.file_chunks import regular_size
+from harvey.analysis.file_chunks import source_size
 from harvey.chat.clients import Clients, find_mention
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.config.settings import ChunkingSettings, Settings
@@ -46,6 +46,7 @@ from harvey.tools.document_read import attach_document, is_document_file
 from harvey.ui import AgentUI
 from harvey.workspace.files import check_readable, open_regular
 from harvey.workspace.paths import looks_binary
+from harvey.workspace.source import Source
 
 CANCELLED_TEXT = "File read cancelled by user."
 ATTACH_LIMIT_BYTES = 1_000_000
@@ -177,8 +178,8 @@ class ChunkedReads:
         """
         turn = self._turn(turn)
         check_readable(self.workspace, path)  # a secret file or a hard link: FileRefused
-        name = self._name(path)
-        size = regular_size(path, name)
+        source = Source.at(path, self._name(path))
+        name, size = source.name, source_size(source)
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
         map_client, routed, using = self.collaborators(instruction, turn, alert)
@@ -186,11 +187,10 @@ class ChunkedReads:
         room = self._budget(turn).remaining(turn.pending)
         answer_chars = max(2_000, int(room * BYTES_PER_TOKEN) // 2)
         outcome = analyze_file(
-            path,
+            source,
             routed,
             settings=self.settings,
             client=map_client,
-            name=name,
             as_typed=instruction,
             options=AnalyzeOptions(overrides, fresh, executor, answer_chars=answer_chars),
             using=using,

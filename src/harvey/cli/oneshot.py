@@ -24,14 +24,15 @@ from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.config.settings import ChunkingSettings, Paths, Settings
-from harvey.documents.extraction import extract, is_document_file
+from harvey.documents.extraction import extract_source
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
 from harvey.redact import redact
 from harvey.repl.progress import progress_for
 from harvey.terminal_text import for_terminal, unguarded
 from harvey.ui import HeadlessUI
-from harvey.workspace.files import check_readable, file_kind, open_regular
+from harvey.workspace.files import check_readable, file_kind
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary
+from harvey.workspace.source import Source
 
 if TYPE_CHECKING:
     from harvey.analysis.api import AnalyzeOptions, Collaborators
@@ -89,7 +90,7 @@ def run_once(
 
 
 def check_readable_text(path: Path) -> None:
-    """Refuse, in one line, anything ``analyze`` cannot read as text, before opening it.
+    """Refuse, in one line, anything ``analyze`` cannot read, before opening it.
 
     ``stat`` comes first: a FIFO would block the open, and a name too long for
     the file system fails there (``ENAMETOOLONG``) rather than as a traceback.
@@ -107,16 +108,21 @@ def check_readable_text(path: Path) -> None:
         raise UsageError(f"{path} is {kind}, not a regular file; analyze reads regular files")
     if info.st_size == 0:
         raise UsageError(f"{path} is empty: there is nothing to analyse")
+
+
+def check_text_source(source: Source, shown: Path) -> None:
+    """A document is extracted now (kept with its ``Source`` for the analysis: a locked
+    one is one line, exit 2); any other file must not look binary."""
+    if source.is_document:
+        extract_source(source)
+        return
     try:
-        with open_regular(path) as handle:
-            head = handle.read(BINARY_SNIFF_BYTES)
+        head = source.head(BINARY_SNIFF_BYTES)
     except (OSError, WorkspaceError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise UsageError(f"cannot read {path}: {reason}") from exc
-    if is_document_file(path):  # extracted (and cached) now: a locked one is one line, exit 2
-        extract(path, path.name)
-    elif looks_binary(head):
-        raise UsageError(f"{path} looks like a binary file; analyze reads text files")
+        raise UsageError(f"cannot read {shown}: {reason}") from exc
+    if looks_binary(head):
+        raise UsageError(f"{shown} looks like a binary file; analyze reads text files")
 
 
 def open_executor(
@@ -226,14 +232,16 @@ def analyze_once(paths: Paths, settings: Settings, file: Path, request: AnalyzeR
     if not instruction.strip():
         raise UsageError("the instruction (-i) is empty")
     check_readable(paths.workspace, path.resolve())  # a secret file or a hard link
+    # decided, read and hashed once for the whole analysis (a PDF is not read again)
+    source = Source.at(path.resolve(), workspace_name(paths.workspace, path.resolve()))
+    check_text_source(source, path)
     ui = _ui(request)
     with analysis_run(paths, settings, ui, request) as run:
         result = analyze_file(
-            path.resolve(),
+            source,
             run.instruction,
             settings=settings,
             client=run.client,
-            name=workspace_name(paths.workspace, path.resolve()),
             as_typed=instruction,
             options=run.options,
             using=run.using,

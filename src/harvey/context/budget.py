@@ -280,8 +280,7 @@ class ReadBudget:
         classes. A file that cannot be read keeps the answer from its size.
         Raises ``FileNotFoundError`` for a missing path (from ``os.stat``).
         """
-        from harvey.documents import document_kind
-        from harvey.workspace.kinds import detect_doc_type
+        from harvey.workspace.kinds import detect_doc_type, document_kind
 
         if document_kind(Path(path)) is not None:
             return self._check_document(Path(path))

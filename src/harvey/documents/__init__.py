@@ -11,19 +11,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harvey.documents.extraction import (
-        document_kind,
-        estimated_text_bytes,
-        extract,
-        is_document,
-    )
+    from harvey.documents.extraction import estimated_text_bytes, extract, is_document
     from harvey.documents.model import Document, Heading, page_label
 
 _WHERE = {
     "Document": "harvey.documents.model",
     "Heading": "harvey.documents.model",
     "page_label": "harvey.documents.model",
-    "document_kind": "harvey.documents.extraction",
     "estimated_text_bytes": "harvey.documents.extraction",
     "extract": "harvey.documents.extraction",
     "is_document": "harvey.documents.extraction",
@@ -39,7 +33,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Document",
     "Heading",
-    "document_kind",
     "estimated_text_bytes",
     "extract",
     "is_document",

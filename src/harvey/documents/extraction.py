@@ -26,30 +26,20 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvey.documents.model import DOCUMENT_SUFFIXES, UNSUPPORTED_SUFFIXES, Document
+from harvey.documents.model import Document
 from harvey.documents.pdf import PASSWORD_ENV
 from harvey.documents.runner import Limits, extract_in_child
 from harvey.errors import DocumentError, HarveyError, WorkspaceError
 from harvey.workspace.files import open_regular as _open_regular
+from harvey.workspace.kinds import document_kind
 
 if TYPE_CHECKING:
     from harvey.ownfiles.nofollow import Folder
+    from harvey.workspace.source import Source
 
 MAX_DOCUMENT_BYTES = 200 * 1024 * 1024
 CACHE_VERSION = 1
 _SAMPLE_PAGES = 3
-
-
-def document_kind(path: Path, head: bytes = b"") -> str | None:
-    """``"pdf"``/``"docx"``/``"html"``/``"epub"``, ``"unsupported"``, or None (plain text)."""
-    suffix = path.suffix.lower()
-    if suffix in DOCUMENT_SUFFIXES:
-        return DOCUMENT_SUFFIXES[suffix]
-    if suffix in UNSUPPORTED_SUFFIXES:
-        return "unsupported"
-    if head.startswith(b"%PDF-"):
-        return "pdf"
-    return None
 
 
 def is_document(path: Path, head: bytes = b"") -> bool:
@@ -138,6 +128,38 @@ def extract(
     return extract_data(_read_bytes(path, name), path, name, password=password, limits=limits)
 
 
+def extract_source(
+    source: Source, *, password: str | None = None, limits: Limits | None = None
+) -> Document:
+    """``extract`` of a ``Source``: its bytes read and hashed once, and the document kept
+    with it, so every step of one analysis (size, chunks, pages) uses one extraction."""
+    kept = source.derived.get("document")
+    if isinstance(kept, Document) and password is None and limits is None:
+        return kept
+    data = _source_bytes(source)
+    document = _extract(
+        data,
+        source.digest(MAX_DOCUMENT_BYTES),
+        source.path,
+        source.name,
+        password=password,
+        limits=limits,
+    )
+    if password is None and limits is None:
+        source.derived["document"] = document
+    return document
+
+
+def _source_bytes(source: Source) -> bytes:
+    data = source.data(MAX_DOCUMENT_BYTES)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise DocumentError(
+            f"{source.name}: over {MAX_DOCUMENT_BYTES // 2**20} MB — too large to extract",
+            "too-large",
+        )
+    return data
+
+
 def extract_data(
     data: bytes,
     path: Path,
@@ -152,6 +174,19 @@ def extract_data(
         raise DocumentError(
             f"{name}: over {MAX_DOCUMENT_BYTES // 2**20} MB — too large to extract", "too-large"
         )
+    digest = hashlib.sha256(data).hexdigest()
+    return _extract(data, digest, path, name, password=password, limits=limits)
+
+
+def _extract(
+    data: bytes,
+    digest: str,
+    path: Path,
+    name: str,
+    *,
+    password: str | None,
+    limits: Limits | None,
+) -> Document:
     kind = document_kind(path, data[:8])
     if kind is None or kind == "unsupported":
         raise DocumentError(
@@ -160,7 +195,7 @@ def extract_data(
             "unsupported",
         )
     password = _password(password)
-    entry = _cache_name(hashlib.sha256(data).hexdigest(), kind)
+    entry = _cache_name(digest, kind)
     known = _known(entry, password)
     if known is not None:
         return known
@@ -221,44 +256,53 @@ def document_problem(path: Path) -> str | None:
 
 
 def estimated_text_bytes(path: Path, name: str | None = None) -> int:
+    """``estimated_source_text_bytes`` of the file at ``path``."""
+    from harvey.workspace.source import Source
+
+    return estimated_source_text_bytes(Source.at(path, name or path.name))
+
+
+def estimated_source_text_bytes(source: Source) -> int:
     """The UTF-8 size the extracted text will have, without extracting a long PDF whole:
     a cached document's exact size, else a PDF's first pages scaled to its page count.
-    Other formats are extracted (bounded, and cached for the read that follows)."""
-    name = name or path.name
-    data = _read_bytes(path, name)
-    kind = document_kind(path, data[:8])
-    if kind == "pdf":
-        password = _password(None)
-        entry = _cache_name(hashlib.sha256(data).hexdigest(), kind)
-        known = _known(entry, password)
-        if known is not None:
-            return len(known.text.encode("utf-8"))
-        try:
-            sample = extract_in_child(
-                "pdf", data, name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password
-            )
-        except DocumentError as exc:
-            if exc.reason != "no-text":
-                raise
-            # opening pages without text (a scanned cover, blank pages) say nothing of the
-            # rest: the whole file decides, and its text is cached for the read to come
-            return len(extract(path, name).text.encode("utf-8"))
-        if len(sample.page_starts) >= sample.page_count:  # the sample is the whole file
-            _remember(entry, sample, password)
-            return len(sample.text.encode("utf-8"))
-        sampled = max(1, len(sample.page_starts))
-        per_page = len(sample.text.encode("utf-8")) / sampled
-        return int(per_page * min(sample.page_count, Limits().max_pages))
-    return len(extract(path, name).text.encode("utf-8"))
+    Other formats are extracted (bounded, and kept for the read that follows)."""
+    data = _source_bytes(source)
+    kind = document_kind(source.path, data[:8])
+    if kind != "pdf":
+        return len(extract_source(source).text.encode("utf-8"))
+    password = _password(None)
+    entry = _cache_name(source.digest(MAX_DOCUMENT_BYTES), kind)
+    known = _known(entry, password)
+    if known is not None:
+        source.derived["document"] = known
+        return len(known.text.encode("utf-8"))
+    try:
+        sample = extract_in_child(
+            "pdf", data, source.name, Limits(max_pages=_SAMPLE_PAGES, seconds=20), password
+        )
+    except DocumentError as exc:
+        if exc.reason != "no-text":
+            raise
+        # opening pages without text (a scanned cover, blank pages) say nothing of the
+        # rest: the whole file decides, and its text is kept for the read to come
+        return len(extract_source(source).text.encode("utf-8"))
+    if len(sample.page_starts) >= sample.page_count:  # the sample is the whole file
+        _remember(entry, sample, password)
+        source.derived["document"] = sample
+        return len(sample.text.encode("utf-8"))
+    sampled = max(1, len(sample.page_starts))
+    per_page = len(sample.text.encode("utf-8")) / sampled
+    return int(per_page * min(sample.page_count, Limits().max_pages))
 
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
-    "document_kind",
     "document_problem",
+    "estimated_source_text_bytes",
     "estimated_text_bytes",
     "extract",
     "extract_data",
+    "extract_source",
     "is_document",
     "is_document_file",
 ]

@@ -15,20 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Extensions the document layer reads; everything else is plain text as before.
-DOCUMENT_SUFFIXES = {
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".epub": "epub",
-}
-#: Office and e-book formats that look like documents but are not read (one clear line).
-UNSUPPORTED_SUFFIXES = frozenset(
-    {".doc", ".odt", ".rtf", ".pages", ".ppt", ".pptx", ".xls", ".xlsx", ".mobi", ".azw3"}
-)
-
 
 @dataclass(frozen=True)
 class Limits:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.document_chunks import chunk_sections
-from harvey.documents import Document, document_kind
+from harvey.documents import Document
 from harvey.documents.extraction import MAX_DOCUMENT_BYTES, extract_data
 from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
@@ -48,7 +48,7 @@ from harvey.workspace.files import (
     relative_posix,
     walk_files,
 )
-from harvey.workspace.kinds import detect_doc_type, language_for_path
+from harvey.workspace.kinds import detect_doc_type, document_kind, language_for_path
 from harvey.workspace.paths import looks_binary, safe_path
 
 MAX_FILE_BYTES = 10 * 1024 * 1024

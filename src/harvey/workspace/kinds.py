@@ -1,5 +1,5 @@
-"""What kind of text a file holds, from its name: prose or source code, and which
-tree-sitter grammar reads its source.
+"""What kind of file a name says it is: a document (PDF, Word, HTML, EPUB) or plain
+text; and for text, prose or source code, and which tree-sitter grammar reads it.
 
 The chunker cuts prose at headings and paragraphs and source at definitions; the pre-read
 guard and the calibration keep a bytes-per-token ratio for each kind. The kind is decided
@@ -77,3 +77,30 @@ def detect_doc_type(path: str | Path) -> DocType:
     if suffix in _LANGUAGES or suffix in _OTHER_SOURCE_EXTS:
         return DocType.SOURCE
     return DocType.PROSE
+
+
+#: Extensions the document layer reads; everything else is plain text as before.
+DOCUMENT_SUFFIXES = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".epub": "epub",
+}
+#: Office and e-book formats that look like documents but are not read (one clear line).
+UNSUPPORTED_SUFFIXES = frozenset(
+    {".doc", ".odt", ".rtf", ".pages", ".ppt", ".pptx", ".xls", ".xlsx", ".mobi", ".azw3"}
+)
+
+
+def document_kind(path: Path, head: bytes = b"") -> str | None:
+    """``"pdf"``/``"docx"``/``"html"``/``"epub"``, ``"unsupported"``, or None (plain text)."""
+    suffix = path.suffix.lower()
+    if suffix in DOCUMENT_SUFFIXES:
+        return DOCUMENT_SUFFIXES[suffix]
+    if suffix in UNSUPPORTED_SUFFIXES:
+        return "unsupported"
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    return None

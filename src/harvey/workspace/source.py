@@ -1,0 +1,128 @@
+"""A workspace file the model may read, decided once: ``open_for_model`` → ``Source``.
+
+"What is this file, and may the model read it?" has one answer here: the real path
+(inside the workspace, never Harvey's own state), not a secret file or a hard link by the
+name asked for or by its real path, a regular file (a FIFO is refused from ``stat``
+alone, before an open could block), its size on disk, whether it is a document (PDF,
+Word, HTML, EPUB, by name or a PDF's signature) or plain text, prose or source. The
+errors are the workspace's: ``WorkspaceError`` for an escape, a missing file or one that
+is not regular, ``FileRefused`` for a file that is there but not for the model.
+
+The bytes are read at most once, through ``open_regular`` (which checks the opened
+descriptor again), and hashed at most once: every step of one analysis of a PDF (its
+size estimate, its extraction, its chunks, its pages) works from the same ``Source``.
+What a reader makes of the bytes — the extracted document — is kept with them in
+``derived``, so the next step does not make it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from harvey.errors import WorkspaceError
+from harvey.workspace import secret_files
+from harvey.workspace.files import (
+    check_readable,
+    file_kind,
+    hard_link_refused,
+    open_regular,
+    relative_posix,
+    secret_refused,
+)
+from harvey.workspace.kinds import DocType, detect_doc_type, document_kind
+from harvey.workspace.paths import safe_path
+
+
+@dataclass(eq=False)
+class Source:
+    """One file, as decided by ``open_for_model`` (or ``at`` for a path a caller vouches
+    for); ``name`` is how it is shown and recorded (workspace-relative)."""
+
+    path: Path
+    name: str
+    size: int
+    document: str | None  # "pdf", "docx", "html", "epub", "unsupported"; None: plain text
+    doc_type: DocType
+    derived: dict[str, object] = field(default_factory=dict)
+    _data: bytes | None = None
+    _limit: int = -1
+    _digest: str | None = None
+    reads: int = 0  # how many times the bytes were read (a PDF's analysis reads them once)
+
+    @classmethod
+    def at(cls, path: Path, name: str | None = None) -> Source:
+        """The checks a reader makes of a resolved path it was handed: a secret file by
+        either name, a file that is not regular, a hard link; then its size and kind."""
+        name = name or path.name
+        rule = secret_files.active()
+        if rule.matches(name) or rule.matches(path.name):
+            raise secret_refused(name)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise WorkspaceError(f"{name}: no such file") from None
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceError(f"{name} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
+        if info.st_nlink > 1:
+            raise hard_link_refused(name, info.st_nlink)
+        kind = document_kind(path)
+        source = cls(path, name, info.st_size, kind, detect_doc_type(path))
+        if kind is None and not path.suffix and info.st_size:
+            source.document = document_kind(path, source.head(5))  # a PDF without a suffix
+        return source
+
+    @property
+    def is_document(self) -> bool:
+        return self.document is not None
+
+    def head(self, count: int) -> bytes:
+        """The first ``count`` bytes (from the whole read when there was one)."""
+        if self._data is not None:
+            return self._data[:count]
+        with self._open() as handle:
+            return handle.read(count)
+
+    def data(self, limit: int) -> bytes:
+        """The bytes, at most ``limit + 1`` of them (so a caller can tell "too large"),
+        read once: a later call within the limit of the first gets the same bytes."""
+        if self._data is None or (limit > self._limit and len(self._data) > self._limit):
+            with self._open() as handle:
+                try:
+                    self._data = handle.read(limit + 1)
+                except OSError as exc:
+                    raise WorkspaceError(f"cannot read {self.name}: {exc.strerror or exc}") from exc
+            self._limit = limit
+            self._digest = None
+            self.reads += 1
+        return self._data[: limit + 1]
+
+    def digest(self, limit: int) -> str:
+        """The SHA-256 of ``data(limit)``, computed once."""
+        data = self.data(limit)
+        if self._digest is None:
+            self._digest = hashlib.sha256(data).hexdigest()
+        return self._digest
+
+    def _open(self) -> IO[bytes]:
+        try:
+            return open_regular(self.path)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {self.name}: {exc.strerror or exc}") from exc
+
+
+def open_for_model(workspace: Path | str, path: Path | str) -> Source:
+    """The file at ``path`` (relative to ``workspace`` or absolute), if the model may
+    read it: inside the workspace, not Harvey's own state, not a secret file or a hard
+    link by the name asked for or its real path, a regular file."""
+    resolved = safe_path(workspace, path)
+    check_readable(workspace, resolved, os.fspath(path))
+    return Source.at(resolved, relative_posix(Path(workspace).resolve(), resolved))
