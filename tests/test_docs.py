@@ -417,17 +417,17 @@ def test_every_environment_variable_is_documented() -> None:
 
 
 def test_every_narrowing_key_is_in_the_trust_table() -> None:
-    """config/trust.py's NARROWING (what an untrusted workspace may set) against CONFIGURATION.md's
-    trust table (a key whose value decides, such as ``memory.embedder``, may sit in the
+    """The settings' workspace declarations (what an untrusted workspace may set) against
+    CONFIGURATION.md's trust table (a key whose value decides, such as ``memory.embedder``, may sit in the
     right column with its narrowing values); ``max_in_flight`` was once missing."""
-    from harvey.config.trust import NARROWING
+    from harvey.config.settings import WORKSPACE_RULES
 
     section = CONFIGURATION.partition("## Workspace trust")[2].partition("\n## ")[0]
     table = " ".join(line for line in section.splitlines() if line.startswith("| "))
     named = set(re.findall(r"`([^`]+)`", table))
     missing = [
         key
-        for key in NARROWING
+        for key in WORKSPACE_RULES.narrowing
         if not any(n == key or n.startswith(f"{key}:") for n in named)
         and f"{key.split('.')[0]}.*" not in named
     ]

@@ -13,10 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from harvey.config.settings import Settings, load_settings, resolve_paths
-from harvey.config.trust import NARROWING, NEVER_IN_WORKSPACE, digest, leaves, narrows, screen
+from harvey.config.settings import WORKSPACE_RULES, Settings, load_settings, resolve_paths
+from harvey.config.trust import Screened, Setting, digest, leaves
+from harvey.config.trust import narrows as narrows_by
+from harvey.config.trust import screen as screen_by
 from harvey.config.trust_store import TrustStore
 from harvey.errors import ConfigError
+
+NARROWING = WORKSPACE_RULES.narrowing
+NEVER_IN_WORKSPACE = WORKSPACE_RULES.never
+
+
+def narrows(setting: Setting) -> bool:
+    return narrows_by(setting, WORKSPACE_RULES)
+
+
+def screen(data: dict[str, Any]) -> Screened:
+    return screen_by(data, rules=WORKSPACE_RULES)
 
 
 def leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
@@ -262,3 +275,35 @@ def test_tool_modes_narrow_but_only_as_modes() -> None:
     assert not kept.widening and kept.kept["tools"]["models"] == {"qwen2.5:0.5b": "constrained"}
     odd = screen({"tools": {"models": {"qwen": "everything"}}})
     assert [s.path for s in odd.widening] == ["tools.models.qwen"]
+
+
+def test_a_new_narrowing_setting_is_one_declaration() -> None:
+    """A setting declares what a workspace may do with it; one that declares nothing widens
+    (the class is closed by default), so adding a key a workspace may narrow is one field."""
+    from typing import Annotated
+
+    from pydantic import BaseModel
+
+    from harvey.config.field_trust import Workspace, more_than, workspace_rules
+
+    class Stanza(BaseModel):
+        shade: Annotated[str, Workspace()] = "grey"
+        depth: Annotated[int, Workspace(limit=more_than)] = 3
+        host: str = "here"
+
+    class Model(BaseModel):
+        extra: Stanza = Stanza()
+        items: list[Stanza] = []
+
+    rules = workspace_rules(Model)
+    assert set(rules.narrowing) == {"extra.shade", "extra.depth", "items[].shade", "items[].depth"}
+    assert set(rules.limits) == {"extra.depth", "items[].depth"}
+    screened = screen_by(
+        {"extra": {"shade": "blue", "depth": 2, "host": "there"}},
+        {"extra": {"depth": 2}},
+        rules=rules,
+    )
+    assert screened.kept == {"extra": {"shade": "blue", "depth": 2}}
+    assert [s.path for s in screened.widening] == ["extra.host"]
+    lifted = screen_by({"extra": {"depth": 5}}, {"extra": {"depth": 2}}, rules=rules)
+    assert [s.path for s in lifted.widening] == ["extra.depth"]

@@ -376,7 +376,7 @@ def _screened(own: str, config: str) -> list[str]:
     """The leaves of ``config`` that wait for trust beside the user's own file ``own``."""
     import yaml
 
-    from harvey.config.settings import validate
+    from harvey.config.settings import WORKSPACE_RULES, validate
     from harvey.config.trust import screen
 
     def dump(text: str) -> dict[str, Any]:
@@ -384,7 +384,9 @@ def _screened(own: str, config: str) -> list[str]:
         return validate(data, "harvey.yaml", text).model_dump(exclude_unset=True)
 
     defaults = validate({}, "the defaults").model_dump()  # as config_layers screens
-    return [s.path for s in screen(dump(config), dump(own), defaults).widening]
+    return [
+        s.path for s in screen(dump(config), dump(own), defaults, rules=WORKSPACE_RULES).widening
+    ]
 
 
 @pytest.mark.parametrize(

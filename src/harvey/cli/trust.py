@@ -132,7 +132,7 @@ def trust(ctx: click.Context, path: Path | None, revoke: bool, list_: bool) -> N
 
 def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
     from harvey.config.layers import key_in_workspace, read_config
-    from harvey.config.settings import validate
+    from harvey.config.settings import WORKSPACE_RULES, validate
     from harvey.config.trust import digest, screen
     from harvey.errors import ConfigError
 
@@ -142,7 +142,8 @@ def _trust(store: TrustStore, paths: Paths, shown: str) -> None:
         return
     mine, mine_text, _ = read_config(paths.user_config_file)  # whose limits it may not lift
     own = validate(mine, paths.user_config_file, mine_text).model_dump(exclude_unset=True)
-    screened = screen(validate(data, paths.config_file, text).model_dump(exclude_unset=True), own)
+    given = validate(data, paths.config_file, text).model_dump(exclude_unset=True)
+    screened = screen(given, own, rules=WORKSPACE_RULES)
     if screened.forbidden:  # refused even when trusted: trusting it would change nothing
         raise ConfigError(key_in_workspace(paths, screened, text))
     store.trust(paths.workspace, digest(raw))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from harvey.config.field_trust import workspace_rules
 from harvey.config.trust import Review, Screened, digest, screen
 from harvey.config.trust_store import TrustStore, read_bounded
 from harvey.errors import ConfigError
@@ -129,8 +130,9 @@ def workspace_layer(
     if not data:
         return {}
     given = validate(data, paths.config_file, text).model_dump(exclude_unset=True)
-    defaults = validate({}, "the defaults", None).model_dump()  # the limits a clone keeps
-    screened = screen(given, own, defaults)
+    default = validate({}, "the defaults", None)
+    defaults = default.model_dump()  # the limits a clone keeps
+    screened = screen(given, own, defaults, rules=workspace_rules(type(default)))
     if screened.forbidden:
         raise ConfigError(key_in_workspace(paths, screened, text))
     if not screened.widening:

@@ -28,6 +28,20 @@ from pydantic import (
 )
 
 from harvey.config.choices import Overlap, check_name
+from harvey.config.field_trust import (
+    NEVER_IN_WORKSPACE,
+    Workspace,
+    lower_than,
+    mode_back_on,
+    more_than,
+    no_key_leaves,
+    not_a_file,
+    one_of,
+    only_true,
+    share_raised,
+    turned_off,
+    workspace_rules,
+)
 from harvey.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -73,15 +87,20 @@ class _Strict(BaseModel):
 
 
 ToolMode = Literal["auto", "native", "text", "constrained", "off"]
+#: How calls are read (native, from text, grammar-constrained) or none: every call still
+#: runs through the same registry, approval and confinement, so a workspace may choose.
+TOOL_MODES = one_of("auto", "native", "text", "constrained", "off")
 
 
 class ToolsSettings(_Strict):
-    enabled: bool = True
-    max_rounds: int = Field(10, ge=1, le=100)
+    enabled: Annotated[bool, Workspace(limit=turned_off)] = True
+    max_rounds: Annotated[int, Workspace(limit=more_than)] = Field(10, ge=1, le=100)
     # How tool calls reach the model and come back (harvey.chat.calls.tool_rounds): "auto"
     # decides by backend and what the server says; ``models`` overrides it per model.
-    mode: ToolMode = "auto"
-    models: dict[str, ToolMode] = Field(default_factory=dict)
+    mode: Annotated[ToolMode, Workspace(TOOL_MODES, limit=mode_back_on)] = "auto"
+    models: Annotated[dict[str, ToolMode], Workspace(TOOL_MODES, limit=mode_back_on)] = Field(
+        default_factory=dict
+    )
 
 
 #: One day: the longest any timeout may be (a bigger one is a typo or an attack on a timer).
@@ -118,7 +137,7 @@ class SecuritySettings(_Strict):
 
 
 class SessionSettings(_Strict):
-    record: bool = True
+    record: Annotated[bool, Workspace(only_true, limit=turned_off)] = True
     directory: str = ".harvey/sessions"
 
 
@@ -164,13 +183,17 @@ def _one_way_to_the_server(base_url: str | None, endpoints: list[EndpointSetting
 
 
 class RouteSettings(_Strict):
-    name: str = Field(min_length=1)
-    backend: str = "openai"  # one of config/choices.py's routable names
+    name: Annotated[str, Workspace()] = Field(min_length=1)
+    backend: Annotated[str, Workspace()] = "openai"  # one of config/choices.py's routable names
     base_url: str | None = None
     endpoints: list[EndpointSetting] = Field(default_factory=list)
-    model: str | None = None
-    api_key: SecretStr | None = None  # unwrapped only where the Authorization header is built
-    api_key_command: str | None = Field(None, min_length=1)  # prints the key on stdout
+    model: Annotated[str | None, Workspace(not_a_file)] = None
+    api_key: Annotated[SecretStr | None, NEVER_IN_WORKSPACE] = (
+        None  # unwrapped only where the Authorization header is built
+    )
+    api_key_command: Annotated[str | None, NEVER_IN_WORKSPACE] = Field(
+        None, min_length=1
+    )  # prints the key on stdout
 
     @field_validator("base_url")
     @classmethod
@@ -189,14 +212,16 @@ class RouteSettings(_Strict):
 
 
 class ChunkingSettings(_Strict):
-    enabled: bool = True
-    threshold: float = Field(0.80, gt=0, le=1)
+    enabled: Annotated[bool, Workspace()] = True
+    threshold: Annotated[float, Workspace()] = Field(0.80, gt=0, le=1)
     # "auto": chunks fill a share of the map model's usable context (context/budget.py)
-    chunk_size_bytes: Annotated[int, Field(ge=200, le=1 << 40)] | Literal["auto"] = "auto"
-    chunk_size_tokens: int | None = Field(None, ge=50, le=1 << 38)
-    max_chunks: int = Field(20, ge=1, le=1_000_000)
-    overlap: Overlap = "paragraph"
-    concurrency: int | None = Field(None, ge=1, le=64)
+    chunk_size_bytes: Annotated[
+        Annotated[int, Field(ge=200, le=1 << 40)] | Literal["auto"], Workspace()
+    ] = "auto"
+    chunk_size_tokens: Annotated[int | None, Workspace()] = Field(None, ge=50, le=1 << 38)
+    max_chunks: Annotated[int, Workspace(limit=more_than)] = Field(20, ge=1, le=1_000_000)
+    overlap: Annotated[Overlap, Workspace()] = "paragraph"
+    concurrency: Annotated[int | None, Workspace(limit=more_than)] = Field(None, ge=1, le=64)
 
     @model_validator(mode="after")
     def _tokens_to_bytes(self) -> ChunkingSettings:
@@ -230,65 +255,77 @@ class AnalysisSettings(_Strict):
     """Where an analysis runs its map calls (here, or on a Ray cluster), how it finds
     evidence and who writes its answer (``analysis/sizes.py``: ``auto`` asks the model's size)."""
 
-    executor: Literal["local", "ray"] = "local"
+    executor: Annotated[Literal["local", "ray"], Workspace(one_of("local"))] = "local"
     ray_address: str | None = Field(None, min_length=1)  # None: start Ray here (or RAY_ADDRESS)
-    evidence: Literal["auto", "harvey", "choose", "model"] = "auto"
-    answer: Literal["auto", "evidence", "synthesis"] = "auto"
+    evidence: Annotated[Literal["auto", "harvey", "choose", "model"], Workspace()] = "auto"
+    answer: Annotated[Literal["auto", "evidence", "synthesis"], Workspace()] = "auto"
 
 
 class OffloadSettings(_Strict):
-    enabled: bool = True
-    threshold: int = Field(10_000, ge=100, le=1 << 40)
-    preview_lines: int = Field(20, ge=0, le=100_000)
+    enabled: Annotated[bool, Workspace()] = True
+    threshold: Annotated[int, Workspace(limit=more_than)] = Field(10_000, ge=100, le=1 << 40)
+    preview_lines: Annotated[int, Workspace()] = Field(20, ge=0, le=100_000)
 
 
 class RagSettings(_Strict):
     """Knowledge-store retrieval (``harvey rag``): the store each turn searches, and how much."""
 
-    active: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    top_k: int = Field(5, ge=1, le=50)
-    min_score: float = Field(0.1, ge=0, le=1)
+    active: Annotated[str | None, Workspace()] = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    top_k: Annotated[int, Workspace(limit=more_than)] = Field(5, ge=1, le=50)
+    min_score: Annotated[float, Workspace(limit=lower_than)] = Field(0.1, ge=0, le=1)
     # the absolute relevance floor (harvey.knowledge.floor), calibrated by bench/bench_rag.py
-    floor_cosine: float = Field(0.26, ge=0, le=1)
-    floor_bm25: float = Field(0.2, ge=0, le=1)
-    floor_cosine_alone: float = Field(0.38, ge=0, le=1)
+    floor_cosine: Annotated[float, Workspace(limit=lower_than)] = Field(0.26, ge=0, le=1)
+    floor_bm25: Annotated[float, Workspace(limit=lower_than)] = Field(0.2, ge=0, le=1)
+    floor_cosine_alone: Annotated[float, Workspace(limit=lower_than)] = Field(0.38, ge=0, le=1)
     # in a store with a background (harvey.knowledge.floor): its levels for the cosine
     # read against it (0: off, the default; see harvey.knowledge.floor for why)
-    floor_background_cosine: float = Field(0.0, ge=0, le=1)
-    floor_background_cosine_alone: float = Field(0.0, ge=0, le=1)
+    floor_background_cosine: Annotated[float, Workspace(limit=lower_than)] = Field(0.0, ge=0, le=1)
+    floor_background_cosine_alone: Annotated[float, Workspace(limit=lower_than)] = Field(
+        0.0, ge=0, le=1
+    )
     # a prompt at least floor_unknown_share of whose words no chunk of a large store
     # holds needs passages of this cosine (either at 0: off)
-    floor_unknown_word_cosine: float = Field(0.5, ge=0, le=1)
-    floor_unknown_share: float = Field(0.25, ge=0, le=1)
-    budget_pct: float = Field(15, gt=0, le=90)
-    chunk_size_bytes: int = Field(1500, ge=200, le=8000)
+    floor_unknown_word_cosine: Annotated[float, Workspace(limit=lower_than)] = Field(
+        0.5, ge=0, le=1
+    )
+    floor_unknown_share: Annotated[float, Workspace(limit=share_raised)] = Field(0.25, ge=0, le=1)
+    budget_pct: Annotated[float, Workspace(limit=more_than)] = Field(15, gt=0, le=90)
+    chunk_size_bytes: Annotated[int, Workspace()] = Field(1500, ge=200, le=8000)
 
 
 class MemorySettings(_Strict):
     """Long-term memory (harvey.memory): recall at session start, mining on exit."""
 
-    enabled: bool = True
-    budget_pct: float = Field(5.0, gt=0, le=50)  # of the context window, at least 512 tokens
-    auto_mine_min_turns: int = Field(10, ge=1, le=1_000_000)
+    enabled: Annotated[bool, Workspace(limit=turned_off)] = True
+    budget_pct: Annotated[float, Workspace(limit=more_than)] = Field(
+        5.0, gt=0, le=50
+    )  # of the context window, at least 512 tokens
+    auto_mine_min_turns: Annotated[int, Workspace()] = Field(10, ge=1, le=1_000_000)
     # none (FTS only), local, ollama:MODEL or openai:MODEL: vectors for dedup and recall too
-    embedder: str = Field("none", pattern=r"^(none|local|(ollama|openai):\S+)$")
+    embedder: Annotated[str, Workspace(no_key_leaves)] = Field(
+        "none", pattern=r"^(none|local|(ollama|openai):\S+)$"
+    )
 
 
 class Settings(_Strict):
-    backend: str = "auto"  # "auto" or a name in config/choices.py
-    model: str | None = None
+    backend: Annotated[str, Workspace()] = "auto"  # "auto" or a name in config/choices.py
+    model: Annotated[str | None, Workspace(not_a_file)] = None
     base_url: str | None = None
     endpoints: list[EndpointSetting] = Field(default_factory=list)  # a pool, in place of base_url
     # calls the server takes at once when its /slots does not say (harvey.llm.capacity)
-    max_in_flight: int | None = Field(None, ge=1, le=256)
-    api_key: SecretStr | None = None  # a secret type: never in a repr, an error or a dump
-    api_key_command: str | None = Field(None, min_length=1)  # prints the key on stdout
-    num_ctx: int | None = Field(None, ge=256, le=16_777_216)
-    context_window: int | None = Field(None, ge=256, le=16_777_216)
-    timeout: float = Field(120.0, gt=0, le=MAX_SECONDS)
-    connect_timeout: float = Field(5.0, gt=0, le=MAX_SECONDS)
-    retries: int = Field(3, ge=0, le=10)
-    user: str | None = None
+    max_in_flight: Annotated[int | None, Workspace(limit=more_than)] = Field(None, ge=1, le=256)
+    api_key: Annotated[SecretStr | None, NEVER_IN_WORKSPACE] = (
+        None  # a secret type: never in a repr, an error or a dump
+    )
+    api_key_command: Annotated[str | None, NEVER_IN_WORKSPACE] = Field(
+        None, min_length=1
+    )  # prints the key on stdout
+    num_ctx: Annotated[int | None, Workspace()] = Field(None, ge=256, le=16_777_216)
+    context_window: Annotated[int | None, Workspace()] = Field(None, ge=256, le=16_777_216)
+    timeout: Annotated[float, Workspace(limit=more_than)] = Field(120.0, gt=0, le=MAX_SECONDS)
+    connect_timeout: Annotated[float, Workspace(limit=more_than)] = Field(5.0, gt=0, le=MAX_SECONDS)
+    retries: Annotated[int, Workspace(limit=more_than)] = Field(3, ge=0, le=10)
+    user: Annotated[str | None, Workspace()] = None
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     session: SessionSettings = Field(default_factory=SessionSettings)
@@ -384,6 +421,11 @@ def _describe(error: dict[str, Any]) -> str:
     if kind == "value_error" and ctx.get("error") is not None:
         return str(ctx["error"])
     return str(error.get("msg", "invalid value"))
+
+
+#: What a workspace's harvey.yaml may set, read off the fields above (``Workspace``,
+#: ``NEVER_IN_WORKSPACE``): the tables ``config/trust.py`` screens a file with.
+WORKSPACE_RULES = workspace_rules(Settings)
 
 
 def _allowed_keys(loc: tuple[int | str, ...]) -> str:
