@@ -117,6 +117,16 @@ class FileRefused(WorkspaceError):
         self.reason = reason
 
 
+class NotAFile(WorkspaceError):
+    """A path that names no regular file: ``kind`` is ``"missing"``, ``"directory"``, or
+    what it is instead (``"a FIFO"``, ``"a socket"``, ...), so a reader can say it its own
+    way (``read_file`` points a model at ``list_files``)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class DocumentError(WorkspaceError):
     """A document cannot be turned into text: encrypted without the password, no text
     layer (a scan), damaged, unsupported, or over a limit. ``reason`` is one word

@@ -1,20 +1,20 @@
 """Workspace trust: what a workspace's ``harvey.yaml`` may set before the user trusts it.
 
-A workspace may be a repository someone else wrote, and its ``harvey.yaml`` is
-in reach of that repository and of the model (a tool can write it, a ``git
-pull`` can change it). So the file is screened before it is applied: a key whose
-setting declares it narrowing (``Workspace`` in ``config/settings.py``, read by
-``config/field_trust.py``) and whose value passes its test only narrows what Harvey
-does or chooses a model, and applies at once; every other key — ``security.*``, ``base_url``, ``endpoints``, a route's server, ``session.directory``,
-an embedder that would be handed a key, and any key added to the settings later
-and not declared — *widens*, and applies only once the user trusts the
-workspace. Keys declared ``NEVER_IN_WORKSPACE`` (``api_key``, ``api_key_command``)
-are refused even then: a key must not sit in a file the model can read.
+A workspace may be a repository someone else wrote, and its ``harvey.yaml`` is in reach
+of that repository and of the model (a tool can write it, a ``git pull`` can change it).
+So the file is screened before it is applied: a key whose setting declares it narrowing
+(``Workspace`` in ``config/settings.py``, read by ``config/field_trust.py``) and whose
+value passes its test only narrows what Harvey does or chooses a model, and applies at
+once; every other key — ``security.*``, ``base_url``, ``endpoints``, a route's server,
+``session.directory``, an embedder that would be handed a key, and any key added to the
+settings later and not declared — *widens*, and applies only once the user trusts the
+workspace. Keys declared ``NEVER_IN_WORKSPACE`` (``api_key``, ``api_key_command``) are
+refused even then: a key must not sit in a file the model can read.
 
 Trust is recorded in ``HARVEY_HOME`` (``config/trust_store.py``) by the workspace's real
 path and the SHA-256 of the ``harvey.yaml`` it was given for, so an edited file (a ``git
-pull``) is a new question. ``HARVEY.md`` and ``AGENTS.md`` are not hashed: they
-only add text to the system prompt and cannot change what Harvey may do.
+pull``) is a new question. ``HARVEY.md`` and ``AGENTS.md`` are not hashed: they only add
+text to the system prompt and cannot change what Harvey may do.
 """
 
 from __future__ import annotations

@@ -23,22 +23,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harvey.errors import ToolError
+from harvey.errors import FileRefused, NotAFile, ToolError
 from harvey.session.checkpoints import write_checkpointed
 from harvey.tools.approval import describe_write
-from harvey.tools.document_read import is_document_file, read_document
+from harvey.tools.document_read import read_document
 from harvey.tools.registry import ToolContext
 from harvey.workspace import secret_files
 from harvey.workspace.files import (
     HARD_LINK,
     SECRET_FILE,
-    check_not_secret,
-    file_kind,
-    hard_link_refused,
     open_regular,
 )
 from harvey.workspace.kinds import detect_doc_type
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, display_path, looks_binary, safe_path
+from harvey.workspace.source import open_for_model
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
@@ -106,26 +104,24 @@ class ReadFileTool:
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         requested = _require_str(args, "path")
-        path = safe_path(ctx.workspace, requested)
-        check_not_secret(ctx.workspace, path, requested)  # FileRefused: one error: line
         offset = _int_arg(args, "offset", 0)
         limit = _int_arg(args, "limit", self.default_limit)
-        shown = display_path(ctx.workspace, path)
-        if path.is_dir():
-            return f"error: {shown} is a directory; use list_files to see what it holds"
-        try:
-            info = path.stat()
-        except FileNotFoundError:
-            return f"error: {shown} does not exist"
-        except OSError as exc:
-            raise ToolError(f"cannot stat {shown}: {exc.strerror or exc}") from exc
-        size = info.st_size
-        if not stat.S_ISREG(info.st_mode):
-            kind = file_kind(info.st_mode)
+        try:  # decided once: inside, not secret, not a hard link, a regular file
+            source = open_for_model(ctx.workspace, requested)
+        except FileRefused as exc:
+            if exc.reason != HARD_LINK:
+                raise  # a secret file: one error line from the registry
+            return f"error: {exc}"  # before the guard: an oversized one must not reach analysis
+        except NotAFile as exc:
+            shown = display_path(ctx.workspace, safe_path(ctx.workspace, requested))
+            if exc.kind == "missing":
+                return f"error: {shown} does not exist"
+            if exc.kind == "directory":
+                return f"error: {shown} is a directory; use list_files to see what it holds"
+            kind = exc.kind
             return f"error: {shown} is {kind}, not a regular file; read_file reads regular files"
-        if info.st_nlink > 1:  # before the guard: an oversized one must not reach analysis
-            return f"error: {hard_link_refused(shown, info.st_nlink)}"
-        if is_document_file(path):  # PDF, DOCX, HTML, EPUB: pages of their text
+        path, shown, size = source.path, source.name, source.size
+        if source.is_document:  # PDF, DOCX, HTML, EPUB: pages of their text
             chars = self.default_limit if "limit" not in args else limit
             return read_document(ctx, path, shown, args, chars, MAX_READ_BYTES)
         if offset >= size:

@@ -30,10 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from harvey.errors import FileRefused, ToolError, WorkspaceError
-from harvey.tools.files import HARD_LINK, SECRET_FILE, SKIP_DIRS, _require_str, check_not_secret
+from harvey.tools.files import SKIP_DIRS, _require_str
 from harvey.tools.registry import ToolContext
 from harvey.workspace import secret_files
-from harvey.workspace.files import file_kind, hard_link_refused, open_regular
+from harvey.workspace.files import (
+    HARD_LINK,
+    SECRET_FILE,
+    check_not_secret,
+    file_kind,
+    hard_link_refused,
+    open_regular,
+)
 from harvey.workspace.paths import display_path, looks_binary, safe_path
 
 MAX_SEARCH_MATCHES = 200

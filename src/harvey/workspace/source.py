@@ -5,8 +5,9 @@
 name asked for or by its real path, a regular file (a FIFO is refused from ``stat``
 alone, before an open could block), its size on disk, whether it is a document (PDF,
 Word, HTML, EPUB, by name or a PDF's signature) or plain text, prose or source. The
-errors are the workspace's: ``WorkspaceError`` for an escape, a missing file or one that
-is not regular, ``FileRefused`` for a file that is there but not for the model.
+errors are the workspace's: ``WorkspaceError`` for an escape, ``NotAFile`` (with its
+``kind``) for a missing file or one that is not regular, ``FileRefused`` for a file that
+is there but not for the model.
 
 The bytes are read at most once, through ``open_regular`` (which checks the opened
 descriptor again), and hashed at most once: every step of one analysis of a PDF (its
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from harvey.errors import WorkspaceError
+from harvey.errors import NotAFile, WorkspaceError
 from harvey.workspace import secret_files
 from harvey.workspace.files import (
     check_readable,
@@ -65,18 +66,19 @@ class Source:
         try:
             info = os.stat(path)
         except FileNotFoundError:
-            raise WorkspaceError(f"{name}: no such file") from None
+            raise NotAFile(f"{name}: no such file", "missing") from None
         except OSError as exc:
             raise WorkspaceError(f"cannot read {name}: {exc.strerror or exc}") from exc
         if stat.S_ISDIR(info.st_mode):
-            raise WorkspaceError(f"{name} is a directory, not a file")
+            raise NotAFile(f"{name} is a directory, not a file", "directory")
         if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceError(f"{name} is {file_kind(info.st_mode)}, not a regular file")
+            kind = file_kind(info.st_mode)
+            raise NotAFile(f"{name} is {kind}, not a regular file", kind)
         if info.st_nlink > 1:
             raise hard_link_refused(name, info.st_nlink)
-        kind = document_kind(path)
-        source = cls(path, name, info.st_size, kind, detect_doc_type(path))
-        if kind is None and not path.suffix and info.st_size:
+        document = document_kind(path)
+        source = cls(path, name, info.st_size, document, detect_doc_type(path))
+        if document is None and not path.suffix and info.st_size:
             source.document = document_kind(path, source.head(5))  # a PDF without a suffix
         return source
 
