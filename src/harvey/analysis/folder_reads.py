@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import enum
 import os
-import stat
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,14 +52,12 @@ from harvey.analysis.file_chunks import (
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
-from harvey.documents.extraction import document_problem, is_document_file
-from harvey.errors import FileRefused, UsageError, WorkspaceError
+from harvey.documents.extraction import extract_source
+from harvey.errors import DocumentError, FileRefused, NotAFile, UsageError, WorkspaceError
 from harvey.workspace.files import (
     GitIgnore,
-    file_kind,
     matches_any,
     not_for_model,
-    open_regular,
     relative_posix,
     walk_files,
 )
@@ -99,28 +96,28 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def _unreadable(root: Path, path: Path) -> str | None:
-    """Why ``path`` cannot be analysed as text (``None``: it can), from its name, stat and
-    its head."""
+    """Why ``path`` cannot be analysed as text (``None``: it can), from its name, its
+    ``Source`` (stat alone: a FIFO never blocks) and its head; a document is extracted now
+    (bounded, and cached by content for the analysis that follows)."""
     refused = not_for_model(root, path)
     if refused is not None:
         return refused
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if not stat.S_ISREG(info.st_mode):
-        return file_kind(info.st_mode)
-    if info.st_size == 0:
-        return "empty"
-    try:
-        with open_regular(path) as handle:
-            head = handle.read(BINARY_SNIFF_BYTES)
+        source = Source.at(path, _relative(root, path))
+        if source.size == 0:
+            return "empty"
+        if source.is_document:
+            extract_source(source)
+            return None
+        head = source.head(BINARY_SNIFF_BYTES)
+    except DocumentError as exc:
+        return str(exc).split(": ", 1)[-1]
     except FileRefused as exc:
         return exc.reason
+    except NotAFile as exc:
+        return "no such file" if exc.kind == "missing" else exc.kind
     except (OSError, WorkspaceError) as exc:
         return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    if is_document_file(path):  # extracted now (bounded, cached for the analysis)
-        return document_problem(path)
     return "binary" if looks_binary(head) else None
 
 

@@ -244,17 +244,6 @@ def _remember(entry: str, document: Document, password: str | None) -> None:
     _UNLOCKED[_key(entry, password or "")] = document
 
 
-def document_problem(path: Path) -> str | None:
-    """Why a document will be skipped by a folder reader (``"encrypted — needs a
-    password …"``, ``"no text layer …"``), or None when it extracts: the extraction is
-    cached, so the analysis or ingest that follows does not repeat it."""
-    try:
-        extract(path)
-    except DocumentError as exc:
-        return str(exc).split(": ", 1)[-1]
-    return None
-
-
 def estimated_text_bytes(path: Path, name: str | None = None) -> int:
     """``estimated_source_text_bytes`` of the file at ``path``."""
     from harvey.workspace.source import Source
@@ -297,7 +286,6 @@ def estimated_source_text_bytes(source: Source) -> int:
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
-    "document_problem",
     "estimated_source_text_bytes",
     "estimated_text_bytes",
     "extract",
