@@ -60,11 +60,13 @@ _WORD = re.compile(r"\w+")
 FTS = "Harvey FTS-only (FTS5 BM25)"
 HYBRID = "Harvey hybrid (BM25 + wordllama, score fusion per file)"
 FLOORED = (
-    "Harvey hybrid + relevance floor (default: cosine 0.26 / 0.20 / 0.38, "
+    "Harvey hybrid + relevance floor (`rag.floor: default`: cosine 0.26 / 0.20 / 0.38, "
     "a quarter of the words unknown 0.50)"
 )
 PLAIN_ROW = "Harvey hybrid + relevance floor without the unknown-word check"
-BG_ROW = "Harvey hybrid + background floor (opt-in 0.29 / 0.20 / 0.32, unknown word 0.50)"
+BG_ROW = (
+    "Harvey hybrid + background floor (the benchmark's 0.29 / 0.20 / 0.32, unknown word 0.50)"
+)
 OKAPI = "rank_bm25 BM25Okapi"
 
 
@@ -380,18 +382,17 @@ def run() -> str:
             "(in-sample). Held out, never used to choose anything: "
             f"{len(HELDOUT_QUESTIONS)} answerable questions in generic words and "
             f"{len(HELDOUT_UNANSWERABLE)} unanswerable ones (small talk, general knowledge, "
-            "other software). The relevance floor sends a passage only if its cosine ≥ "
-            "`rag.floor_cosine` and (its BM25 share of the query's BM25 ceiling ≥ "
-            "`rag.floor_bm25` or its cosine ≥ `rag.floor_cosine_alone`), the cosine the "
-            "chunk's own, the BM25 share its file's best. The opt-in background floor reads "
-            "the cosine against the store's background (its mean chunk direction taken out of "
-            "query and chunk) with its own levels (`rag.floor_background_cosine`, "
-            "`_alone`), and a prompt with a word no chunk holds needs a cosine ≥ "
-            "`rag.floor_unknown_word_cosine`. The default floor also asks a cosine ≥ "
-            "`rag.floor_unknown_word_cosine` of a prompt at least `rag.floor_unknown_share` "
-            "of whose words no chunk holds, in a store of at least "
-            f"{MIN_VOCABULARY_CHUNKS:,} chunks. Rows without a floor send something whenever a "
-            "word or a vector matches.",
+            "other software). The relevance floor (`rag.floor: default`, the levels in "
+            "`knowledge/floor.py`) sends a passage only if its cosine ≥ 0.26 and (its BM25 "
+            "share of the query's BM25 ceiling ≥ 0.20 or its cosine ≥ 0.38), the cosine the "
+            "chunk's own, the BM25 share its file's best; it also asks a cosine ≥ 0.50 of a "
+            "prompt at least a quarter of whose words no chunk holds, in a store of at least "
+            f"{MIN_VOCABULARY_CHUNKS:,} chunks (`strict`: in any store). The background floor "
+            "(the benchmark's levels, not one a person picks) reads the cosine against the "
+            "store's background (its mean chunk direction taken out of query and chunk) with "
+            "its own levels, and a prompt with a word no chunk holds needs a cosine ≥ 0.50. "
+            "Rows without a floor (`rag.floor: off`) send something whenever a word or a "
+            "vector matches.",
             "",
             "| ranker | hit@5 | MRR@10 | unanswerable, nothing sent | held-out hit@5 | "
             "held-out unanswerable, nothing sent |",

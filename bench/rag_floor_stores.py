@@ -16,7 +16,6 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-import harvey.knowledge.search as search_module
 from bench.corpora import CORPORA_DIR
 from bench.rag_questions import (
     HELDOUT_QUESTIONS,
@@ -25,7 +24,7 @@ from bench.rag_questions import (
     UNANSWERABLE,
 )
 from harvey.knowledge.embedders import LocalEmbedder
-from harvey.knowledge.floor import BACKGROUND, Floor
+from harvey.knowledge.floor import BACKGROUND, FLOORS, MIN_VOCABULARY_CHUNKS, Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, create_store
@@ -33,7 +32,7 @@ from harvey.stopwords import STOPWORDS
 
 NO_WORD = replace(BACKGROUND, unknown_word_cosine=0.0)  # without the unknown-word gate
 PLAIN = Floor(unknown_share=0.0)  # the default floor without its unknown-word check
-FORCED = "default, the unknown-word check made at any size"
+FORCED = "strict: the default, the unknown-word check made at any size"
 # the pydoc store: the stdlib's own pydoc text of these modules
 
 SECOND = (
@@ -105,11 +104,11 @@ def other_stores(stores: dict[str, KnowledgeStore], embedder: LocalEmbedder) -> 
     the store has such a module for) and silenced unanswerable ones, all lists pooled."""
     nothing = UNANSWERABLE + HELDOUT_UNANSWERABLE
     floors = (
-        ("none", Floor(0.0, 0.0, 0.0)),
-        ("default", Floor()),
+        ("none (`rag.floor: off`)", FLOORS["off"]),
+        ("default", FLOORS["default"]),
         ("default without the unknown-word check", PLAIN),
-        (FORCED, Floor()),
-        ("background (opt-in)", BACKGROUND),
+        (FORCED, FLOORS["strict"]),
+        ("background (the benchmark's levels, not a `rag.floor` level)", BACKGROUND),
         ("background without the unknown-word gate", NO_WORD),
     )
     cells: dict[str, list[str]] = {label: [] for label, _f in floors}
@@ -120,17 +119,10 @@ def other_stores(stores: dict[str, KnowledgeStore], embedder: LocalEmbedder) -> 
         heads.append(f"{store_name} ({store.counts()[1]:,} chunks, {len(questions)} questions)")
         for label, floor in floors:
             searcher = Searcher(store, embedder, floor)
-            at_least = search_module.MIN_VOCABULARY_CHUNKS
-            if label == FORCED:
-                search_module.MIN_VOCABULARY_CHUNKS = 0
-            try:
-                kept = sum(
-                    any(h.chunk.path in files for h in searcher.search(q, 5))
-                    for q, files in questions
-                )
-                silent = sum(not searcher.search(q, 5) for q in nothing)
-            finally:
-                search_module.MIN_VOCABULARY_CHUNKS = at_least
+            kept = sum(
+                any(h.chunk.path in files for h in searcher.search(q, 5)) for q, files in questions
+            )
+            silent = sum(not searcher.search(q, 5) for q in nothing)
             cells[label].append(f"{kept} kept, {silent} of {len(nothing)} silent")
     return [
         "The floors on stores they were not tuned on: the standard library's own `pydoc` text "
@@ -139,8 +131,8 @@ def other_stores(stores: dict[str, KnowledgeStore], embedder: LocalEmbedder) -> 
         "`library/` pages document a module the store holds (in the slice: whose pages it "
         "holds), kept when a passage of that module (page) is in the top 5; unanswerable: "
         f"all {len(nothing)}. The unknown-word check is made only in a store of "
-        f"{search_module.MIN_VOCABULARY_CHUNKS:,} chunks or more; its row forced at any size "
-        "shows why.",
+        f"{MIN_VOCABULARY_CHUNKS:,} chunks or more at `default`; `rag.floor: strict` makes it "
+        "at any size.",
         "",
         f"| floor | {' | '.join(heads)} |",
         "| --- |" + " --- |" * len(heads),
@@ -242,8 +234,8 @@ FLOOR_NOTES = [
     "260 chunks it loses two. The code store, 10,182 chunks, loses none and silences three "
     "more. Below the size the default floor is the plain cosine floor, exactly as before.",
     "",
-    "The background floor stays opt-in (`rag.floor_background_cosine`, "
-    "`rag.floor_background_cosine_alone`, 0 by default): on the docs' store it silences as "
+    "The background floor is not a level a person picks (`rag.floor` is `default`, "
+    "`strict` or `off`): on the docs' store it silences as "
     "much as the default with hit@5 1.6 points higher and silences less held out, and on "
     "the pydoc and code stores it keeps fewer answerable questions than the default floor "
     "(on the slice, one more). Its levels (0.29 / 0.32, and any "

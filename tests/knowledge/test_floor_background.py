@@ -1,6 +1,7 @@
-"""The floor's background (``rag.floor_background_*``, ``rag.floor_unknown_word_cosine``):
-the cosine with the store's mean direction taken out, the unknown-word gate, and the
-fallback to the plain floor for a small store (or with the background levels at 0)."""
+"""The floor's background (``floor.BACKGROUND``: the benchmark's levels, not one a person
+picks with ``rag.floor``): the cosine with the store's mean direction taken out, the
+unknown-word gate, and the fallback to the plain floor for a small store (or with the
+background levels at 0)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis.extra.numpy import arrays
 
 from harvey.knowledge.floor import (
     BACKGROUND,
+    FLOORS,
     MIN_BACKGROUND_CHUNKS,
     Evidence,
     Floor,
@@ -104,10 +106,6 @@ def docs_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in MODULES:
         text = pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext)
         (ws / "docs" / f"{name}.txt").write_text(text)
-    (ws / "harvey.yaml").write_text(
-        "rag:\n  floor_background_cosine: 0.29\n  floor_background_cosine_alone: 0.32\n"
-        "  floor_unknown_word_cosine: 0.5\n"
-    )
     assert invoke_harvey("rag", "new", "d", "--embedder", "local", cwd=ws).returncode == 0
     assert invoke_harvey("rag", "ingest", "d", "docs", cwd=ws).returncode == 0
     return ws
@@ -155,8 +153,9 @@ def test_a_small_store_keeps_the_plain_floor(notes_ws: Path) -> None:
 
 @pytest.mark.slow  # two `harvey run` turns with wordllama
 def test_harvey_run_sends_nothing_for_nonsense_and_passages_for_a_question(
-    docs_ws: Path,
+    docs_ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setitem(FLOORS, "default", BACKGROUND)  # in process: the background floor
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     for question, sent in (("zzqx qqxz", False), (REAL, True)):
         with FakeOpenAI([Reply("noted")]) as srv:

@@ -1,19 +1,21 @@
-"""The floor's unknown-word check (``rag.floor_unknown_share``, ``_unknown_word_cosine``):
-in a store large enough to know its subject's words, a prompt a quarter of whose words no
-chunk holds is sent only close matches; a smaller store is never judged on its words."""
+"""The floor's unknown-word check (``Floor.unknown_share``, ``unknown_word_cosine``): in a
+store large enough to know its subject's words, a prompt a quarter of whose words no chunk
+holds is sent only close matches; a smaller store is judged on its words only at
+``rag.floor: strict``."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import pydoc
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.knowledge.floor import MIN_VOCABULARY_CHUNKS
+from harvey.knowledge.floor import FLOORS, MIN_VOCABULARY_CHUNKS
 from harvey.knowledge.vocabulary import within_one_edit
 from tests.harvey_process import invoke_harvey
 
@@ -41,7 +43,8 @@ def _store(ws: Path, modules: tuple[str, ...]) -> Path:
 
 def _paths(ws: Path, query: str, *config: str) -> list[str]:
     (ws / "harvey.yaml").write_text("rag:\n  chunk_size_bytes: 200\n" + "".join(config))
-    proc = invoke_harvey("rag", "query", "d", query, "--json", cwd=ws)
+    # --trust: a workspace file may lower the floor only once trusted (this one is ours)
+    proc = invoke_harvey("--trust", "rag", "query", "d", query, "--json", cwd=ws)
     assert proc.returncode == 0, proc.stderr
     return [row["path"] for row in json.loads(proc.stdout)]
 
@@ -51,17 +54,28 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _store(tmp_path_factory.mktemp("large"), MODULES)
 
 
+def _without_the_check(monkeypatch: pytest.MonkeyPatch, **levels: float) -> None:
+    """The default level with the check changed (runs in process: ``invoke_harvey``)."""
+    monkeypatch.setitem(FLOORS, "default", replace(FLOORS["default"], **levels))
+
+
 @pytest.mark.slow  # wordllama over 8,000 chunks (about 2 s)
-def test_a_large_store_sends_nothing_for_a_prompt_of_words_it_does_not_know(large: Path) -> None:
+def test_a_large_store_sends_nothing_for_a_prompt_of_words_it_does_not_know(
+    large: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harvey.knowledge.store import open_store
 
     with open_store(large, "d") as store:
         assert store.counts()[1] >= MIN_VOCABULARY_CHUNKS
     for query in OFF_SUBJECT:
         assert _paths(large, query) == [], query
-        # the check is what keeps them out: without it the cosine floor lets passages by
-        assert _paths(large, query, "  floor_unknown_share: 0\n"), query
-        assert _paths(large, query, "  floor_unknown_word_cosine: 0\n"), query
+        assert _paths(large, query, "  floor: strict\n") == [], query
+        assert _paths(large, query, "  floor: 'off'\n"), query
+    # the check is what keeps them out: without it the cosine floor lets passages by
+    for levels in ({"unknown_share": 0.0}, {"unknown_word_cosine": 0.0}):
+        with monkeypatch.context() as patch:
+            _without_the_check(patch, **levels)
+            assert all(_paths(large, query) for query in OFF_SUBJECT), levels
     # a question in the store's own words is answered as before, misspelt too: a word one
     # letter from one the store holds is not unknown (three of these five are misspelt)
     assert "docs/json.txt" in _paths(large, REAL)[:2]
@@ -69,15 +83,20 @@ def test_a_large_store_sends_nothing_for_a_prompt_of_words_it_does_not_know(larg
 
 
 @pytest.mark.slow
-def test_a_small_store_is_not_judged_on_its_words(tmp_path: Path) -> None:
-    """A store of a few modules lacks everyday words: the check is not made there, so the
-    check at any share changes nothing."""
+def test_a_small_store_is_judged_on_its_words_only_when_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store of a few modules lacks everyday words: at ``default`` the check is not made
+    there, so the check at any share changes nothing; ``strict`` makes it."""
     ws = _store(tmp_path / "small", ("json", "csv"))
     # four of its five words are in no chunk, yet the csv module answers it
     unknown_words = "export my recipes and grocery invoices as csv"
     assert "docs/csv.txt" in _paths(ws, unknown_words)
-    for query in [*OFF_SUBJECT, REAL, unknown_words]:
-        assert _paths(ws, query) == _paths(ws, query, "  floor_unknown_share: 0.01\n"), query
+    before = {query: _paths(ws, query) for query in [*OFF_SUBJECT, REAL, unknown_words]}
+    _without_the_check(monkeypatch, unknown_share=0.01)
+    assert before == {query: _paths(ws, query) for query in before}
+    strict = {query: _paths(ws, query, "  floor: strict\n") for query in before}
+    assert strict != before and all(set(strict[q]) <= set(before[q]) for q in before)
 
 
 @settings(max_examples=500)

@@ -81,7 +81,7 @@ def test_merge_adjacent_and_overlapping_of_one_file() -> None:
 
 def test_a_clear_match_in_a_two_note_store_is_not_scored_zero(tmp_path: Path) -> None:
     """BM25's IDF is log 1 = 0 for a word in one of two chunks; the coverage floor keeps
-    the matching note above ``rag.min_score`` (0.1) while the order stays BM25's."""
+    the matching note above ``floor.MIN_SCORE`` (0.1) while the order stays BM25's."""
     from harvey.knowledge.ingest import Ingester
     from harvey.knowledge.search import COVERAGE_WEIGHT, Searcher, coverage
 

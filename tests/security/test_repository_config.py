@@ -334,28 +334,9 @@ LIFTS_THE_USERS_LIMIT = {  # (the user's own harvey.yaml, the cloned one)
     "memory_back_on": ("memory:\n  enabled: false\n", "memory:\n  enabled: true\n"),
     "more_chunks": ("chunking:\n  max_chunks: 5\n", "chunking:\n  max_chunks: 500\n"),
     "recording_on": ("session:\n  record: false\n", "session:\n  record: true\n"),
-    "lower_floor": ("rag:\n  floor_cosine: 0.5\n", "rag:\n  floor_cosine: 0.0\n"),
-    "no_bm25_floor": ("rag:\n  floor_bm25: 0.3\n", "rag:\n  floor_bm25: 0.0\n"),
-    "lower_min_score": ("rag:\n  min_score: 0.4\n", "rag:\n  min_score: 0.1\n"),
+    "floor_loosened": ("rag:\n  floor: strict\n", "rag:\n  floor: default\n"),
+    "floor_off": ("rag:\n  floor: strict\n", "rag:\n  floor: 'off'\n"),
     "more_passages": ("rag:\n  top_k: 3\n", "rag:\n  top_k: 30\n"),
-    "unknown_words_off": (
-        "rag:\n  floor_unknown_word_cosine: 0.6\n",
-        "rag:\n  floor_unknown_word_cosine: 0\n",
-    ),
-    "unknown_share_raised": (
-        "rag:\n  floor_unknown_share: 0.2\n",
-        "rag:\n  floor_unknown_share: 0.9\n",
-    ),
-    "unknown_share_off": ("rag:\n  floor_unknown_share: 0.2\n", "rag:\n  floor_unknown_share: 0\n"),
-    # either level at 0 turns the check off, whichever of the two the user set
-    "unknown_check_off_by_share": (
-        "rag:\n  floor_unknown_word_cosine: 0.6\n",
-        "rag:\n  floor_unknown_share: 0\n",
-    ),
-    "unknown_check_off_by_cosine": (
-        "rag:\n  floor_unknown_share: 0.2\n",
-        "rag:\n  floor_unknown_word_cosine: 0\n",
-    ),
 }
 
 #: The same keys tightening further: they apply untrusted.
@@ -364,11 +345,8 @@ TIGHTENS_FURTHER = {
     "fewer_chunks": ("chunking:\n  max_chunks: 50\n", "chunking:\n  max_chunks: 5\n"),
     "tools_off": ("tools:\n  mode: text\n", "tools:\n  mode: 'off'\n"),
     "memory_off": ("memory:\n  enabled: true\n", "memory:\n  enabled: false\n"),
-    "higher_floor": ("rag:\n  floor_cosine: 0.3\n", "rag:\n  floor_cosine: 0.4\n"),
-    "lower_unknown_share": (
-        "rag:\n  floor_unknown_share: 0.3\n",
-        "rag:\n  floor_unknown_share: 0.1\n",
-    ),
+    "higher_floor": ("rag:\n  floor: default\n", "rag:\n  floor: strict\n"),
+    "same_floor": ("rag:\n  floor: strict\n", "rag:\n  floor: strict\n"),
 }
 
 
@@ -409,8 +387,7 @@ LIFTS_THE_DEFAULT = {
     "passages": "rag:\n  top_k: 50\n",
     "passage_share": "rag:\n  budget_pct: 90\n",
     "memory_share": "memory:\n  budget_pct: 50\n",
-    "floor": "rag:\n  floor_cosine: 0.0\n",
-    "min_score": "rag:\n  min_score: 0\n",
+    "floor": "rag:\n  floor: 'off'\n",
 }
 
 #: The same limits tightened from the default, and choices that are not limits.
@@ -422,6 +399,8 @@ WITHIN_THE_DEFAULT = {
     "no_retries": "retries: 0\n",
     "mode": "tools:\n  mode: text\n",
     "fewer_passages": "rag:\n  top_k: 2\n",
+    "strict_floor": "rag:\n  floor: strict\n",
+    "default_floor": "rag:\n  floor: default\n",
 }
 
 

@@ -163,7 +163,7 @@ def status(name: str, workspace: Path | None) -> None:
 def query(name: str, text: str, k: int, as_json: bool, workspace: Path | None) -> None:
     """Search NAME for TEXT and print the best passages above the relevance floor.
 
-    When nothing reaches the floor (rag.floor_* in harvey.yaml) it says "no passage
+    When nothing reaches the floor (rag.floor in harvey.yaml) it says "no passage
     above the floor" on stderr (--json prints []).
     """
     from harvey.knowledge import commands

@@ -17,6 +17,11 @@ from typing import Literal, get_args
 Overlap = Literal["paragraph", "sentence", "none"]
 OVERLAPS: tuple[Overlap, ...] = get_args(Overlap)
 
+#: How sure retrieval must be before a passage is sent (``knowledge/floor.py`` ``FLOORS``),
+#: from none to the most.
+RagFloor = Literal["off", "default", "strict"]
+RAG_FLOORS: tuple[RagFloor, ...] = get_args(RagFloor)
+
 AUTO = "auto"  # "Ollama if it answers, else the embedded model"
 
 #: Every backend in table order → whether an @route may use it (a route is a server or

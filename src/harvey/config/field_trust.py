@@ -77,6 +77,15 @@ def share_raised(value: Any, own: Any) -> bool:
     return not (isinstance(value, number) and 0 < value <= own)
 
 
+def floor_loosened(value: Any, own: Any) -> bool:
+    """The user (or the default) asks retrieval for a floor and the workspace asks for a
+    lower one (``strict`` → ``default`` → ``off``)."""
+    order = ("off", "default", "strict")
+    if own not in order:
+        return False
+    return value not in order or order.index(value) < order.index(own)
+
+
 def mode_back_on(value: Any, own: Any) -> bool:
     """The user's tool mode is ``off`` and the workspace names another."""
     return own == "off" and value != "off"
@@ -84,7 +93,7 @@ def mode_back_on(value: Any, own: Any) -> bool:
 
 #: Limits a workspace may only tighten from the default when the user's own file is
 #: silent: without the user's value, the default's is the one a clone may not lift.
-FROM_DEFAULT = (more_than, lower_than, share_raised)
+FROM_DEFAULT = (more_than, lower_than, share_raised, floor_loosened)
 
 
 @dataclass(frozen=True)

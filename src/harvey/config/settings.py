@@ -27,18 +27,17 @@ from pydantic import (
     model_validator,
 )
 
-from harvey.config.choices import Overlap, check_name
+from harvey.config.choices import Overlap, RagFloor, check_name
 from harvey.config.field_trust import (
     NEVER_IN_WORKSPACE,
     Workspace,
-    lower_than,
+    floor_loosened,
     mode_back_on,
     more_than,
     no_key_leaves,
     not_a_file,
     one_of,
     only_true,
-    share_raised,
     turned_off,
     workspace_rules,
 )
@@ -272,23 +271,10 @@ class RagSettings(_Strict):
 
     active: Annotated[str | None, Workspace()] = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     top_k: Annotated[int, Workspace(limit=more_than)] = Field(5, ge=1, le=50)
-    min_score: Annotated[float, Workspace(limit=lower_than)] = Field(0.1, ge=0, le=1)
-    # the absolute relevance floor (harvey.knowledge.floor), calibrated by bench/bench_rag.py
-    floor_cosine: Annotated[float, Workspace(limit=lower_than)] = Field(0.26, ge=0, le=1)
-    floor_bm25: Annotated[float, Workspace(limit=lower_than)] = Field(0.2, ge=0, le=1)
-    floor_cosine_alone: Annotated[float, Workspace(limit=lower_than)] = Field(0.38, ge=0, le=1)
-    # in a store with a background (harvey.knowledge.floor): its levels for the cosine
-    # read against it (0: off, the default; see harvey.knowledge.floor for why)
-    floor_background_cosine: Annotated[float, Workspace(limit=lower_than)] = Field(0.0, ge=0, le=1)
-    floor_background_cosine_alone: Annotated[float, Workspace(limit=lower_than)] = Field(
-        0.0, ge=0, le=1
-    )
-    # a prompt at least floor_unknown_share of whose words no chunk of a large store
-    # holds needs passages of this cosine (either at 0: off)
-    floor_unknown_word_cosine: Annotated[float, Workspace(limit=lower_than)] = Field(
-        0.5, ge=0, le=1
-    )
-    floor_unknown_share: Annotated[float, Workspace(limit=share_raised)] = Field(0.25, ge=0, le=1)
+    # how sure retrieval must be that a passage is about the prompt before it is sent:
+    # the calibrated levels, the unknown-word check at any store size, or none
+    # (harvey.knowledge.floor.FLOORS, measured in BENCHMARKS.md)
+    floor: Annotated[RagFloor, Workspace(limit=floor_loosened)] = "default"
     budget_pct: Annotated[float, Workspace(limit=more_than)] = Field(15, gt=0, le=90)
     chunk_size_bytes: Annotated[int, Workspace()] = Field(1500, ge=200, le=8000)
 

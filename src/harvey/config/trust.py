@@ -104,13 +104,6 @@ def _get(data: Mapping[str, Any], *loc: str) -> Any:
     return data
 
 
-#: Pairs of keys of which either, at 0, turns one check off (``Floor.off_subject``).
-TURNED_OFF_TOGETHER = {
-    "rag.floor_unknown_share": "rag.floor_unknown_word_cosine",
-    "rag.floor_unknown_word_cosine": "rag.floor_unknown_share",
-}
-
-
 def within_user(
     setting: Setting,
     user: Mapping[str, Any],
@@ -130,10 +123,6 @@ def within_user(
     own = _get(user, *(str(part) for part in loc))
     if per_model and own is _UNSET:
         own = _get(user, "tools", "mode")
-    if own is _UNSET and key in TURNED_OFF_TOGETHER and setting.value == 0:
-        # either level at 0 turns the check off: the user's own other level keeps it on
-        sibling = _get(user, *TURNED_OFF_TOGETHER[key].split("."))
-        return not (isinstance(sibling, (int, float)) and sibling > 0)
     if own is _UNSET and lifts in FROM_DEFAULT:
         own = _get(defaults or {}, *(str(part) for part in loc))
     return own is _UNSET or not lifts(setting.value, own)

@@ -32,12 +32,9 @@ BELOW_FLOOR = "no passage above the floor"
 
 def empty_line(ranked: Ranked) -> str:
     """What a search that found nothing to send says: nothing matched at all, or candidates
-    matched but none reached the relevance floor (``rag.floor_*``)."""
+    matched but none reached the relevance floor (``rag.floor``)."""
     if ranked.below_floor:
-        return (
-            f"{BELOW_FLOOR} ({ranked.below_floor} candidates under it; "
-            "see the rag.floor_* settings)"
-        )
+        return f"{BELOW_FLOOR} ({ranked.below_floor} candidates under it; see rag.floor)"
     return "no matching passages"
 
 
@@ -208,8 +205,6 @@ def retrieval_line(active: Retrieval) -> str:
     return (
         f"{active.name}: {files} files, {chunks} chunks, {size:,} bytes, embedder "
         f"{active.knowledge.store.embedder_spec}, retrieval {state}, top_k "
-        f"{active.settings.top_k}, min_score {active.settings.min_score}, floor cosine "
-        f"{active.settings.floor_cosine}, bm25 {active.settings.floor_bm25}, cosine alone "
-        f"{active.settings.floor_cosine_alone}, unknown words {active.settings.floor_unknown_share}"
-        f" → cosine {active.settings.floor_unknown_word_cosine}; last turn: {active.last_outcome}"
+        f"{active.settings.top_k}, floor {active.settings.floor}; "
+        f"last turn: {active.last_outcome}"
     )

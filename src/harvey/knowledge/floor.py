@@ -47,10 +47,15 @@ store is floored on the plain cosine. Nothing is stored for the background
 (``search.VectorIndex`` works it out from the vectors it loads anyway), so a store made
 by any Harvey has one and it is never stale.
 
-The background levels are 0 (not used) by default: chosen on the benchmark's store's
-in-sample questions, they fit that store, and on stores they were not tuned on they kept
-fewer answerable questions than the plain floor (``BENCHMARKS.md``). They stay a setting
-for a large store on one subject, measured there first.
+The background levels are 0 (not used) in every level a person can choose: chosen on
+the benchmark's store's in-sample questions, they fit that store, and on stores they were
+not tuned on they kept fewer answerable questions than the plain floor (``BENCHMARKS.md``).
+``BACKGROUND`` keeps them for the benchmark.
+
+A person chooses one of ``FLOORS`` (``rag.floor``): ``default``, the calibrated levels;
+``strict``, the same levels with the unknown-word check made in a store of any size
+(it silences more on small stores, for one or two answerable questions there); ``off``,
+no floor. Below the floor, a passage whose fused score is under ``MIN_SCORE`` is dropped.
 
 A store without an embedder, or with one other than the calibrated ``local``
 (wordllama), is floored on the BM25 share alone. The defaults were calibrated by
@@ -81,7 +86,7 @@ MIN_VOCABULARY_CHUNKS = 5_000
 
 @dataclass(frozen=True)
 class Floor:
-    """The levels a passage must reach (``rag.floor_*``); the first three all 0 turns the
+    """The levels a passage must reach (one of ``FLOORS``); the first three all 0 turns the
     floor off (the other levels only refine a floor that is on)."""
 
     cosine: float = 0.26
@@ -94,6 +99,9 @@ class Floor:
     # cosine; either at 0 turns the check off
     unknown_word_cosine: float = 0.5
     unknown_share: float = 0.25
+    # the store size from which the unknown-word check is made (a smaller store's words
+    # do not cover its own subject)
+    vocabulary_chunks: int = MIN_VOCABULARY_CHUNKS
 
     @property
     def off(self) -> bool:
@@ -122,8 +130,17 @@ class Floor:
         return evidence.vocabulary and evidence.unknown_share >= self.unknown_share
 
 
-# The background levels the benchmark's in-sample grid chose (``rag.floor_background_*``).
+# The background levels the benchmark's in-sample grid chose (not a level a person picks).
 BACKGROUND = Floor(background_cosine=0.29, background_cosine_alone=0.32)
+
+#: The levels ``rag.floor`` names (``config.choices.RagFloor``), measured in BENCHMARKS.md.
+FLOORS: dict[str, Floor] = {
+    "default": Floor(),
+    "strict": Floor(vocabulary_chunks=0),
+    "off": Floor(0.0, 0.0, 0.0, unknown_word_cosine=0.0, unknown_share=0.0),
+}
+#: Passages whose fused score (0–1) is under this are dropped after the floor.
+MIN_SCORE = 0.1
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 For each chat turn it retrieves the ``rag.top_k`` best chunks the relevance floor
 admits (``harvey.knowledge.floor``: a prompt nothing in the store is relevant to gets
-none, and its turn has no context and no note), drops those under ``rag.min_score``,
+none, and its turn has no context and no note), drops those under ``floor.MIN_SCORE``,
 merges overlapping or adjacent chunks of one file into
 one passage, and keeps the best passages that fit ``rag.budget_pct`` of the
 context window. They are sent ahead of the prompt as::
@@ -27,6 +27,7 @@ from pathlib import Path
 from harvey.config.settings import Settings
 from harvey.documents.model import page_label
 from harvey.errors import KnowledgeError
+from harvey.knowledge.floor import MIN_SCORE
 from harvey.knowledge.search import Hit
 from harvey.knowledge.service import Knowledge, open_knowledge
 from harvey.protocols import RagInfo, RagSource, TurnContext, TurnQuery
@@ -119,7 +120,7 @@ class Retrieval:
     def passages(self, prompt: str, room_bytes: int) -> list[Passage]:
         """The passages for ``prompt`` that score enough and fit ``room_bytes``, best first."""
         ranked = self.knowledge.searcher.ranked(prompt, self.settings.top_k)
-        kept = [h for h in ranked.hits if h.score >= self.settings.min_score]
+        kept = [h for h in ranked.hits if h.score >= MIN_SCORE]
         chosen: list[Passage] = []
         used = len(HEADING) + len(_END) + 4
         for passage in merge(kept):

@@ -1,6 +1,6 @@
 """Query a store: FTS5 BM25, cosine over vectors, score fusion per file, 0–1 scores.
 
-Scores are on one 0–1 scale, so one ``rag.min_score`` serves every store:
+Scores are on one 0–1 scale, so one ``floor.MIN_SCORE`` serves every store:
 
 * BM25-only: FTS5's ``bm25()`` is unbounded (more negative is better), so a
   chunk with BM25 ``b`` (as a positive number) scores ``b / (b + 5)`` — a
@@ -9,12 +9,12 @@ Scores are on one 0–1 scale, so one ``rag.min_score`` serves every store:
   for every word (a word in one of two chunks has IDF log 1 = 0), so the score
   is at least ``COVERAGE_WEIGHT`` times the share of the query's words the
   chunk contains (see ``coverage``): a clear match in a store of two notes is
-  not scored 0.00 and dropped by ``min_score``. The order stays BM25's.
+  not scored 0.00 and dropped by ``MIN_SCORE``. The order stays BM25's.
 * Hybrid: the best ``POOL`` (50) chunks by BM25 and by cosine have each
   list's scores min-max normalised (the list's best 1, its worst 0) and
   averaged, with a file's best chunk carrying the file's pooled evidence
   (see ``fuse``): first in both lists scores 1.0, found by one list only at
-  most 0.5. The score is relative to the query's candidates (``min_score``
+  most 0.5. The score is relative to the query's candidates (``MIN_SCORE``
   drops the weakest of them); whether any candidate is relevant at all is the
   absolute floor's call (``harvey.knowledge.floor``), applied after fusion, so
   fusion only orders what passed. Measured on the benchmark's questions, this
@@ -41,7 +41,6 @@ from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.floor import (
     CALIBRATED_EMBEDDER,
     MIN_BACKGROUND_CHUNKS,
-    MIN_VOCABULARY_CHUNKS,
     Floor,
     bm25_ceiling,
     bm25_share,
@@ -271,7 +270,7 @@ class Searcher:
                 q_along = float(unit @ query)
                 chunk_along = index.cosine_of(along, sorted(cosines))
                 cosines = {c: relative(s, q_along, chunk_along[c]) for c, s in cosines.items()}
-            large = self._chunk_count() >= MIN_VOCABULARY_CHUNKS
+            large = self._chunk_count() >= self.floor.vocabulary_chunks
             evidence = pooled(
                 cosines,
                 shares,

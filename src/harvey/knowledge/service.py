@@ -14,7 +14,7 @@ from pathlib import Path
 from harvey.config.settings import Settings, base_url_for
 from harvey.errors import UsageError
 from harvey.knowledge.embedders import Embedder, check_spec, make_embedder
-from harvey.knowledge.floor import Floor
+from harvey.knowledge.floor import FLOORS
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, open_store
@@ -73,13 +73,5 @@ def open_knowledge(
         store.close()
         raise
     rag = settings.rag
-    floor = Floor(
-        rag.floor_cosine,
-        rag.floor_bm25,
-        rag.floor_cosine_alone,
-        rag.floor_background_cosine,
-        rag.floor_background_cosine_alone,
-        rag.floor_unknown_word_cosine,
-        rag.floor_unknown_share,
-    )
-    return Knowledge(store, model, Searcher(store, model, floor), rag.chunk_size_bytes)
+    searcher = Searcher(store, model, FLOORS[rag.floor])
+    return Knowledge(store, model, searcher, rag.chunk_size_bytes)
