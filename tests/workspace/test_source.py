@@ -26,6 +26,7 @@ def test_a_text_file_is_decided_once(workspace: Path) -> None:
     assert source.data(10) == b"# Notes\n\nTh"  # limit + 1: the caller can tell "more"
     assert source.data(5) == b"# Note" and source.reads == 1  # within the first read
     assert source.digest(10) == hashlib.sha256(b"# Notes\n\nTh").hexdigest()
+    assert open_for_model(workspace, "notes.md").digest(1000) != source.digest(10)
     source.data(1000)  # past the first read's limit: read again, whole
     assert (
         source.reads == 2
@@ -141,3 +142,12 @@ def test_a_source_is_what_analyze_file_takes(workspace: Path) -> None:
         Source.at(workspace / "missing.md")
     empty = Source.at(workspace / "x.md")
     assert (empty.size, empty.name) == (0, "x.md")
+
+
+def test_a_digest_covers_the_bytes_it_was_asked_for(workspace: Path) -> None:
+    (workspace / "notes.md").write_text("0123456789" * 5)
+    source = open_for_model(workspace, "notes.md")
+    whole = hashlib.sha256(b"0123456789" * 5).hexdigest()
+    assert source.digest(1000) == whole
+    assert source.digest(9) == hashlib.sha256(b"0123456789").hexdigest()
+    assert source.digest(1000) == whole and source.reads == 1

@@ -53,6 +53,7 @@ class Source:
     _data: bytes | None = None
     _limit: int = -1
     _digest: str | None = None
+    _digested: int = -1  # how many bytes the digest covers
     reads: int = 0  # how many times the bytes were read (a PDF's analysis reads them once)
 
     @classmethod
@@ -108,10 +109,10 @@ class Source:
         return self._data[: limit + 1]
 
     def digest(self, limit: int) -> str:
-        """The SHA-256 of ``data(limit)``, computed once."""
+        """The SHA-256 of ``data(limit)``, computed once for the bytes it covers."""
         data = self.data(limit)
-        if self._digest is None:
-            self._digest = hashlib.sha256(data).hexdigest()
+        if self._digest is None or self._digested != len(data):
+            self._digest, self._digested = hashlib.sha256(data).hexdigest(), len(data)
         return self._digest
 
     def _open(self) -> IO[bytes]:
