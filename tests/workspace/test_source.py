@@ -151,3 +151,39 @@ def test_a_digest_covers_the_bytes_it_was_asked_for(workspace: Path) -> None:
     assert source.digest(1000) == whole
     assert source.digest(9) == hashlib.sha256(b"0123456789").hexdigest()
     assert source.digest(1000) == whole and source.reads == 1
+
+
+def test_read_file_of_a_pdf_reads_it_once(workspace: Path) -> None:
+    """The budget's size estimate and the page the model gets come from one read."""
+    from harvey.tools.files import ReadFileTool
+    from harvey.tools.registry import ToolContext
+
+    class Roomy:  # a window the document's text fits: the guard lets the read through
+        tokens = 1_000_000
+
+        def tokens_for(self, size: int, _kind: str) -> int:
+            return size // 4
+
+    data = pdf_bytes([[f"Page {i} of the inspection report."] * 20 for i in range(3)])
+    (workspace / "report.pdf").write_bytes(data)
+    target = str((workspace / "report.pdf").resolve())
+    opens: list[str] = []
+    watching = True
+
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        named = args[0] if args and isinstance(args[0], str | bytes) else None
+        if watching and event == "open" and named is not None and os.fsdecode(named) == target:
+            opens.append(event)
+
+    sys.addaudithook(audit)
+    ctx = ToolContext(
+        workspace=workspace,
+        read_budget=lambda: Roomy(),  # type: ignore[arg-type,return-value]
+        on_oversize=lambda *_args: "guarded",
+    )
+    try:
+        page = ReadFileTool().run(ctx, {"path": "report.pdf"})
+    finally:
+        watching = False
+    assert "Page 2 of the inspection report." in page
+    assert len(opens) == 1, opens

@@ -17,11 +17,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harvey.documents import Document, estimated_text_bytes, extract
-from harvey.documents.extraction import is_document_file
+from harvey.documents import Document, extract
+from harvey.documents.extraction import (
+    estimated_source_text_bytes,
+    extract_source,
+    is_document_file,
+)
 from harvey.documents.model import page_label
 from harvey.errors import DocumentError, ToolError
 from harvey.tools.registry import ToolContext
+from harvey.workspace.source import Source
 
 _PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -42,33 +47,35 @@ def parse_pages(value: object) -> tuple[int, int] | None:
     return first, last
 
 
-def _guard(ctx: ToolContext, path: Path, shown: str) -> str | None:
+def _guard(ctx: ToolContext, source: Source) -> str | None:
     """The whole document asked for: the budget decides on its estimated text size."""
     if ctx.read_budget is None or ctx.on_oversize is None:
         return None
     budget = ctx.read_budget()
     try:
-        size = estimated_text_bytes(path, shown)
+        size = estimated_source_text_bytes(source)
     except DocumentError:
         return None  # the read below reports why, in one line
     tokens = budget.tokens_for(size, "prose")
     if tokens <= budget.tokens:
         return None
-    return ctx.on_oversize(path, size, tokens, budget.tokens)
+    return ctx.on_oversize(source.path, size, tokens, budget.tokens)
 
 
 def read_document(
-    ctx: ToolContext, path: Path, shown: str, args: dict[str, Any], limit: int, max_chars: int
+    ctx: ToolContext, source: Source, args: dict[str, Any], limit: int, max_chars: int
 ) -> str:
-    """One page of ``path``'s text for the model (``limit`` characters; 0 = all)."""
+    """One page of ``source``'s text for the model (``limit`` characters; 0 = all): its
+    size estimate and its text from one read of the file."""
+    shown = source.name
     pages = parse_pages(args.get("pages"))
     offset = args.get("offset") or 0
     if pages is None and "limit" not in args and not offset:
-        guarded = _guard(ctx, path, shown)
+        guarded = _guard(ctx, source)
         if guarded is not None:
             return guarded
     try:
-        document = extract(path, shown)
+        document = extract_source(source)
     except DocumentError as exc:
         return f"error: {exc}"
     start, end = 0, len(document.text)

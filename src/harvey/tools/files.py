@@ -123,7 +123,7 @@ class ReadFileTool:
         path, shown, size = source.path, source.name, source.size
         if source.is_document:  # PDF, DOCX, HTML, EPUB: pages of their text
             chars = self.default_limit if "limit" not in args else limit
-            return read_document(ctx, path, shown, args, chars, MAX_READ_BYTES)
+            return read_document(ctx, source, args, chars, MAX_READ_BYTES)
         if offset >= size:
             return (
                 f"[offset={offset} is at or past the end of {shown} ({size} bytes); "
