@@ -39,12 +39,12 @@ from harvey.chat.clients import Clients, find_mention
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.config.settings import ChunkingSettings, Settings
 from harvey.context.budget import BYTES_PER_TOKEN
-from harvey.errors import Cancelled, FileRefused, HarveyError, UsageError, WorkspaceError
+from harvey.errors import Cancelled, FileRefused, HarveyError, NotAFile, UsageError, WorkspaceError
 from harvey.messages import Message
 from harvey.protocols import LLMClient
-from harvey.tools.document_read import attach_document, is_document_file
+from harvey.tools.document_read import attach_document
 from harvey.ui import AgentUI
-from harvey.workspace.files import check_readable, open_regular
+from harvey.workspace.files import check_readable
 from harvey.workspace.paths import looks_binary
 from harvey.workspace.source import Source
 
@@ -228,14 +228,15 @@ class ChunkedReads:
         Raises ``FileRefused`` for a secret file (``/read .env``) or a hard link."""
         turn = self._turn(turn)
         check_readable(self.workspace, path)
-        name = self._name(path)
+        source = Source.at(path, self._name(path))  # a document is read once for both
+        name = source.name
         if chunking_of(self.settings).enabled:
             budget = self._budget(turn).read_budget(turn.pending)
-            checked = budget.check(path)  # at the ratio of the file's type (prose, source)
+            checked = budget.check(source)  # at the ratio of the file's type (prose, source)
             if checked.exceeds:
                 chunked = self.oversize(path, checked.size, checked.tokens, turn)
                 return ContextRead(f"[{name}: {chunked.text}]", chunked)
-        return ContextRead(_attachment(path, name), NOT_NEEDED)
+        return ContextRead(_attachment(source), NOT_NEEDED)
 
 
 @dataclass(frozen=True)
@@ -249,20 +250,21 @@ class ContextRead:
 NOT_NEEDED = ChunkResult(ChunkStatus.NOT_NEEDED, "")
 
 
-def _attachment(path: Path, name: str) -> str:
+def _attachment(source: Source) -> str:
     """A file that fits, whole (up to ``ATTACH_LIMIT_BYTES``), between markers; a PDF,
     DOCX, HTML or EPUB as its extracted text."""
+    name = source.name
     try:
-        if is_document_file(path):
-            return attach_document(path, name, ATTACH_LIMIT_BYTES)
-        with open_regular(path) as handle:  # never a FIFO, never more than the limit
-            raw = handle.read(ATTACH_LIMIT_BYTES + 1)
+        if source.is_document:
+            return attach_document(source, ATTACH_LIMIT_BYTES)
+        raw = source.data(ATTACH_LIMIT_BYTES)  # never a FIFO, never more than the limit
     except FileRefused as exc:
         return f"[{name}: not attached: {exc}]"
-    except WorkspaceError:
+    except NotAFile:
         return f"[{name}: not a regular file, not attached]"
-    except OSError as exc:
-        return f"[{name}: cannot read it ({exc.strerror or exc}), not attached]"
+    except (OSError, WorkspaceError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return f"[{name}: cannot read it ({reason}), not attached]"
     if looks_binary(raw):
         return f"[{name}: binary file, not attached]"
     cut = len(raw) > ATTACH_LIMIT_BYTES

@@ -44,6 +44,7 @@ from harvey.messages import Message
 
 if TYPE_CHECKING:
     from harvey.context.tokens import TokenCounter
+    from harvey.workspace.source import Source
 
 BYTES_PER_TOKEN = 4
 DEFAULT_MARGIN = 0.10
@@ -268,7 +269,7 @@ class ReadBudget:
         """Whether ``size`` bytes fit in this budget."""
         return self.tokens_for(size, doc_type) <= self.tokens
 
-    def check(self, path: str | os.PathLike[str]) -> FileCheck:
+    def check(self, path: str | os.PathLike[str] | Source) -> FileCheck:
         """Whether the file at ``path`` fits, cheaply and tightly.
 
         From ``os.stat`` first, at the size ratio of the file's type: a file
@@ -278,10 +279,16 @@ class ReadBudget:
         wide), is the file read — at most ``tokens × MAX_RATIO`` bytes — and its
         text counted exactly (``count``) or estimated from its character
         classes. A file that cannot be read keeps the answer from its size.
-        Raises ``FileNotFoundError`` for a missing path (from ``os.stat``).
+        Raises ``FileNotFoundError`` for a missing path (from ``os.stat``). A ``Source``
+        (``workspace.open_for_model``) lends a document its one read of the file.
         """
         from harvey.workspace.kinds import detect_doc_type, document_kind
+        from harvey.workspace.source import Source
 
+        if isinstance(path, Source):
+            if path.is_document:
+                return self._check_document(path)
+            path = path.path
         if document_kind(Path(path)) is not None:
             return self._check_document(Path(path))
         doc_type = detect_doc_type(Path(path)).value
@@ -297,16 +304,19 @@ class ReadBudget:
             tokens = estimate_tokens(text, self.texts.get(doc_type, BYTES_PER_TOKEN), doc_type)
         return FileCheck(tokens > self.tokens, size, tokens)
 
-    def _check_document(self, path: Path) -> FileCheck:
+    def _check_document(self, path: Path | Source) -> FileCheck:
         """A PDF/DOCX/HTML/EPUB counts by its text, never its bytes: a PDF's estimated
         from its page count and its first pages (``estimated_text_bytes``). One that
         cannot be read fits here, so its reader reports why in one line."""
-        from harvey.documents import estimated_text_bytes
+        from harvey.documents.extraction import estimated_source_text_bytes
         from harvey.errors import HarveyError
+        from harvey.workspace.source import Source
 
-        os.stat(path)  # FileNotFoundError as for any file
+        if not isinstance(path, Source):
+            os.stat(path)  # FileNotFoundError as for any file
         try:
-            size = estimated_text_bytes(path)
+            source = path if isinstance(path, Source) else Source.at(path)
+            size = estimated_source_text_bytes(source)
         except HarveyError:
             return FileCheck(False, 0, 0)
         tokens = self.tokens_for(size, "prose")

@@ -14,10 +14,9 @@ damaged, unsupported), never a traceback and never its raw bytes.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
-from harvey.documents import Document, extract
+from harvey.documents import Document
 from harvey.documents.extraction import (
     estimated_source_text_bytes,
     extract_source,
@@ -107,11 +106,12 @@ def _page(document: Document, shown: str, start: int, stop: int) -> str:
     return f"[{shown}: {'; '.join(where)}]\n{document.text[start:stop]}"
 
 
-def attach_document(path: Path, name: str, limit: int) -> str:
+def attach_document(source: Source, limit: int) -> str:
     """A named document's text between markers, for a model without tools (``/read``,
     a file named in the prompt): at most ``limit`` characters, or why it is not there."""
+    name = source.name
     try:
-        document = extract(path, name)
+        document = extract_source(source)
     except DocumentError as exc:
         return f"[{name}: not attached: {str(exc).split(': ', 1)[-1]}]"
     body = document.text[:limit]
