@@ -8,7 +8,7 @@ supersedes the old one, so regenerating never loses the previous text.
 
 The workspace may be a hostile clone: a ``README.md`` that is a link to
 ``.env`` or to ``~/.ssh/id_rsa``, or a hard link to one, is read through
-``readable_path`` and ``open_regular`` like any file tool's read, so it is
+``workspace.open_for_model`` like any file tool's read, so it is
 refused rather than drafted into a profile that every later session recalls.
 The walk that counts languages keeps its own stack (``os.walk`` recurses in
 Python 3.11) and never follows a link.
@@ -79,17 +79,15 @@ README_NAMES = (
 def _head(workspace: Path, name: str) -> str:
     """The first ``HEAD_LINES`` lines of a workspace file, or "" when it may not be read
     for the model (outside, a secret file, a hard link, not a regular file) or is absent."""
-    from harvey.documents import extract, is_document
-    from harvey.workspace.files import open_regular
-    from harvey.workspace.paths import readable_path
+    from harvey.documents.extraction import extract_source
+    from harvey.workspace.source import open_for_model
 
     try:
-        path = readable_path(workspace, name)
-        if is_document(path):  # README.pdf, README.html: their text, never their bytes
-            text = extract(path, name).text[: HEAD_LINES * 400]
+        source = open_for_model(workspace, name)
+        if source.is_document:  # README.pdf, README.html: their text, never their bytes
+            text = extract_source(source).text[: HEAD_LINES * 400]
         else:
-            with open_regular(path) as handle:
-                text = handle.read(HEAD_LINES * 400).decode("utf-8", errors="replace")
+            text = source.head(HEAD_LINES * 400).decode("utf-8", errors="replace")
     except (OSError, HarveyError):
         return ""
     lines = text.splitlines(keepends=True)
