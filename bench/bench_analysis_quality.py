@@ -19,7 +19,9 @@ Environment: ``HARVEY_BENCH_QUALITY_CASES=key,key`` runs only those cases;
 ``HARVEY_BENCH_QUALITY_PIPELINES=name,name`` runs only those pipelines in the
 tables; ``HARVEY_BENCH_QUALITY_SERVER=0`` skips the server;
 ``HARVEY_BENCH_QUALITY_CURVE=0`` skips the curve; ``HARVEY_BENCH_QUALITY_JOURNAL=path``
-keeps every result as it comes and reuses it on the next run (``analysis_journal.py``).
+keeps every result as it comes and reuses it on the next run (``analysis_journal.py``);
+with ``HARVEY_BENCH_QUALITY_JOURNAL_ONLY=1`` as well, nothing is measured: the tables show
+the journal's rows and say which are not measured yet (a report of a run still going).
 
 Run alone with ``python -m bench.bench_analysis_quality``.
 """
@@ -106,6 +108,14 @@ def _model(client: object) -> str:
     return f"{type(client).__name__}:{getattr(client, 'model', '')}"
 
 
+class NotMeasured(Exception):
+    """A row the journal lacks, in a journal-only report."""
+
+
+def _journal_only() -> bool:
+    return os.environ.get("HARVEY_BENCH_QUALITY_JOURNAL_ONLY", "") == "1"
+
+
 def _scored(
     journal: Journal, client: object, prepared: Prepared, path: Path, name: str, size: object
 ) -> tuple[Outcome, Score]:
@@ -114,6 +124,8 @@ def _scored(
     kept = journal.get(key)
     if kept is not None:
         return kept
+    if _journal_only():
+        raise NotMeasured(key)
     outcome = run_pipeline(name, client, path, prepared, size)
     result = score(outcome.text, prepared.document.text, prepared.gold, outcome.citations)
     journal.put(key, outcome, result)
@@ -133,7 +145,11 @@ def measure(client: object, pipelines: Sequence[str], workdir: Path) -> tuple[li
         path = workdir / prepared.document.name
         path.write_text(prepared.document.text, encoding="utf-8")
         for name in pipelines:
-            outcome, result = _scored(journal, client, prepared, path, name, "auto")
+            try:
+                outcome, result = _scored(journal, client, prepared, path, name, "auto")
+            except NotMeasured:
+                skipped.append(f"{case.key} × {name}: not measured yet")
+                continue
             rows.append(Row(case, name, outcome, result))
             _log(
                 f"{case.key} {name}: grounding {_f(result.grounding)}, coverage "
@@ -225,8 +241,12 @@ def curve(client: object, workdir: Path) -> list[str]:
         for size in CURVE_MODEL_SIZES if style == "model" else CURVE_SIZES:
             grounded = atoms = covered = gold = calls = 0
             seconds = 0.0
-            for p, path in prepared:
-                outcome, s = _scored(journal, client, p, path, style, size)
+            try:
+                scored = [_scored(journal, client, p, path, style, size) for p, path in prepared]
+            except NotMeasured:
+                out.append(f"| {style} | {size} | not measured yet | | | |")
+                continue
+            for outcome, s in scored:
                 grounded += s.grounded
                 atoms += s.atoms
                 covered += s.covered
@@ -295,8 +315,20 @@ def section(title: str, client: object, workdir: Path, pipelines: Sequence[str])
 
     rows, skipped = measure(client, pipelines, workdir)
     parts = [f"### {title}", "", *_scope(pipelines)]
-    if skipped:
-        parts += ["Cases skipped (document not on this machine): " + "; ".join(skipped), ""]
+    absent = [note for note in skipped if not note.endswith("not measured yet")]
+    pending: dict[str, list[str]] = {}
+    for note in skipped:
+        if note not in absent:
+            case, _, pipeline = note.removesuffix(": not measured yet").partition(" × ")
+            pending.setdefault(case, []).append(pipeline)
+    if absent:
+        parts += ["Cases skipped (document not on this machine): " + "; ".join(absent), ""]
+    if pending:
+        said = "; ".join(
+            case if len(names) == len(pipelines) else f"{case} ({', '.join(names)})"
+            for case, names in pending.items()
+        )
+        parts += [f"Not measured yet (the run is still going): {said}.", ""]
     parts += verdicts(rows, evidence_style(str(getattr(client, "model", ""))))
     parts += ["All cases:", "", *summary(rows, pipelines, lambda c: True), ""]
     parts += ["In sample (the cases the finder's rules were written against):", ""]

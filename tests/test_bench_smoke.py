@@ -202,3 +202,32 @@ def test_the_quality_journal_resumes_what_a_cut_run_scored(tmp_path: Path) -> No
     later = Journal.key("LocalClient:smollm2", "make-versions", "textbook")
     again.put(later, Outcome("", 9.0, 12), Score(0, 0, 0, 4, 0, 0))
     assert Journal(path).get(later) is not None  # written on a line of its own
+
+
+def test_a_journal_only_report_measures_nothing_and_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report of a run still going: the journal's rows, the rest named, no model run."""
+    import bench.bench_analysis_quality as quality
+    from bench.analysis_journal import Journal
+    from bench.analysis_pipelines import Outcome
+    from bench.analysis_scoring import Score
+
+    class Client:
+        model = "m"
+
+    path = tmp_path / "journal.jsonl"
+    Journal(path).put(
+        Journal.key("Client:m", "make-versions", "harvey"),
+        Outcome("Version 3.81 [1]", 0.1, 0),
+        Score(1, 1, 1, 2, 1, 1),
+    )
+    monkeypatch.setenv("HARVEY_BENCH_QUALITY_JOURNAL", str(path))
+    monkeypatch.setenv("HARVEY_BENCH_QUALITY_JOURNAL_ONLY", "1")
+    monkeypatch.setenv("HARVEY_BENCH_QUALITY_CASES", "make-versions,find-reports")
+    monkeypatch.setattr(quality, "run_pipeline", lambda *a: pytest.fail("measured a row"))
+    text = "\n".join(quality.section("T", Client(), tmp_path, ["harvey", "textbook"]))
+    assert (
+        "Not measured yet (the run is still going): find-reports; make-versions (textbook)." in text
+    )
+    assert "| make-versions | extract | 1.00 / 0.50 |  |" in text
