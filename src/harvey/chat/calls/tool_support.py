@@ -9,7 +9,7 @@ hosted API — one small probe call finds out: a chat request offering one
 harmless tool (``get_weather``, never run) with a prompt that needs it, read as
 
 * a native tool call: ``native`` (schemas sent, calls written as text rescued too);
-* the call written as text (``llm/text_tool_calls``): ``text`` (the tools described
+* the call written as text (``chat/calls/text_tool_calls.py``): ``text`` (the tools described
   in the system prompt, calls read from the reply);
 * neither: ``off`` — the model gets no tools, and the files its prompt names are
   attached instead, as for the embedded model without a grammar.
