@@ -306,7 +306,7 @@ class ReadBudget:
 
     def _check_document(self, path: Path | Source) -> FileCheck:
         """A PDF/DOCX/HTML/EPUB counts by its text, never its bytes: a PDF's estimated
-        from its page count and its first pages (``estimated_text_bytes``). One that
+        from its page count and its first pages (``estimated_source_text_bytes``). One that
         cannot be read fits here, so its reader reports why in one line."""
         from harvey.documents.extraction import estimated_source_text_bytes
         from harvey.errors import HarveyError

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from harvey.documents.model import Document
 from harvey.documents.pdf import PASSWORD_ENV
 from harvey.documents.runner import Limits, extract_in_child
-from harvey.errors import DocumentError, HarveyError, WorkspaceError
+from harvey.errors import DocumentError, WorkspaceError
 from harvey.workspace.files import open_regular as _open_regular
 from harvey.workspace.kinds import document_kind
 
@@ -44,20 +44,6 @@ _SAMPLE_PAGES = 3
 
 def is_document(path: Path, head: bytes = b"") -> bool:
     return document_kind(path, head) is not None
-
-
-def is_document_file(path: Path) -> bool:
-    """A document by its name, or a file without a suffix that starts like a PDF (a file
-    with any other suffix is never opened here: a size-only check stays size-only)."""
-    if document_kind(path) is not None:
-        return True
-    if path.suffix:
-        return False
-    try:
-        with _open_regular(path) as handle:
-            return handle.read(5) == b"%PDF-"
-    except (OSError, HarveyError):  # a refusal is reported by the plain-text reader
-        return False
 
 
 def _password(password: str | None) -> str | None:
@@ -292,5 +278,4 @@ __all__ = [
     "extract_data",
     "extract_source",
     "is_document",
-    "is_document_file",
 ]

@@ -6,7 +6,7 @@ instead of an offset (``limit`` still caps what one call returns).
 Every page read says where it came from (``[report.pdf: PDF, 12 pages; pages 3-4,
 characters 5200-9100 of 30211; continue with offset=9100]``). The pre-read guard
 counts the text: for a whole-document read it asks before extracting, from the
-size ``estimated_text_bytes`` gives (a PDF's page count times its first pages).
+size ``estimated_source_text_bytes`` gives (a PDF's page count times its first pages).
 A document that cannot be read is one ``error:`` line (encrypted, scanned,
 damaged, unsupported), never a traceback and never its raw bytes.
 """
@@ -17,11 +17,7 @@ import re
 from typing import Any
 
 from harvey.documents import Document
-from harvey.documents.extraction import (
-    estimated_source_text_bytes,
-    extract_source,
-    is_document_file,
-)
+from harvey.documents.extraction import estimated_source_text_bytes, extract_source
 from harvey.documents.model import page_label
 from harvey.errors import DocumentError, ToolError
 from harvey.tools.registry import ToolContext
@@ -120,9 +116,8 @@ def attach_document(source: Source, limit: int) -> str:
     return f"--- {name} ({document.describe()}) ---\n{body}\n--- end of {name} ---"
 
 
-__all__ = [  # is_document_file: re-exported
+__all__ = [
     "attach_document",
-    "is_document_file",
     "parse_pages",
     "read_document",
 ]
