@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.confine import git_secrets
+from harvey.confine import git_policy, git_secrets
 from harvey.tools.registry import ToolContext
 from harvey.tools.shell import run_command
 from harvey.workspace.secret_files import SecretFiles
@@ -199,9 +199,6 @@ def test_no_unasked_git_command_prints_a_committed_secret(history: Path, command
         ("git show :a.txt", "two"),  # the index form, judged by its path
         ("git status -s", "prod.vault"),  # names, not contents
         ("git log -p -- a.txt", "+two"),
-        ("git show HEAD^{tree}", "a.txt"),
-        ("git grep -n one HEAD~1:", "a.txt:1:one"),
-        ("git diff HEAD~1^{tree} HEAD^{tree}", "+two"),  # names: list_files shows them too
         ("git ls-files", "deploy/id_ed25519"),
     ],
 )
@@ -209,6 +206,24 @@ def test_git_still_reads_everything_else_unasked(history: Path, command: str, sh
     result = run_command(_ctx(history), command)
     assert result.ran and result.exit_code == 0, (command, result)
     assert shows in result.output, (command, result.output)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git show HEAD^{tree}",  # a tree: its paths are relative to a folder
+        "git grep -n one HEAD~1:",
+        "git diff HEAD~1^{tree} HEAD^{tree}",
+        "git annotate a.txt",  # not in the table (blame is)
+        "git whatchanged -p",
+        "git for-each-ref",
+        "git cat-file -t HEAD",
+    ],
+)
+def test_forms_outside_the_table_ask(history: Path, command: str) -> None:
+    """The table names the read-only forms; anything else asks, however harmless."""
+    result = run_command(_ctx(history), command)
+    assert not result.ran and "refused" in result.problem, (command, result)
 
 
 def test_the_exclusions_follow_the_secret_file_rule() -> None:
@@ -219,18 +234,19 @@ def test_the_exclusions_follow_the_secret_file_rule() -> None:
     assert ":(exclude,glob,icase)**/config/prod.yml" in specs
     assert ":(exclude,glob,icase)**/.ssh/**" in specs
     # appended after the model's own arguments; not where git takes one path only
+    neutral = list(git_policy.NEUTRAL)
     argv = ["git", "-P", "log", "-p", "--", "a.txt"]
-    assert git_secrets.with_secrets_excluded(argv, rule) == [*argv, *specs]
+    assert git_policy.neutralised(argv, rule) == ["git", *neutral, *argv[1:], *specs]
     # a "-L" or "--no-index" after "--" is a path: the exclusions still go on
     words = ["git", "log", "-p", "--", "-L", "--no-index"]
-    assert git_secrets.with_secrets_excluded(words, rule) == [*words, *specs]
+    assert git_policy.neutralised(words, rule) == ["git", *neutral, *words[1:], *specs]
     for unchanged in (
         ["git", "log", "-L1,2:a.txt"],
         ["git", "diff", "--no-index", "a", "b"],
         ["git", "status"],
         ["git", "blame", "a.txt"],
     ):
-        assert git_secrets.with_secrets_excluded(unchanged, rule) == unchanged
+        assert git_policy.neutralised(unchanged, rule) == ["git", *neutral, *unchanged[1:]]
 
 
 @pytest.mark.slow  # harvey run in a subprocess
