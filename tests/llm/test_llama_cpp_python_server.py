@@ -92,3 +92,24 @@ def test_a_repl_turn(llama_server: str, tmp_path: Path) -> None:
     replies = [r[0] for r in db.execute("SELECT content FROM messages WHERE role = 'assistant'")]
     db.close()
     assert replies and all(reply.strip() for reply in replies)
+
+
+def test_the_model_choosing_its_evidence_gets_the_schema_through(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """llama-cpp-python's server refuses OpenAI's ``response_format: json_schema`` (its
+    validation knows ``text`` and ``json_object``, with a ``schema`` beside it): the client
+    asks again in that form, and the model's choices arrive as records."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "doc.md").write_text(DOC)
+    proc = run_harvey(
+        "analyze", "doc.md", "-i", "In which years was something founded or built?",
+        "--backend", "openai", "--base-url", llama_server, "--chunk-size", "600",
+        "--evidence", "choose",
+        cwd=ws, env=_env(tmp_path), timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    spmd = next((ws / ".harvey" / "sessions").glob("*.spmd")).read_text()
+    statuses = re.findall(r"\[\[chunk-result: \d+/\d+ — ([^\]]*)\]\]", spmd)
+    assert statuses and all(s.startswith(("ok", "skipped")) for s in statuses), statuses

@@ -199,3 +199,32 @@ def test_cancel_during_streaming_stops_reading() -> None:
     with FakeOpenAI([Reply(lines)], chunk_delay=0.01) as srv, pytest.raises(Cancelled):
         chat(client(srv.url), HI, on_text=on_text, cancel=cancel)
     assert seen == ["Line 0.\n"]
+
+
+def test_a_server_refusing_the_json_schema_form_gets_json_object_and_keeps_it() -> None:
+    """llama-cpp-python's server validates ``response_format.type`` against ``text`` and
+    ``json_object``: the schema goes again in that form, and later requests start there."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    refused = HTTPFailure(422, "1 validation error:")
+    with FakeOpenAI([refused, Reply('{"a": 1}'), Reply('{"a": 2}')]) as srv:
+        llm = client(srv.url)
+        first = "".join(
+            e.text
+            for e in llm.stream_chat([Message("user", "x")], response_schema=schema)
+            if isinstance(e, TextDelta)
+        )
+        list(llm.stream_chat([Message("user", "y")], response_schema=schema))
+        forms = [r["response_format"] for r in srv.chat_requests]
+    assert first == '{"a": 1}'
+    assert forms[0]["type"] == "json_schema" and forms[0]["json_schema"]["schema"] == schema
+    assert forms[1] == forms[2] == {"type": "json_object", "schema": schema}
+
+
+def test_a_schema_the_server_took_once_is_never_sent_in_another_form() -> None:
+    schema = {"type": "object"}
+    with FakeOpenAI([Reply("{}"), HTTPFailure(422, "bad request")]) as srv:
+        llm = client(srv.url)
+        list(llm.stream_chat([Message("user", "x")], response_schema=schema))
+        with pytest.raises(BackendHTTPError):
+            list(llm.stream_chat([Message("user", "y")], response_schema=schema))
+        assert len(srv.chat_requests) == 2

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from harvey.errors import BackendError, StreamError
+from harvey.errors import BackendError, BackendHTTPError, StreamError
 from harvey.llm import prompt_cache, wire
 from harvey.llm.base import MAX_SLOTS, new_call_id, parse_arguments
 from harvey.llm.http import Endpoint, malformed, server_root
@@ -173,6 +173,7 @@ class OpenAIClient(HttpClient):
         self._props_slots: int | None = None  # /props total_slots
         self._props_n_ctx: int | None = None
         self._pins = prompt_cache.SlotPins()  # a chat session's llama.cpp slot
+        self._schema_form: str | None = None  # the response_format a schema went through
         super().__init__(base_url, model, **options)
 
     def _endpoint(self) -> Endpoint:
@@ -199,13 +200,45 @@ class OpenAIClient(HttpClient):
     ) -> Iterator[StreamEvent]:
         payload = self._payload(messages, tools)
         if response_schema is not None:
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": response_schema},
-            }
+            return self._schema_events(payload, response_schema)
+        return self._send(payload)
+
+    def _send(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         if "id_slot" in payload:
             return self._pinned_events(payload)
         return self._events(payload)
+
+    def _schema_events(
+        self, payload: dict[str, Any], schema: dict[str, Any]
+    ) -> Iterator[StreamEvent]:
+        """A reply held to ``schema``: OpenAI's ``json_schema`` form (llama.cpp's server and
+        Ollama take it too), or llama-cpp-python's ``json_object`` with a ``schema`` for a
+        server that refused the first with an HTTP error before any reply (its validation
+        knows only ``text`` and ``json_object``). The form that worked is kept."""
+        if self._schema_form == "json_object":
+            payload["response_format"] = {"type": "json_object", "schema": schema}
+            yield from self._send(payload)
+            return
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": schema},
+        }
+        started = False
+        try:
+            for event in self._send(payload):
+                started = True
+                yield event
+        except BackendHTTPError as exc:
+            if started or self._schema_form == "json_schema" or exc.status not in (400, 422, 500):
+                raise
+            log.info("%s refused response_format json_schema (%s); asking with json_object",
+                     self.endpoint, exc)  # fmt: skip
+            payload["response_format"] = {"type": "json_object", "schema": schema}
+            for event in self._send(payload):
+                self._schema_form = "json_object"
+                yield event
+            return
+        self._schema_form = "json_schema"
 
     def _llama_cpp_slots(self) -> tuple[bool, int | None]:
         """Whether the server is llama.cpp's, and its slots, from what was already asked
