@@ -83,7 +83,9 @@ def list_then(gen: Iterator[NewChunk]) -> Any:
 
 def test_file_changed_while_read_is_skipped(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = create_store(ws, "s", "none", 0)
-    real_open = ingest_module.open_regular
+    import harvey.workspace.source as source_module
+
+    real_open = source_module.open_regular
 
     def open_and_append(path: Path) -> Any:
         fh = real_open(path)
@@ -92,11 +94,11 @@ def test_file_changed_while_read_is_skipped(ws: Path, monkeypatch: pytest.Monkey
                 out.write("a late line\n")
         return fh
 
-    monkeypatch.setattr(ingest_module, "open_regular", open_and_append)
+    monkeypatch.setattr(source_module, "open_regular", open_and_append)
     report = Ingester(store, ws, None).ingest(["docs"])
     assert ("docs/n1.md", "changed while it was read (ingest again)") in report.skipped
     assert report.added == 5 and store.file_row("docs/n1.md") is None
-    monkeypatch.setattr(ingest_module, "open_regular", real_open)
+    monkeypatch.setattr(source_module, "open_regular", real_open)
     assert Ingester(store, ws, None).ingest(["docs"]).added == 1
 
 

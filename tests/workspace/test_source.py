@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,34 @@ from harvey.workspace.source import Source, open_for_model
 from tests.documents.makers import pdf_bytes
 from tests.fakes.quoting import QuotingOpenAI
 from tests.harvey_process import invoke_harvey
+
+_WATCHED: list[tuple[str, list[str]]] = []  # (path, opens): one audit hook serves every test
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    named = args[0] if args and isinstance(args[0], str | bytes) else None
+    if event == "open" and named is not None:
+        for target, opens in _WATCHED:
+            if os.fsdecode(named) == target:
+                opens.append(event)
+
+
+@contextmanager
+def opens_of(path: Path) -> Iterator[list[str]]:
+    """Every open of ``path`` (by any call: ``open``, ``os.open``) while the block runs."""
+    if not _HOOKED:
+        sys.addaudithook(_audit)  # hooks cannot be removed: it watches only while asked
+        _HOOKED.append(_audit)
+    opens: list[str] = []
+    entry = (str(path.resolve()), opens)
+    _WATCHED.append(entry)
+    try:
+        yield opens
+    finally:
+        _WATCHED.remove(entry)
+
+
+_HOOKED: list[Any] = []
 
 
 def test_a_text_file_is_decided_once(workspace: Path) -> None:
@@ -103,35 +133,14 @@ def test_a_pdf_is_read_and_hashed_once_per_analysis(
     workspace.mkdir()
     data = pdf_bytes([[f"The boiler was serviced in May {i}."] * 30 for i in range(6)])
     (workspace / "report.pdf").write_bytes(data)
-    target = str((workspace / "report.pdf").resolve())
-    opens: list[str] = []
-    hashed: list[int] = []
-    watching = True
-
-    def audit(event: str, args: tuple[Any, ...]) -> None:
-        named = args[0] if args and isinstance(args[0], str | bytes) else None
-        if watching and event == "open" and named is not None and os.fsdecode(named) == target:
-            opens.append(event)
-
-    sys.addaudithook(audit)  # hooks cannot be removed: this one stops watching below
-    real_sha256 = hashlib.sha256
-
-    def sha256(payload: bytes = b"", **kwargs: Any) -> Any:
-        if payload == data:
-            hashed.append(len(payload))
-        return real_sha256(payload, **kwargs)
-
-    monkeypatch.setattr(hashlib, "sha256", sha256)
-    try:
-        with QuotingOpenAI() as srv:
-            args = ("analyze", "report.pdf", "-i", "When was the boiler serviced?")
-            proc = invoke_harvey(*args, "--backend", "openai", "--base-url", srv.url, cwd=workspace)
-    finally:
-        watching = False
+    hashed = _count_hashes(monkeypatch, data)
+    with opens_of(workspace / "report.pdf") as opens, QuotingOpenAI() as srv:
+        args = ("analyze", "report.pdf", "-i", "When was the boiler serviced?")
+        proc = invoke_harvey(*args, "--backend", "openai", "--base-url", srv.url, cwd=workspace)
     assert proc.returncode == 0, proc.stderr
     assert "report.pdf:p" in proc.stdout  # the answer cites its pages: the PDF was analysed
     assert len(opens) == 1, opens
-    assert hashed == [len(data)]
+    assert hashed == ["sha256"]
 
 
 def test_a_source_is_what_analyze_file_takes(workspace: Path) -> None:
@@ -166,24 +175,49 @@ def test_read_file_of_a_pdf_reads_it_once(workspace: Path) -> None:
 
     data = pdf_bytes([[f"Page {i} of the inspection report."] * 20 for i in range(3)])
     (workspace / "report.pdf").write_bytes(data)
-    target = str((workspace / "report.pdf").resolve())
-    opens: list[str] = []
-    watching = True
-
-    def audit(event: str, args: tuple[Any, ...]) -> None:
-        named = args[0] if args and isinstance(args[0], str | bytes) else None
-        if watching and event == "open" and named is not None and os.fsdecode(named) == target:
-            opens.append(event)
-
-    sys.addaudithook(audit)
     ctx = ToolContext(
         workspace=workspace,
         read_budget=lambda: Roomy(),  # type: ignore[arg-type,return-value]
         on_oversize=lambda *_args: "guarded",
     )
-    try:
+    with opens_of(workspace / "report.pdf") as opens:
         page = ReadFileTool().run(ctx, {"path": "report.pdf"})
-    finally:
-        watching = False
     assert "Page 2 of the inspection report." in page
     assert len(opens) == 1, opens
+
+
+def _count_hashes(monkeypatch: pytest.MonkeyPatch, data: bytes) -> list[str]:
+    """The hashes (by name) taken of exactly ``data`` from here on."""
+    hashed: list[str] = []
+    for name in ("sha256", "blake2b"):
+        real = getattr(hashlib, name)
+
+        def counting(
+            payload: bytes = b"", *, _real: Any = real, _name: str = name, **kw: Any
+        ) -> Any:
+            if payload == data:
+                hashed.append(_name)
+            return _real(payload, **kw)
+
+        monkeypatch.setattr(hashlib, name, counting)
+    return hashed
+
+
+def test_ingest_of_a_pdf_reads_and_hashes_it_once(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Ingest keeps a file's hash to know it unchanged next time; a document's extraction
+    is cached by a hash too: the same one, of the one read."""
+    from harvey.knowledge.ingest import Ingester
+    from harvey.knowledge.store import create_store
+
+    monkeypatch.setenv("HARVEY_HOME", str(tmp_path / "home"))
+    data = pdf_bytes([[f"The pump was replaced in {1900 + i}."] * 20 for i in range(3)])
+    (workspace / "report.pdf").write_bytes(data)
+    store = create_store(workspace, "s", "none", 0)
+    hashed = _count_hashes(monkeypatch, data)
+    with opens_of(workspace / "report.pdf") as opens:
+        report = Ingester(store, workspace, None).ingest(["report.pdf"])
+    assert report.added == 1 and report.chunks >= 1, report
+    assert len(opens) == 1, opens
+    assert hashed == ["sha256"]

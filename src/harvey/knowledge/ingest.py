@@ -1,12 +1,13 @@
 """Ingest files and folders into a store, incrementally and safely.
 
 Safety: every path goes through ``safe_path`` (it must stay inside the
-workspace, symlinks resolved), only regular files are opened
-(``open_regular``, which never blocks on a FIFO), binary files are recognised
+workspace, symlinks resolved), and every file is a ``Source`` (``workspace.source``):
+only regular files are opened (never blocking on a FIFO), secret files (by the
+workspace-relative name and the real path's) and hard links (``st_nlink > 1``: the other
+name may be outside the workspace) are refused, the bytes are read once and hashed once
+(a document's extraction cache is keyed by the same hash). Binary files are recognised
 by the project's one test (``looks_binary``) and skipped, as are files over
-``MAX_FILE_BYTES``, secret files (``harvey.workspace.secret_files``, by the real path's
-name) and hard links (``st_nlink > 1``: the other name may be outside the
-workspace). None of these is fatal: each is counted and named; a secret file
+``MAX_FILE_BYTES``. None of these is fatal: each is counted and named; a secret file
 or hard link ingested by an older Harvey has its rows removed.
 
 Incremental: a file whose size and mtime match its row is skipped unread; one
@@ -36,20 +37,19 @@ from pathlib import Path
 from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.document_chunks import chunk_sections
 from harvey.documents import Document
-from harvey.documents.extraction import MAX_DOCUMENT_BYTES, extract_data
+from harvey.documents.extraction import MAX_DOCUMENT_BYTES, extract_source
 from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
 from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
 from harvey.workspace.files import (
     GitIgnore,
     matches_any,
-    not_for_model,
-    open_regular,
     relative_posix,
     walk_files,
 )
-from harvey.workspace.kinds import detect_doc_type, document_kind, language_for_path
+from harvey.workspace.kinds import detect_doc_type, language_for_path
 from harvey.workspace.paths import looks_binary, safe_path
+from harvey.workspace.source import Source
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Languages whose files are split at tree-sitter's definition starts; every other source
@@ -92,6 +92,13 @@ def document_chunks(document: Document, cfg: ChunkConfig) -> list[NewChunk]:
         digest = text_hash(c.text.encode())
         out.append(NewChunk(c.start, c.end, c.start_line, c.end_line, digest, c.text, first, last))
     return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def text_hash(data: bytes) -> str:
@@ -159,18 +166,12 @@ class Ingester:
     ) -> IngestReport:
         files, folders = collect(self.workspace, paths, include, exclude)
         report = IngestReport()
-        stats: list[os.stat_result | OSError] = []
-        for f in files:
-            try:
-                stats.append(os.stat(f))
-            except OSError as exc:
-                stats.append(exc)
-        sizes = [st.st_size if isinstance(st, os.stat_result) else 0 for st in stats]
+        sizes = [_size(f) for f in files]  # for the progress line only
         total = sum(sizes)
         known = {row.path: row for row in self.store.files()}  # one query, not one a file
         done_bytes = 0
-        for i, (path, st) in enumerate(zip(files, stats, strict=True)):
-            self._one(path, st, known, report)
+        for i, path in enumerate(files):
+            self._one(path, known, report)
             done_bytes += sizes[i]
             if progress is not None:
                 progress(i + 1, len(files), done_bytes, total)
@@ -179,34 +180,28 @@ class Ingester:
         self.store.set_meta("last_ingest", str(time.time()))
         return report
 
-    def _one(
-        self,
-        path: Path,
-        before: os.stat_result | OSError,
-        known: dict[str, FileRow],
-        report: IngestReport,
-    ) -> None:
+    def _one(self, path: Path, known: dict[str, FileRow], report: IngestReport) -> None:
         rel = relative_posix(self.workspace, path)
-        refused = not_for_model(self.workspace, path)
-        if refused is not None:
-            report.skipped.append((rel, refused))
+        try:  # a secret file by either name, not a regular file, a hard link: decided once
+            source = Source.at(path, rel)
+        except FileRefused as exc:
+            report.skipped.append((rel, exc.reason))
             if rel in known:  # stored before it was refused: its text must not stay findable
                 report.removed += self.store.remove_files([rel])
             return
-        if isinstance(before, OSError):
-            report.skipped.append((rel, f"unreadable: {before.strerror or before}"))
+        except WorkspaceError as exc:
+            report.skipped.append((rel, f"unreadable: {exc}"))
             return
-        cap = MAX_DOCUMENT_BYTES if document_kind(path) is not None else MAX_FILE_BYTES
-        if before.st_size > cap:
+        cap = MAX_DOCUMENT_BYTES if source.is_document else MAX_FILE_BYTES
+        if source.size > cap:
             report.skipped.append((rel, f"over {cap // (1024 * 1024)} MB"))
             return
         old = known.get(rel)
-        if old is not None and (old.size, old.mtime_ns) == (before.st_size, before.st_mtime_ns):
+        if old is not None and (old.size, old.mtime_ns) == (source.size, source.mtime_ns):
             report.unchanged += 1
             return
         try:
-            with open_regular(path) as fh:
-                data = fh.read(cap + 1)
+            data = source.data(cap)
             after = os.stat(path)
         except FileRefused as exc:  # became a hard link since the check above
             report.skipped.append((rel, exc.reason))
@@ -214,24 +209,25 @@ class Ingester:
         except (OSError, WorkspaceError) as exc:
             report.skipped.append((rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}"))
             return
-        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
+        if (after.st_size, after.st_mtime_ns) != (source.size, source.mtime_ns) or len(
             data
         ) != after.st_size:
             report.skipped.append((rel, "changed while it was read (ingest again)"))
             return
         report.bytes_read += len(data)
-        is_document = document_kind(path, data[:8]) is not None
+        is_document = source.is_document
         if looks_binary(data) and not is_document:
             report.skipped.append((rel, "binary"))
             return
-        row = FileRow(rel, after.st_size, after.st_mtime_ns, text_hash(data))
+        # the Source's one hash: a document's extraction cache is keyed by the same one
+        row = FileRow(rel, after.st_size, after.st_mtime_ns, source.digest(cap))
         if old is not None and old.hash == row.hash:
             self.store.touch_file(row)
             report.unchanged += 1
             return
         if is_document:  # its text (cached by content), its chunks named by their pages
             try:
-                chunks = document_chunks(extract_data(data, path, rel), self.cfg)
+                chunks = document_chunks(extract_source(source), self.cfg)
             except DocumentError as exc:
                 report.skipped.append((rel, str(exc).split(": ", 1)[-1]))
                 if old is not None:  # its old text must not stay findable as current

@@ -49,6 +49,7 @@ class Source:
     size: int
     document: str | None  # "pdf", "docx", "html", "epub", "unsupported"; None: plain text
     doc_type: DocType
+    mtime_ns: int = 0  # from the same stat as ``size``: a reader that keeps files compares both
     derived: dict[str, object] = field(default_factory=dict)
     _data: bytes | None = None
     _limit: int = -1
@@ -78,7 +79,7 @@ class Source:
         if info.st_nlink > 1:
             raise hard_link_refused(name, info.st_nlink)
         document = document_kind(path)
-        source = cls(path, name, info.st_size, document, detect_doc_type(path))
+        source = cls(path, name, info.st_size, document, detect_doc_type(path), info.st_mtime_ns)
         if document is None and not path.suffix and info.st_size:
             source.document = document_kind(path, source.head(5))  # a PDF without a suffix
         return source
