@@ -3,8 +3,6 @@ guard on the text's estimated size, and one error line for what cannot be read."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harvey.context.budget import ReadBudget
@@ -103,7 +101,7 @@ def test_the_guard_counts_the_text_not_the_bytes(ctx: ToolContext) -> None:
     (ctx.workspace / "report.pdf").write_bytes(pdf_bytes([["y" * 200] for _ in range(20)]))
     calls: list[tuple[int, int]] = []
 
-    def on_oversize(path: Path, size: int, tokens: int, remaining: int) -> str:
+    def on_oversize(source: object, size: int, tokens: int, remaining: int) -> str:
         calls.append((size, tokens))
         return "chunked"
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from harvey.context.budget import ReadBudget, estimate_tokens
 from harvey.tools.files import DEFAULT_READ_LIMIT, ReadFileTool
 from harvey.tools.registry import ToolContext
+from harvey.workspace.source import Source
 
 NEXT = re.compile(
     r"\n\n\[(?:.*; )?showing bytes (\d+)-(\d+) of (\d+); to continue reading use "
@@ -156,9 +157,9 @@ def test_negative_offset_is_refused(ctx: ToolContext) -> None:
 def guarded_ctx(
     ctx: ToolContext, budget: int, calls: list[tuple[Path, int, int, int]], ratio: float = 4
 ) -> ToolContext:
-    def on_oversize(path: Path, size: int, tokens: int, remaining: int) -> str:
-        calls.append((path, size, tokens, remaining))
-        return f"chunked analysis of {path.name}"
+    def on_oversize(source: Source, size: int, tokens: int, remaining: int) -> str:
+        calls.append((source.path, size, tokens, remaining))  # the Source read_file decided
+        return f"chunked analysis of {source.name}"
 
     ratios = {"prose": ratio, "source": ratio}
     read_budget = ReadBudget(budget, ratio, sizes=ratios, texts=ratios)

@@ -45,6 +45,7 @@ from harvey.ui import AgentUI, HeadlessUI
 if TYPE_CHECKING:
     from harvey.analysis.map_calls import ResultCache
     from harvey.chat.oversize import ChunkedReads, ReadTurn
+    from harvey.workspace.source import Source
 
 log = logging.getLogger(__name__)
 
@@ -371,9 +372,10 @@ class Agent:
         def read_budget() -> ReadBudget:
             return snapshot().read_budget(state.new_messages if state else ())
 
-        def on_oversize(path: Path, size: int, estimated: int, budget: int) -> str:
+        def on_oversize(source: Source, size: int, estimated: int, budget: int) -> str:
             """``read_file`` met a file too big: a chunked answer ends the turn (by raising)."""
-            result = self.chunks.oversize(path, size, estimated, self._read_turn(state, snapshot()))
+            turn = self._read_turn(state, snapshot())
+            result = self.chunks.oversize(source, size, estimated, turn)
             if result.answered and state is not None:
                 raise TurnAnswered(result.text, by_harvey=result.by_harvey)
             return result.text

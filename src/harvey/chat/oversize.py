@@ -126,6 +126,10 @@ class ChunkedReads:
     def _budget(self, turn: ReadTurn) -> BudgetSnapshot:
         return turn.budget if turn.budget is not None else self.budget.snapshot(turn.client)
 
+    def _source(self, path: Path) -> Source:
+        check_readable(self.workspace, path)  # a secret file or a hard link: FileRefused
+        return Source.at(path, self._name(path))
+
     def _name(self, path: Path) -> str:
         try:
             return str(path.relative_to(self.workspace))
@@ -133,12 +137,13 @@ class ChunkedReads:
             return path.name
 
     def oversize(
-        self, path: Path, size: int, estimated: int, turn: ReadTurn | None = None
+        self, source: Source, size: int, estimated: int, turn: ReadTurn | None = None
     ) -> ChunkResult:
-        """The alert: ask for a chunk instruction, or cancel, before reading anything."""
+        """The alert: ask for a chunk instruction, or cancel, before reading anything.
+        The ``Source`` the read decided is the one analysed: no second decision or read."""
         turn = self._turn(turn)
         remaining = self._budget(turn).remaining(turn.pending)
-        name = self._name(path)
+        name = source.name
         alert = overflow_alert(name, estimated, remaining)
         if not self.ui.interactive and not self.ui.auto_yes:
             message = (
@@ -152,7 +157,7 @@ class ChunkedReads:
         if instruction is None or instruction.strip().lower() in ("no", "n", ""):
             return ChunkResult(ChunkStatus.CANCELLED, CANCELLED_TEXT)
         try:
-            return self.analyze(path, instruction, turn=turn, alert=alert)
+            return self.analyze(source, instruction, turn=turn, alert=alert)
         except Cancelled:
             raise
         except HarveyError as exc:
@@ -161,7 +166,7 @@ class ChunkedReads:
 
     def analyze(
         self,
-        path: Path,
+        target: Path | Source,
         instruction: str,
         *,
         turn: ReadTurn | None = None,
@@ -170,15 +175,15 @@ class ChunkedReads:
         fresh: bool = False,
         executor: MapExecutor | None = None,
     ) -> ChunkResult:
-        """Chunk ``path`` and run the map-reduce analysis: ANSWERED with the synthesis,
-        or CANCELLED when the person refused more than ``max_chunks``.
+        """Chunk ``target`` (a path inside the workspace, or the ``Source`` a read already
+        decided) and run the map-reduce analysis: ANSWERED with the synthesis, or
+        CANCELLED when the person refused more than ``max_chunks``.
 
         Raises ``UsageError`` for an empty file, ``WorkspaceError`` for one that
         cannot be read, ``SynthesisError`` and ``Cancelled`` from the analysis.
         """
         turn = self._turn(turn)
-        check_readable(self.workspace, path)  # a secret file or a hard link: FileRefused
-        source = Source.at(path, self._name(path))
+        source = target if isinstance(target, Source) else self._source(target)
         name, size = source.name, source_size(source)
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
@@ -227,14 +232,13 @@ class ChunkedReads:
 
         Raises ``FileRefused`` for a secret file (``/read .env``) or a hard link."""
         turn = self._turn(turn)
-        check_readable(self.workspace, path)
-        source = Source.at(path, self._name(path))  # a document is read once for both
+        source = self._source(path)  # a document is read once for both
         name = source.name
         if chunking_of(self.settings).enabled:
             budget = self._budget(turn).read_budget(turn.pending)
             checked = budget.check(source)  # at the ratio of the file's type (prose, source)
             if checked.exceeds:
-                chunked = self.oversize(path, checked.size, checked.tokens, turn)
+                chunked = self.oversize(source, checked.size, checked.tokens, turn)
                 return ContextRead(f"[{name}: {chunked.text}]", chunked)
         return ContextRead(_attachment(source), NOT_NEEDED)
 

@@ -54,7 +54,7 @@ def _guard(ctx: ToolContext, source: Source) -> str | None:
     tokens = budget.tokens_for(size, "prose")
     if tokens <= budget.tokens:
         return None
-    return ctx.on_oversize(source.path, size, tokens, budget.tokens)
+    return ctx.on_oversize(source, size, tokens, budget.tokens)
 
 
 def read_document(

@@ -8,7 +8,7 @@ once, after their yes, to write it. Both passes read the same bytes or nothing
 is written: the second checks the file's SHA-256 against the first.
 
 It is refused where ``read_file`` is (a secret file, a hard link, a link out of
-the workspace: ``readable_path`` and ``open_regular``), asks exactly as
+the workspace: the file is a ``Source``, ``ToolContext.source``), asks exactly as
 ``write_file`` asks (``ToolContext.approve_write``: the diff, yes/no/all/quit,
 ``--allow-writes``, protected files), and writes through the same atomic,
 link-refusing replace, keeping a checkpoint of the previous content for undo
@@ -21,17 +21,16 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from harvey.errors import ToolError
+from harvey.errors import NotAFile, ToolError
 from harvey.redact import redact
 from harvey.session.checkpoints import write_checkpointed
 from harvey.tools import edit_stream as es
 from harvey.tools.registry import ToolContext
 from harvey.ui import WriteRequest
-from harvey.workspace.files import open_regular
-from harvey.workspace.paths import display_path, looks_binary, readable_path
+from harvey.workspace.paths import display_path, looks_binary, safe_path
+from harvey.workspace.source import Source
 
 _HEAD = 65536
 
@@ -49,12 +48,12 @@ class _Plan:
     note: str = ""
 
 
-def _open_text(path: Path, shown: str, encoding: str, digest: es.Hashed | None) -> Iterator[str]:
+def _open_text(source: Source, encoding: str, digest: es.Hashed | None) -> Iterator[str]:
     try:
-        with open_regular(path) as handle:
+        with source.open() as handle:
             yield from es.text_blocks(handle, encoding, digest=digest)
     except OSError as exc:
-        raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+        raise ToolError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
 
 
 def _lines(numbers: list[int], count: int) -> str:
@@ -98,15 +97,17 @@ class EditFileTool:
         if old == new:
             return "error: old_string and new_string are the same; nothing to change"
         replace_all = args.get("replace_all", False) in (True, "true", "True")
-        path = readable_path(ctx.workspace, requested)  # secret files, hard links: FileRefused
-        shown = display_path(ctx.workspace, path)
-        if path.is_dir():
-            return f"error: {shown} is a directory"
-        if not path.exists():
-            return f"error: {shown} does not exist; to create it use write_file"
+        try:  # secret files, hard links: FileRefused, one error line from the registry
+            source = ctx.source(requested)
+        except NotAFile as exc:
+            shown = display_path(ctx.workspace, safe_path(ctx.workspace, requested))
+            if exc.kind == "missing":
+                return f"error: {shown} does not exist; to create it use write_file"
+            return f"error: {shown} is {'a directory' if exc.kind == 'directory' else exc.kind}"
+        shown = source.name
         if ctx.approve_write is None:  # nobody can approve: fail closed
             return f"error: write refused: no one can approve writes here; {shown} was not edited"
-        plan = self._plan(path, shown, old, new, replace_all)
+        plan = self._plan(source, old, new, replace_all)
         if isinstance(plan, str):
             return plan
         try:
@@ -126,12 +127,12 @@ class EditFileTool:
             diff=tuple(diff),
             changes=changes,
         )
-        return ctx.approve_write(request, lambda: self._write(ctx, path, shown, plan))
+        return ctx.approve_write(request, lambda: self._write(ctx, source, plan))
 
-    def _plan(self, path: Path, shown: str, old: str, new: str, replace_all: bool) -> _Plan | str:
+    def _plan(self, source: Source, old: str, new: str, replace_all: bool) -> _Plan | str:
+        shown = source.name
         try:
-            with open_regular(path) as handle:
-                head = handle.read(_HEAD)
+            head = source.head(_HEAD)
         except OSError as exc:
             raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
         if looks_binary(head):
@@ -143,13 +144,13 @@ class EditFileTool:
             note = " (matched with the file's CRLF line endings)" if "\n" in old else ""
         encoding = es.detect_encoding(head)
         try:
-            plan = self._scan(path, shown, encoding, old, new)
+            plan = self._scan(source, encoding, old, new)
         except UnicodeDecodeError:
             encoding = "latin-1"  # not UTF-8: every byte is kept as it is
-            plan = self._scan(path, shown, encoding, old, new)
+            plan = self._scan(source, encoding, old, new)
         plan.note = note
         if plan.found.count == 0:
-            return self._loose(path, shown, plan, old, new, replace_all)
+            return self._loose(source, plan, old, new, replace_all)
         if plan.found.count > 1 and not replace_all:
             return (
                 f"error: old_string occurs {plan.found.count} times in {shown} (lines "
@@ -158,23 +159,24 @@ class EditFileTool:
             )
         return plan
 
-    def _scan(self, path: Path, shown: str, encoding: str, needle: str, new: str) -> _Plan:
+    def _scan(self, source: Source, encoding: str, needle: str, new: str) -> _Plan:
         digest = es.Hashed()
         found = es.Replacer(needle, new)
-        for block in _open_text(path, shown, encoding, digest):
+        for block in _open_text(source, encoding, digest):
             found.feed(block)
         found.finish()
         return _Plan(encoding, needle, new, found, digest.hexdigest(), digest.size)
 
     def _loose(
-        self, path: Path, shown: str, plan: _Plan, old: str, new: str, replace_all: bool
+        self, source: Source, plan: _Plan, old: str, new: str, replace_all: bool
     ) -> _Plan | str:
         """No exact match: a unique whitespace-only match is applied, else the closest text."""
-        scan = es.LineScan(old).run(_open_text(path, shown, plan.encoding, None))
+        shown = source.name
+        scan = es.LineScan(old).run(_open_text(source, plan.encoding, None))
         if scan.count == 1:
             eol = "\r\n" if scan.region.count("\r\n") or "\r\n" in old else "\n"
             replacement = es.reindent(new, old, scan.region, eol)
-            exact = self._scan(path, shown, plan.encoding, scan.region, replacement)
+            exact = self._scan(source, plan.encoding, scan.region, replacement)
             if exact.found.count == 1:
                 exact.note = (
                     " (old_string matched at line "
@@ -192,7 +194,7 @@ class EditFileTool:
         if not scan.closest:
             return message + " No similar text either: read the file to see what it holds."
         k = max(1, old.strip("\r\n").count("\n") + 1)
-        quoted = es.excerpt(_open_text(path, shown, plan.encoding, None), scan.closest, k)
+        quoted = es.excerpt(_open_text(source, plan.encoding, None), scan.closest, k)
         end = scan.closest + len(quoted) - 1
         where = f"line {scan.closest}" if end == scan.closest else f"lines {scan.closest}-{end}"
         return "\n".join(
@@ -203,10 +205,11 @@ class EditFileTool:
             ]
         )
 
-    def _write(self, ctx: ToolContext, path: Path, shown: str, plan: _Plan) -> str:
+    def _write(self, ctx: ToolContext, source: Source, plan: _Plan) -> str:
+        path, shown = source.path, source.name
         digest = es.Hashed()
         blocks, replacer = es.replace_stream(
-            _open_text(path, shown, plan.encoding, digest), plan.needle, plan.replacement
+            _open_text(source, plan.encoding, digest), plan.needle, plan.replacement
         )
 
         def encoded() -> Iterator[bytes]:

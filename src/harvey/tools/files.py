@@ -5,10 +5,10 @@ function decides what "inside" means (symlinks resolved, ``..`` normalised,
 NUL bytes refused, ``/ws-evil`` is not ``/ws``) and every tool calls it.
 
 Some files inside are still never read for the model (redaction cannot hide a
-key read six bytes at a time): secret files by name and hard links, by the rule
-in ``workspace/files.py`` (``check_readable``). ``readable_path`` applies it to the
-name asked for and the real path; ``open_regular`` once more to what it opens
-(the name, and ``st_nlink`` on the descriptor), so no reader can forget it.
+key read six bytes at a time): secret files by name and hard links. A tool reads a
+file only as a ``Source`` from ``ToolContext.source`` (``workspace/source.py``), which
+applies the rule to the name asked for and the real path, and once more to what it
+opens (the name, and ``st_nlink`` on the descriptor), so no reader can forget it.
 
 ``read_file`` is byte-paginated so a model can page through a file of any size
 (including offloaded tool output) without blowing up its context: pages never
@@ -32,11 +32,9 @@ from harvey.workspace import secret_files
 from harvey.workspace.files import (
     HARD_LINK,
     SECRET_FILE,
-    open_regular,
 )
-from harvey.workspace.kinds import detect_doc_type
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, display_path, looks_binary, safe_path
-from harvey.workspace.source import open_for_model
+from harvey.workspace.source import Source
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
@@ -107,7 +105,7 @@ class ReadFileTool:
         offset = _int_arg(args, "offset", 0)
         limit = _int_arg(args, "limit", self.default_limit)
         try:  # decided once: inside, not secret, not a hard link, a regular file
-            source = open_for_model(ctx.workspace, requested)
+            source = ctx.source(requested)
         except FileRefused as exc:
             if exc.reason != HARD_LINK:
                 raise  # a secret file: one error line from the registry
@@ -120,7 +118,7 @@ class ReadFileTool:
                 return f"error: {shown} is a directory; use list_files to see what it holds"
             kind = exc.kind
             return f"error: {shown} is {kind}, not a regular file; read_file reads regular files"
-        path, shown, size = source.path, source.name, source.size
+        shown, size = source.name, source.size
         if source.is_document:  # PDF, DOCX, HTML, EPUB: pages of their text
             chars = self.default_limit if "limit" not in args else limit
             return read_document(ctx, source, args, chars, MAX_READ_BYTES)
@@ -135,12 +133,12 @@ class ReadFileTool:
         # overflow alert instead of quietly returning its first page. An
         # explicit page (offset/limit) is guarded on that page alone.
         intent = size - offset if "limit" not in args else wanted
-        guarded = self._guard(ctx, path, size, intent)
+        guarded = self._guard(ctx, source, intent)
         if guarded is not None:
             return guarded
-        return _read_page(path, shown, size, offset, min(wanted, MAX_READ_BYTES))
+        return _read_page(source, offset, min(wanted, MAX_READ_BYTES))
 
-    def _guard(self, ctx: ToolContext, path: Path, size: int, wanted: int) -> str | None:
+    def _guard(self, ctx: ToolContext, source: Source, wanted: int) -> str | None:
         """Hand an oversized read to ``ctx.on_oversize`` instead of flooding the context.
 
         The whole file is checked first from ``os.stat`` alone; only when it is
@@ -150,21 +148,19 @@ class ReadFileTool:
         if ctx.read_budget is None:
             return None
         budget = ctx.read_budget()
-        try:
-            checked = budget.check(path)  # at the ratio of the file's type (prose, source)
-        except OSError as exc:
-            raise ToolError(f"cannot stat {path.name}: {exc.strerror or exc}") from exc
+        checked = budget.check(source)  # at the ratio of the file's type (prose, source)
         if not checked.exceeds or ctx.on_oversize is None:
             return None
         size = checked.size
-        if wanted < size and budget.fits(wanted, detect_doc_type(path).value):
+        if wanted < size and budget.fits(wanted, source.doc_type.value):
             return None
-        return ctx.on_oversize(path, size, checked.tokens, budget.tokens)
+        return ctx.on_oversize(source, size, checked.tokens, budget.tokens)
 
 
-def _read_page(path: Path, shown: str, size: int, offset: int, wanted: int) -> str:
+def _read_page(source: Source, offset: int, wanted: int) -> str:
+    shown, size = source.name, source.size
     try:
-        with open_regular(path) as handle:
+        with source.open() as handle:
             if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
                 return f"error: {shown} looks like a binary file (it contains NUL bytes)"
             handle.seek(offset)

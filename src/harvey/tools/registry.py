@@ -22,6 +22,7 @@ from harvey.errors import Cancelled, HarveyError
 from harvey.messages import ToolCall, ToolResult
 from harvey.redact import Redactor, active
 from harvey.ui import WriteRequest
+from harvey.workspace.source import Source, open_for_model
 
 if TYPE_CHECKING:
     from harvey.config.settings import LimitsSettings
@@ -29,9 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Called by read_file when a file is too big for the context that remains.
-# Gets (resolved path, size in bytes, estimated tokens, remaining tokens) and
+# Gets (the file's Source, size in bytes, estimated tokens, remaining tokens) and
 # returns the tool result to give the model instead of the file's content.
-OversizeHandler = Callable[[Path, int, int, int], str]
+OversizeHandler = Callable[[Source, int, int, int], str]
 
 # Called by every tool that changes a workspace file, with the described write
 # and a function that performs it; returns the tool result (the write's, or a
@@ -90,6 +91,13 @@ class ToolContext:
 
     def evolve(self, **changes: Any) -> ToolContext:
         return replace(self, **changes)
+
+    def source(self, path: str | Path) -> Source:
+        """The one way a tool reads a workspace file: decided once (inside, not Harvey's
+        own state, not a secret file or a hard link by either name, a regular file), read
+        and hashed at most once. Raises the workspace's errors (``NotAFile``,
+        ``FileRefused``, ``WorkspaceError``)."""
+        return open_for_model(self.workspace, path)
 
 
 @runtime_checkable

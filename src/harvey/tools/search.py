@@ -33,14 +33,7 @@ from harvey.errors import FileRefused, ToolError, WorkspaceError
 from harvey.tools.files import SKIP_DIRS, _require_str
 from harvey.tools.registry import ToolContext
 from harvey.workspace import secret_files
-from harvey.workspace.files import (
-    HARD_LINK,
-    SECRET_FILE,
-    check_not_secret,
-    file_kind,
-    hard_link_refused,
-    open_regular,
-)
+from harvey.workspace.files import HARD_LINK, SECRET_FILE, file_kind
 from harvey.workspace.paths import display_path, looks_binary, safe_path
 
 MAX_SEARCH_MATCHES = 200
@@ -95,15 +88,19 @@ class SearchFilesTool:
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             return f"error: {shown} is {file_kind(mode)}; search_files reads regular files"
         if stat.S_ISREG(mode):  # one file: refused in one line, like read_file
-            check_not_secret(ctx.workspace, root, str(requested))
-            if info.st_nlink > 1:
-                return f"error: {hard_link_refused(shown, info.st_nlink)}"
+            try:
+                ctx.source(requested)
+            except FileRefused as exc:
+                if exc.reason != HARD_LINK:
+                    raise  # a secret file: one error line from the registry
+                return f"error: {exc}"
         deadline = time.monotonic() + self.deadline_seconds
         matches: list[str] = []
         left_out = _LeftOut()
         try:
-            for file in _walk_files(Path(ctx.workspace).resolve(), root, deadline, left_out):
-                for number, line in _text_lines(file, left_out):
+            workspace = Path(ctx.workspace).resolve()
+            for file in _walk_files(workspace, root, deadline, left_out):
+                for number, line in _text_lines(ctx, workspace, file, left_out):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise _DeadlinePassed
@@ -176,23 +173,21 @@ def _walk_files(workspace: Path, root: Path, deadline: float, left_out: _LeftOut
         stack.extend(reversed(subdirs))  # depth first, in name order
 
 
-def _text_lines(file: Path, left_out: _LeftOut) -> Iterator[tuple[int, str]]:
+def _text_lines(
+    ctx: ToolContext, workspace: Path, file: Path, left_out: _LeftOut
+) -> Iterator[tuple[int, str]]:
     """The lines of a regular, small, text file; nothing for anything else.
 
-    ``lstat`` decides before anything is opened: a symlink, FIFO, socket or
-    device is skipped, and so is a file over the size cap; a hard link is
-    counted in ``left_out`` (``open_regular`` refuses it again on the descriptor).
+    ``lstat`` decides before anything is opened: a symlink, FIFO, socket or device is
+    skipped, and so is a file over the size cap; then the file is a ``Source`` (a secret
+    file by its workspace name, a hard link: counted in ``left_out``), read once.
     """
     try:
         info = os.lstat(file)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE_BYTES:
             return
-        if info.st_nlink > 1:
-            left_out.add(HARD_LINK)
-            return
-        with open_regular(file) as handle:
-            data = handle.read(MAX_SEARCH_FILE_BYTES + 1)
-    except FileRefused as exc:  # became one after lstat
+        data = ctx.source(file.relative_to(workspace)).data(MAX_SEARCH_FILE_BYTES)
+    except FileRefused as exc:  # a hard link, or a secret file by its workspace name
         left_out.add(exc.reason)
         return
     except (OSError, WorkspaceError):  # gone, unreadable, or swapped for a FIFO after lstat

@@ -92,14 +92,14 @@ class Source:
         """The first ``count`` bytes (from the whole read when there was one)."""
         if self._data is not None:
             return self._data[:count]
-        with self._open() as handle:
+        with self.open() as handle:
             return handle.read(count)
 
     def data(self, limit: int) -> bytes:
         """The bytes, at most ``limit + 1`` of them (so a caller can tell "too large"),
         read once: a later call within the limit of the first gets the same bytes."""
         if self._data is None or (limit > self._limit and len(self._data) > self._limit):
-            with self._open() as handle:
+            with self.open() as handle:
                 try:
                     self._data = handle.read(limit + 1)
                 except OSError as exc:
@@ -116,7 +116,9 @@ class Source:
             self._digest, self._digested = hashlib.sha256(data).hexdigest(), len(data)
         return self._digest
 
-    def _open(self) -> IO[bytes]:
+    def open(self) -> IO[bytes]:
+        """The bytes as a stream, for a reader that never holds the whole file (a page of
+        ``read_file``, ``edit_file``'s two passes); opened as ``data`` opens them."""
         try:
             return open_regular(self.path)
         except OSError as exc:
