@@ -83,6 +83,20 @@ def _inside(cwd: str | Path | None) -> Iterator[None]:
         os.chdir(before)
 
 
+@contextlib.contextmanager
+def _process_wide_rules() -> Iterator[None]:
+    """The redactor and secret-file rule the command installs (from its settings and
+    keys) are the process's: a real process drops them on exit, so the run here does too."""
+    from harvey import redact
+    from harvey.workspace import secret_files
+
+    redactor, rule = redact._active, secret_files._active
+    try:
+        yield
+    finally:
+        redact._active, secret_files._active = redactor, rule
+
+
 def invoke_harvey(
     *args: str,
     cwd: str | Path | None = None,
@@ -101,7 +115,7 @@ def invoke_harvey(
     from harvey.cli import main
 
     runner = CliRunner()
-    with _inside(cwd):
+    with _inside(cwd), _process_wide_rules():
         result = runner.invoke(main, list(args), input=input, env=dict(env or {}))
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception

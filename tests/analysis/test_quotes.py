@@ -9,7 +9,19 @@ from hypothesis import strategies as st
 from harvey.analysis.matching import normalise
 from harvey.analysis.quotes import MIN_QUOTE_CHARS, Location, Locator, verify
 
-WORDS = ["harbour", "dam", "reservoir", "opened", "council", "engineer", "water", "pump", "ledger", "valve", "brick"]
+WORDS = [
+    "harbour",
+    "dam",
+    "reservoir",
+    "opened",
+    "council",
+    "engineer",
+    "water",
+    "pump",
+    "ledger",
+    "valve",
+    "brick",
+]
 SPACES = st.sampled_from([" ", "  ", "\n", " \n  ", "\t"])
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from harvey.llm.scripted import Reply
 from tests.fakes.openai import FakeOpenAI
-from tests.harvey_process import run_harvey
+from tests.harvey_process import invoke_harvey, run_harvey
 
 API_KEY = "sk-harveytest-DO-NOT-LEAK-0123456789abcdef"
 
@@ -99,7 +99,9 @@ def attack(victim_workspace: Path, outside: Path, isolated_env: Path) -> Attack:
 
     Each item of ``calls`` is one model reply: a ``(tool, arguments)`` pair or
     a list of them. The model then says "done". The API key is in the
-    environment and the server refuses requests without it.
+    environment and the server refuses requests without it. Harvey runs in this
+    process (``invoke_harvey``: the same CLI, streams and exit status, no interpreter
+    start per attack); ``real_process=True`` for what only a process shows.
     """
 
     def run(
@@ -108,6 +110,7 @@ def attack(victim_workspace: Path, outside: Path, isolated_env: Path) -> Attack:
         prompt: str = "please summarise the notes",
         env: dict[str, str] | None = None,
         timeout: float = 120,
+        real_process: bool = False,
     ) -> AttackResult:
         script = []
         for step in calls:
@@ -115,12 +118,12 @@ def attack(victim_workspace: Path, outside: Path, isolated_env: Path) -> Attack:
             script.append(Reply(tool_calls=batch))
         script.append(Reply("done"))
         with FakeOpenAI(script, api_key=API_KEY, default_reply=Reply("done")) as srv:
-            proc = run_harvey(
-                "run", prompt, "--backend", "openai", "--base-url", srv.url, *extra_args,
-                cwd=victim_workspace,
-                env={"OPENAI_API_KEY": API_KEY, **(env or {})},
-                timeout=timeout,
-            )  # fmt: skip
+            argv = ("run", prompt, "--backend", "openai", "--base-url", srv.url, *extra_args)
+            environment = {"OPENAI_API_KEY": API_KEY, **(env or {})}
+            if real_process:
+                proc = run_harvey(*argv, cwd=victim_workspace, env=environment, timeout=timeout)
+            else:
+                proc = invoke_harvey(*argv, cwd=victim_workspace, env=environment)
             requests = list(srv.chat_requests)
         return AttackResult(
             proc, requests, victim_workspace, isolated_env, outside, tool_messages(requests)

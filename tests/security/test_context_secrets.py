@@ -27,7 +27,7 @@ from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.redact import Redactor, is_secret_env_name, secret_env_values
 from harvey.workspace.secret_files import SecretFiles
 from tests.fakes.servers import FakeOpenAI
-from tests.harvey_process import harvey_spawn, run_harvey
+from tests.harvey_process import harvey_spawn, invoke_harvey
 from tests.security.conftest import API_KEY, Attack, AttackResult
 
 #: A second secret with no word in it, so every one of its slices is evidence.
@@ -99,7 +99,7 @@ def plant_secrets(ws: Path, outside: Path) -> None:
 
 
 def _harvey(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_harvey(*args, cwd=ws)
+    return invoke_harvey(*args, cwd=ws)
 
 
 # --------------------------------------------------------------------- the file tools

@@ -24,7 +24,7 @@ import pytest
 from harvey.llm.scripted import Reply
 from tests.cli.conftest import assert_one_line_error
 from tests.fakes.openai import FakeOpenAI
-from tests.harvey_process import harvey_spawn, run_harvey
+from tests.harvey_process import harvey_spawn, invoke_harvey, run_harvey
 from tests.security.conftest import API_KEY
 
 PROMPT = "tester>"
@@ -43,7 +43,7 @@ class Outcome:
 def harvey(
     workspace: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return run_harvey(*args, cwd=workspace, env={"OPENAI_API_KEY": API_KEY, **(env or {})})
+    return invoke_harvey(*args, cwd=workspace, env={"OPENAI_API_KEY": API_KEY, **(env or {})})
 
 
 def hostile(workspace: Path, config: str, *args: str) -> Outcome:

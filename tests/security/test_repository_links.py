@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harvey_process import harvey_spawn, run_harvey
+from tests.harvey_process import harvey_spawn, invoke_harvey
 from tests.security.conftest import Attack, AttackResult, snapshot
 
 MARK = "MARK-pwned"
@@ -174,7 +174,7 @@ def test_harvey_folder_readable_by_others_is_closed_before_use(
 
 
 def harvey(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_harvey(*args, cwd=ws, input="")
+    return invoke_harvey(*args, cwd=ws, input="")
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
