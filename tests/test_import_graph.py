@@ -68,7 +68,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("workspace", "ownfiles"),
     ("config", "documents", "store"),
     ("context", "confine"),
-    ("llm", "session"),
+    ("llm", "session", "mcp"),
     ("analysis",),
     ("knowledge",),
     ("memory",),

@@ -43,12 +43,18 @@ def leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
             found |= leaf_paths(annotation, f"{prefix}{name}.")
         elif inner is not None and getattr(annotation, "__origin__", None) is list:
             found |= leaf_paths(inner, f"{prefix}{name}[].")
+        elif inner is not None and getattr(annotation, "__origin__", None) is dict:
+            found |= leaf_paths(inner, f"{prefix}{name}.*.")  # named stanzas: mcp.servers
         else:
             found.add(prefix + name)
     return found
 
 
 ALL = leaf_paths(Settings)
+MCP_SERVER_KEYS = (
+    "command", "args", "env", "url", "token_env", "token_command", "confine", "network",
+    "reads", "writes", "timeout",
+)  # fmt: skip
 
 
 def test_the_table_names_only_real_settings() -> None:
@@ -73,6 +79,8 @@ def test_everything_else_widens_and_a_new_key_needs_a_decision() -> None:
         "routes[].api_key",
         "routes[].api_key_command",
         "analysis.ray_address",
+        "mcp.allow",  # the user's own: never in a workspace file
+        *(f"mcp.servers.*.{key}" for key in MCP_SERVER_KEYS),  # programs the repository chose
     }
     assert {p for p in ALL if p.startswith("security.")} & NARROWING.keys() == set()
 

@@ -74,8 +74,6 @@ class Merged:
     left_out: int = 0
 
 
-
-
 def _union(first: Record, second: Record) -> Record:
     """Two records of one file whose words overlap (two overlapping chunks found them) as
     one: both quotes are the file's own text, so the union is exact."""

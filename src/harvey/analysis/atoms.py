@@ -155,8 +155,6 @@ def atoms(text: str) -> list[Atom]:
     return sorted(found, key=lambda a: a.start)
 
 
-
-
 class Source:
     """A text atoms are looked up in, normalised once."""
 

@@ -60,6 +60,4 @@ def find_words(needle: str, haystack: str) -> int:
     return match.start() if match else -1
 
 
-
-
 __all__ = ["find_words", "normalise"]

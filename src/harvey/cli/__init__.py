@@ -3,7 +3,8 @@
 One module per command or group: ``app`` (the group, ``--version``, the REPL),
 ``run`` (one-shot ``run`` and ``analyze``, carried out by ``oneshot``),
 ``models``, ``doctor``, ``sessions``, ``rag`` (knowledge stores), ``memory``,
-``trust`` (workspace trust, and the REPL's trust question), ``undo`` (a session's writes);
+``mcp`` (MCP servers), ``trust`` (workspace trust, and the REPL's trust question), ``undo``
+(a session's writes);
 ``options`` and ``errors`` are what they share. The commands are
 attached here, so the command modules never import the group.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from harvey.cli.app import main
 from harvey.cli.doctor import doctor
+from harvey.cli.mcp import mcp
 from harvey.cli.memory import memory
 from harvey.cli.models import models
 from harvey.cli.rag import rag
@@ -20,7 +22,7 @@ from harvey.cli.sessions import sessions
 from harvey.cli.trust import trust
 from harvey.cli.undo import undo
 
-for _command in (run, analyze, models, doctor, sessions, rag, memory, trust, undo):
+for _command in (run, analyze, models, doctor, sessions, rag, memory, mcp, trust, undo):
     main.add_command(_command)
 
 __all__ = ["main"]

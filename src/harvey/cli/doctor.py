@@ -50,6 +50,28 @@ def doctor(workspace: Path | None) -> None:
         _confined(workspace, line)
     click.echo("environment: only PATH, LANG, LC_*, TERM (no keys or tokens)")
     click.echo("PATH: system folders only; a program from the workspace asks, by its path")
+    _mcp_servers(workspace)
+
+
+def _mcp_servers(workspace: Path | None) -> None:
+    """Each MCP server and how it would run (nothing is started)."""
+    try:
+        paths, settings = load(workspace)
+    except HarveyError:
+        return
+    if not settings.mcp.servers:
+        return
+    from harvey.mcp.approvals import servers
+    from harvey.mcp.connection import Surroundings, confinement_of
+    from harvey.terminal_text import for_terminal
+
+    security = settings.security
+    around = Surroundings(paths.workspace, security.sandbox, security.limits)
+    click.echo("MCP servers:")
+    for server in servers(settings, paths):
+        state = "" if server.approved else " (workspace's, not approved: not started)"
+        line = confinement_of(server.settings, around)
+        click.echo(f"  {for_terminal(server.name)}{state}: {line}")
 
 
 def _confined(workspace: Path | None, line: str) -> None:

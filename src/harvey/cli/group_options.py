@@ -62,6 +62,10 @@ HONOURED: dict[str, frozenset[str]] = {
     "memory status": frozenset({"workspace"}),
     "memory mine": _SESSION,
     "trust": frozenset({"workspace"}),
+    "mcp list": frozenset({"workspace", "trust"}),
+    "mcp tools": frozenset({"workspace", "trust"}),
+    "mcp approve": frozenset({"workspace", "trust"}),
+    "mcp revoke": frozenset({"workspace", "trust"}),
     "undo": frozenset({"workspace"}),
 }
 

@@ -114,11 +114,21 @@ NEVER_IN_WORKSPACE = _Never()
 
 @dataclass(frozen=True)
 class WorkspaceRules:
-    """The declarations of a settings model as tables, keyed like ``routes[].model``."""
+    """The declarations of a settings model as tables, keyed like ``routes[].model``; a
+    mapping of named stanzas (``mcp.servers``, in ``named``) as ``mcp.servers.*.command``."""
 
     narrowing: Mapping[str, Rule]
     limits: Mapping[str, Lift]
     never: frozenset[str]
+    named: frozenset[str] = frozenset()
+
+    def key(self, rule_key: str) -> str:
+        """``rule_key`` with a named stanza's name as ``*``: ``mcp.servers.*.command``."""
+        for prefix in self.named:
+            if rule_key.startswith(prefix + ".") and rule_key.count(".") > prefix.count(".") + 1:
+                rest = rule_key[len(prefix) + 1 :].split(".", 1)[1]
+                return f"{prefix}.*.{rest}"
+        return rule_key
 
 
 _READ: dict[type[BaseModel], WorkspaceRules] = {}
@@ -131,6 +141,7 @@ def workspace_rules(model: type[BaseModel]) -> WorkspaceRules:
     narrowing: dict[str, Rule] = {}
     limits: dict[str, Lift] = {}
     never: set[str] = set()
+    named = frozenset(_named(model, ""))
     for key, metadata in _fields(model, ""):
         for mark in metadata:
             if isinstance(mark, Workspace):
@@ -139,7 +150,7 @@ def workspace_rules(model: type[BaseModel]) -> WorkspaceRules:
                     limits[key] = mark.limit
             elif mark is NEVER_IN_WORKSPACE:
                 never.add(key)
-    _READ[model] = WorkspaceRules(narrowing, limits, frozenset(never))
+    _READ[model] = WorkspaceRules(narrowing, limits, frozenset(never), named)
     return _READ[model]
 
 
@@ -150,18 +161,31 @@ def _fields(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, list[Any
         key = f"{prefix}.{name}" if prefix else name
         inner = _model_in(info.annotation)
         if inner is not None:
-            listed = typing.get_origin(info.annotation) is list
-            yield from _fields(inner, f"{key}[]" if listed else key)
+            origin = typing.get_origin(info.annotation)
+            suffix = "[]" if origin is list else ".*" if origin is dict else ""
+            yield from _fields(inner, key + suffix)
         else:
             yield key, list(info.metadata)
 
 
+def _named(model: type[BaseModel], prefix: str) -> Iterator[str]:
+    """The keys of fields that map names to stanzas (``mcp.servers``)."""
+    for name, info in model.model_fields.items():
+        key = f"{prefix}.{name}" if prefix else name
+        inner = _model_in(info.annotation)
+        if inner is not None and typing.get_origin(info.annotation) is dict:
+            yield key
+        elif inner is not None:
+            yield from _named(inner, key)
+
+
 def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The settings model a field holds, itself or as a list's items."""
+    """The settings model a field holds, itself, as a list's items or a mapping's values."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    if typing.get_origin(annotation) is list:
-        (item,) = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict):
+        item = typing.get_args(annotation)[-1]
         if isinstance(item, type) and issubclass(item, BaseModel):
             return item
     return None

@@ -165,6 +165,11 @@ def key_in_workspace(paths: Paths, screened: Screened, text: str) -> str:
     setting = screened.forbidden[0]
     line = line_of(text, setting.loc)
     where = f" line {line}," if line else ""
+    if not str(setting.loc[-1]).endswith(("api_key", "api_key_command", "token_command")):
+        return (  # mcp.allow, a server's confine: decisions only the user's own file makes
+            f"{paths.config_file}:{where} key '{setting.path}' is the user's own decision: "
+            f"a workspace file cannot make it, trusted or not; set it in {paths.user_config_file}"
+        )
     return (
         f"{paths.config_file}:{where} key '{setting.path}': a key does not belong in a "
         "workspace file, which the model and the repository can read; move it to "

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -41,6 +40,8 @@ from harvey.config.field_trust import (
     turned_off,
     workspace_rules,
 )
+from harvey.config.mcp_settings import McpSettings
+from harvey.config.urls import check_base_url
 from harvey.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -138,25 +139,6 @@ class SecuritySettings(_Strict):
 class SessionSettings(_Strict):
     record: Annotated[bool, Workspace(only_true, limit=turned_off)] = True
     directory: str = ".harvey/sessions"
-
-
-def check_base_url(value: str | None) -> str | None:
-    """A server URL must be ``http(s)://host...``: anything else fails at the first request.
-
-    Checked while loading, so ``--base-url "not a url"`` is a usage error
-    (exit 2) before a client, a session or a recording exists.
-    """
-    if value is None:
-        return None
-    try:
-        parts = urlsplit(value)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-        valid = valid and (parts.port is None or parts.port >= 0)  # a bad port raises
-    except ValueError:
-        valid = False
-    if not valid:
-        raise ValueError(f"must be an http:// or https:// URL with a host, not {value!r}")
-    return value
 
 
 class EndpointSetting(_Strict):
@@ -321,6 +303,7 @@ class Settings(_Strict):
     offload: OffloadSettings = Field(default_factory=OffloadSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("base_url")
     @classmethod

@@ -86,7 +86,7 @@ def _is_table_list(value: Any) -> bool:
 
 def narrows(setting: Setting, rules: WorkspaceRules) -> bool:
     """True when the rules let an untrusted file set this leaf to this value."""
-    key = setting.rule_key
+    key = rules.key(setting.rule_key)
     if setting.loc[:2] == ("tools", "models") and len(setting.loc) == 3:
         key = "tools.models"  # one rule for the mode of every model named
     rule = rules.narrowing.get(key)
@@ -116,7 +116,7 @@ def within_user(
     memory back on, or allow more rounds, calls, time or context, behind the user's back."""
     loc = setting.loc
     per_model = loc[:2] == ("tools", "models") and len(loc) == 3
-    key = "tools.models" if per_model else setting.rule_key
+    key = "tools.models" if per_model else rules.key(setting.rule_key)
     lifts = rules.limits.get(key)
     if lifts is None:
         return True
@@ -146,7 +146,7 @@ def screen(
     """
     result = Screened(kept={})
     for setting in leaves(data):
-        if setting.rule_key in rules.never:
+        if rules.key(setting.rule_key) in rules.never:
             result.forbidden.append(setting)
         elif not narrows(setting, rules) or not within_user(setting, user or {}, defaults, rules):
             result.widening.append(setting)

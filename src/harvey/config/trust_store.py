@@ -77,9 +77,10 @@ class TrustStore:
     never sees half a store; HARVEY_HOME is the user's own folder.
     """
 
-    def __init__(self, harvey_home: Path) -> None:
+    def __init__(self, harvey_home: Path, name: str = STORE_NAME) -> None:
         self.home = harvey_home
-        self.path = harvey_home / STORE_NAME
+        self.name = name  # another file of the same shape: MCP servers approved by hash
+        self.path = harvey_home / name
 
     def _read(self) -> dict[str, dict[str, Any]]:
         raw = read_bounded(self.path, MAX_STORE_BYTES, "a trust store Harvey wrote")
@@ -107,17 +108,22 @@ class TrustStore:
         except OSError as exc:
             raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
 
-    def is_trusted(self, workspace: Path, file_digest: str) -> bool:
+    def is_trusted(self, workspace: Path | str, file_digest: str) -> bool:
         entry = self._read().get(_key(workspace))
         return entry is not None and entry.get("sha256") == file_digest
 
-    def trust(self, workspace: Path, file_digest: str) -> None:
+    def trust(self, workspace: Path | str, file_digest: str) -> None:
         with self._locked():
             workspaces = self._read()
             workspaces[_key(workspace)] = {"sha256": file_digest, "trusted_at": time.time()}
             self._write(workspaces)
 
-    def revoke(self, workspace: Path) -> bool:
+    def recorded(self, workspace: Path | str) -> str | None:
+        """The hash on record for ``workspace`` (or a text key), trusted or since changed."""
+        entry = self._read().get(_key(workspace))
+        return None if entry is None else str(entry.get("sha256", ""))
+
+    def revoke(self, workspace: Path | str) -> bool:
         """Forget ``workspace``; False when it was not trusted."""
         with self._locked():
             workspaces = self._read()
@@ -135,7 +141,7 @@ class TrustStore:
 
         try:
             make_private_dirs(self.home)
-            fd = os.open(self.home / f".{STORE_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self.home / f".{self.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise ConfigError(f"{self.path}: cannot write: {exc.strerror or exc}") from exc
         try:
@@ -151,6 +157,7 @@ class TrustStore:
         ]
 
 
-def _key(workspace: Path) -> str:
-    """The workspace's real path: a link or ``..`` to a trusted folder is that folder."""
-    return os.path.realpath(workspace)
+def _key(workspace: Path | str) -> str:
+    """The workspace's real path (a link or ``..`` to a trusted folder is that folder); a
+    text key is the caller's own (``harvey.mcp``: a workspace's real path and a server)."""
+    return workspace if isinstance(workspace, str) else os.path.realpath(workspace)

@@ -382,6 +382,7 @@ def private_view(libc: ctypes.CDLL, policy: dict[str, Any]) -> bool:
     limits = policy.get("limits", {})
     quota = (int(limits.get("scratch", 1 << 31)), int(limits.get("scratch_files", 100_000)))
     writable = [policy["workspace"]] if policy.get("approved") else []
+    writable += [str(path) for path in policy.get("bound", [])]  # an MCP server's grants
     try:
         return bool(
             load_module("launcher_mounts").private_view(

@@ -146,6 +146,8 @@ class Policy:
     view: WorkspaceView | None = None
     limits: Mapping[str, int] = field(default_factory=dict)
     unix_sockets: bool = False  # approved commands may use pathname Unix sockets
+    net: bool | None = None  # the network, apart from approval (an MCP server's entry says)
+    writes: tuple[str, ...] = ()  # folders it may also write (and read): an MCP server's grant
 
     @classmethod
     def for_command(
@@ -170,7 +172,7 @@ class Policy:
 
     @property
     def network(self) -> bool:
-        return self.approved
+        return self.approved if self.net is None else self.net
 
     @property
     def parts(self) -> WorkspaceView:
@@ -181,7 +183,7 @@ class Policy:
         return [*self.read, *extra, *([] if self.approved else [self.workspace])]
 
     def writable(self) -> list[str]:
-        return [self.scratch, *([self.workspace] if self.approved else [])]
+        return [self.scratch, *self.writes, *([self.workspace] if self.approved else [])]
 
     def search_path(self, path: str) -> str:
         """PATH cut to system folders a confined command may execute from: never the
@@ -386,8 +388,8 @@ def landlock_spec(policy: Policy, abi: int) -> dict[str, object]:
     parts = policy.parts
     spec: dict[str, object] = {
         "abi": abi,
-        "read": [*policy.read, *(NETWORK_FILES if policy.network else ())],
-        "write": [policy.scratch],
+        "read": [*policy.read, *(NETWORK_FILES if policy.network else ()), *policy.writes],
+        "write": [policy.scratch, *policy.writes],
         "files": list(parts.files),
         "devices": list(DEVICES),
         "net": policy.network,
@@ -397,9 +399,10 @@ def landlock_spec(policy: Policy, abi: int) -> dict[str, object]:
         "workspace": policy.workspace,
         "scratch": policy.scratch,
         "approved": policy.approved,
+        "bound": list(policy.writes),  # writable in the mount view too
     }
     if policy.approved:  # everything but reading the secrets
-        spec["write"] = [policy.scratch, *parts.whole]
+        spec["write"] = [policy.scratch, *policy.writes, *parts.whole]
         spec["dir_write"] = list(parts.split)
         spec["files_write"] = True
         spec["readonly"] = list(parts.hidden)

@@ -1,0 +1,199 @@
+"""``harvey mcp list | tools | approve | revoke``: the MCP servers ``mcp.servers`` names.
+
+``list`` shows each server, where it comes from (your own ``harvey.yaml`` or the
+workspace's), whether it may start and how it is confined, without starting anything.
+``tools`` starts an approved server and shows its tools: each one's state against its
+pin (approved, new, changed), the tokens its schema costs, and any flag on a description
+that reads as instructions to the model. ``approve`` is the question a workspace's server
+and its tools wait for: the command (or URL) in full, then every tool, its description
+sanitised, with its flags; ``--yes`` answers it from a script. Everything a server says
+is untrusted text and passes the terminal sanitiser.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from harvey.cli.errors import handle_errors
+from harvey.cli.options import load, workspace_option
+from harvey.errors import UsageError
+
+if TYPE_CHECKING:
+    from harvey.config.settings import Paths, Settings
+    from harvey.mcp.approvals import Server
+    from harvey.mcp.connection import ListedTool, Surroundings
+
+#: How much of a description ``tools`` shows.
+SHOWN_DESCRIPTION = 200
+
+
+@click.group()
+def mcp() -> None:
+    """Model Context Protocol servers: list them, see their tools, approve them."""
+
+
+@mcp.command("list")
+@workspace_option
+@handle_errors
+def list_servers(workspace: Path | None) -> None:
+    """Show the configured servers, where each comes from and how it would run."""
+    from harvey.mcp.approvals import servers
+    from harvey.mcp.connection import confinement_of
+
+    paths, settings = load(workspace)
+    found = servers(settings, paths)
+    if not found:
+        click.echo("no MCP servers (add them under mcp.servers in harvey.yaml)")
+        return
+    around = _surroundings(paths, settings)
+    for server in found:
+        click.echo(f"{_safe(server.name)}  [{_origin(server)}]  {_target(server)}")
+        click.echo(f"  {confinement_of(server.settings, around)}")
+        if not server.approved:
+            click.echo(f"  not started: {server.why_not}")
+
+
+@mcp.command("tools")
+@click.argument("name", required=False)
+@workspace_option
+@handle_errors
+def list_tools(name: str | None, workspace: Path | None) -> None:
+    """Start each approved server (or NAME) and show its tools and what they cost."""
+    from harvey.mcp.approvals import tool_state
+    from harvey.mcp.identity import tool_pin
+    from harvey.mcp.screening import flags
+
+    paths, settings = load(workspace)
+    around = _surroundings(paths, settings)
+    for server in _chosen(paths, settings, name):
+        if not server.approved:
+            click.echo(f"{_safe(server.name)}: not started: {server.why_not}")
+            continue
+        tools = _tools(server, around)
+        total = sum(schema_tokens(t) for t in tools)
+        click.echo(f"{_safe(server.name)}: {len(tools)} tools, schemas ~{total:,} tokens")
+        names = [t.name for t in tools]
+        for tool in tools:
+            state = tool_state(paths.harvey_home, server.identity, tool.name,
+                               tool_pin(tool.name, tool.description, tool.schema))  # fmt: skip
+            click.echo(f"  {_safe(tool.name)}  [{state}]  ~{schema_tokens(tool):,} tokens")
+            click.echo(f"    {_description(tool)}")
+            for flag in flags(tool.description, [n for n in names if n != tool.name]):
+                click.echo(f"    ! {flag}")
+
+
+@mcp.command("approve")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Approve without asking (a script that has reviewed it).")
+@workspace_option
+@handle_errors
+def approve(name: str, yes: bool, workspace: Path | None) -> None:
+    """Approve server NAME as it is now, and its tools as they are listed now."""
+    from harvey.mcp.approvals import approve_server, approve_tool
+    from harvey.mcp.identity import tool_pin
+    from harvey.mcp.screening import flags
+
+    paths, settings = load(workspace)
+    (server,) = _chosen(paths, settings, name)
+    click.echo(f"{_safe(server.name)}  [{_origin(server)}]  {_target(server)}")
+    if server.settings.env:
+        click.echo(f"  gets the variables: {', '.join(server.settings.env)}")
+    if not server.approved and not _confirmed(yes, "Start this server to list its tools?"):
+        raise SystemExit(1)
+    if not server.approved:
+        approve_server(paths, server)
+    tools = _tools(server, _surroundings(paths, settings))
+    names = [t.name for t in tools]
+    for tool in tools:
+        click.echo(f"  {_safe(tool.name)}: {_description(tool)}")
+        for flag in flags(tool.description, [n for n in names if n != tool.name]):
+            click.echo(f"    ! {flag}")
+    if not _confirmed(yes, f"Approve these {len(tools)} tools as they are now?"):
+        raise SystemExit(1)
+    for tool in tools:
+        pin = tool_pin(tool.name, tool.description, tool.schema)
+        approve_tool(paths.harvey_home, server.identity, tool.name, pin)
+    click.echo(f"approved {_safe(server.name)} and {len(tools)} tools")
+
+
+@mcp.command("revoke")
+@click.argument("name")
+@workspace_option
+@handle_errors
+def revoke(name: str, workspace: Path | None) -> None:
+    """Forget the approval of this workspace's server NAME."""
+    from harvey.mcp.approvals import revoke_server
+
+    paths, _settings = load(workspace)
+    if not revoke_server(paths, name):
+        raise UsageError(f"no approval of a server {name!r} in this workspace to revoke")
+    click.echo(f"revoked {_safe(name)}")
+
+
+def schema_tokens(tool: ListedTool) -> int:
+    """The tokens a tool's schema costs the prompt, by Harvey's estimate of its JSON."""
+    from harvey.context.budget import estimate_tokens
+
+    payload = {"name": tool.name, "description": tool.description, "parameters": tool.schema}
+    return estimate_tokens(json.dumps(payload, separators=(",", ":")))
+
+
+def _chosen(paths: Paths, settings: Settings, name: str | None) -> list[Server]:
+    from harvey.mcp.approvals import servers
+
+    found = servers(settings, paths)
+    if name is None:
+        return found
+    chosen = [s for s in found if s.name == name]
+    if not chosen:
+        raise UsageError(f"no MCP server named {name!r} (see `harvey mcp list`)")
+    return chosen
+
+
+def _tools(server: Server, around: Surroundings) -> list[ListedTool]:
+    from harvey.mcp.connection import list_tools as listing
+
+    return listing(server.settings, around)
+
+
+def _surroundings(paths: Paths, settings: Settings) -> Surroundings:
+    from harvey.mcp.connection import Surroundings
+
+    security = settings.security
+    return Surroundings(
+        paths.workspace, security.sandbox, security.limits, tuple(security.secret_files)
+    )
+
+
+def _confirmed(yes: bool, question: str) -> bool:
+    return yes or click.confirm(question, default=False)
+
+
+def _origin(server: Server) -> str:
+    if server.origin == "user":
+        return "your harvey.yaml"
+    return "workspace, approved" if server.approved else "workspace, NOT approved"
+
+
+def _target(server: Server) -> str:
+    settings = server.settings
+    if settings.url is not None:
+        return _safe(settings.url)
+    return _safe(" ".join([settings.command or "", *settings.args]))
+
+
+def _description(tool: ListedTool) -> str:
+    text = " ".join(tool.description.split())
+    shown = text if len(text) <= SHOWN_DESCRIPTION else text[: SHOWN_DESCRIPTION - 1] + "…"
+    return _safe(shown) or "(no description)"
+
+
+def _safe(text: str) -> str:
+    from harvey.redact import redact
+    from harvey.terminal_text import for_terminal
+
+    return for_terminal(redact(text))

@@ -1,0 +1,62 @@
+"""A real MCP server over stdio, written with the official SDK, for the tests to attack
+Harvey's side with: it reports what it can see, read, write and reach, and its ``add``
+tool's description comes from ``DEMO_DESCRIPTION`` (when its entry passes that variable)
+so a test can change it after approval, as a rug pull would."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("harvey-test")
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+app.tool(description=os.environ.get("DEMO_DESCRIPTION", "Add two numbers."))(add)
+
+
+@app.tool()
+def environment(name: str) -> str:
+    """The value of one environment variable, or (unset)."""
+    return os.environ.get(name, "(unset)")
+
+
+@app.tool()
+def read(path: str) -> str:
+    """A file's text, or why it could not be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        return f"refused: {exc.strerror}"
+
+
+@app.tool()
+def write(path: str) -> str:
+    """Create a file (``~`` is the server's own HOME), or say why not."""
+    try:
+        with open(os.path.expanduser(path), "w", encoding="utf-8") as handle:
+            handle.write("written by the server\n")
+        return "written"
+    except OSError as exc:
+        return f"refused: {exc.strerror}"
+
+
+@app.tool()
+def connect(port: int) -> str:
+    """Open a TCP connection to 127.0.0.1:PORT."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3):
+            return "connected"
+    except OSError as exc:
+        return f"refused: {exc.strerror or exc}"
+
+
+if __name__ == "__main__":
+    sys.exit(app.run())
