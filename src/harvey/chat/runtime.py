@@ -8,6 +8,7 @@ of the others.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -218,7 +219,10 @@ def _assemble(
         from harvey.knowledge.retrieval import Retrieval
 
         providers.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
-    executor = _executor(paths, settings, store, session_id, plan_writer, providers, refusals)
+    executor = _executor(
+        paths, settings, store, session_id, plan_writer, providers, refusals,
+        lambda: settings.context_window or client.capabilities().context_window,
+    )  # fmt: skip
     clients = Clients(
         client, settings=settings, make_route=lambda route: make_route_client(settings, route)
     )
@@ -259,6 +263,7 @@ def _executor(
     plan_writer: FilePlanWriter | None,
     providers: list[TurnContextProvider],
     refusals: Refusals,
+    mcp_window: Callable[[], int],
 ) -> ToolExecutor:
     """The session's tools, wrapped in their hooks (offload, audit)."""
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
@@ -271,6 +276,10 @@ def _executor(
         home = paths.harvey_home  # memory.db is opened when one of them is first called
         registry.register(Deferred(RetrieveMemoryTool, lambda: RetrieveMemoryTool(home, settings)))
         registry.register(Deferred(AddMemoryTool, lambda: AddMemoryTool(home)))
+    if settings.mcp.servers:  # approved servers' tools, within the schema budget
+        from harvey.tools.mcp_tools import register_mcp_tools
+
+        register_mcp_tools(registry, settings, paths, mcp_window, refusals.warn)
     executor = build_executor(
         registry,
         settings,

@@ -12,7 +12,6 @@ is untrusted text and passes the terminal sanitiser.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,6 +65,7 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
     from harvey.mcp.approvals import tool_state
     from harvey.mcp.identity import tool_pin
     from harvey.mcp.screening import flags
+    from harvey.tools.mcp_tools import listed_tokens
 
     paths, settings = load(workspace)
     around = _surroundings(paths, settings)
@@ -74,13 +74,14 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
             click.echo(f"{_safe(server.name)}: not started: {server.why_not}")
             continue
         tools = _tools(server, around)
-        total = sum(schema_tokens(t) for t in tools)
+        total = sum(listed_tokens(server.name, t) for t in tools)
         click.echo(f"{_safe(server.name)}: {len(tools)} tools, schemas ~{total:,} tokens")
         names = [t.name for t in tools]
         for tool in tools:
             state = tool_state(paths.harvey_home, server.identity, tool.name,
                                tool_pin(tool.name, tool.description, tool.schema))  # fmt: skip
-            click.echo(f"  {_safe(tool.name)}  [{state}]  ~{schema_tokens(tool):,} tokens")
+            cost = listed_tokens(server.name, tool)
+            click.echo(f"  {_safe(tool.name)}  [{state}]  ~{cost:,} tokens")
             click.echo(f"    {_description(tool)}")
             for flag in flags(tool.description, [n for n in names if n != tool.name]):
                 click.echo(f"    ! {flag}")
@@ -132,14 +133,6 @@ def revoke(name: str, workspace: Path | None) -> None:
     if not revoke_server(paths, name):
         raise UsageError(f"no approval of a server {name!r} in this workspace to revoke")
     click.echo(f"revoked {_safe(name)}")
-
-
-def schema_tokens(tool: ListedTool) -> int:
-    """The tokens a tool's schema costs the prompt, by Harvey's estimate of its JSON."""
-    from harvey.context.budget import estimate_tokens
-
-    payload = {"name": tool.name, "description": tool.description, "parameters": tool.schema}
-    return estimate_tokens(json.dumps(payload, separators=(",", ":")))
 
 
 def _chosen(paths: Paths, settings: Settings, name: str | None) -> list[Server]:

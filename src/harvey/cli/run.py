@@ -52,6 +52,14 @@ if TYPE_CHECKING:
     "does not imply it; 'harvey undo' takes writes back).",
 )
 @click.option(
+    "--allow-mcp",
+    "allow_mcp",
+    multiple=True,
+    metavar="SERVER[:TOOL]",
+    help="Let the model call this MCP server's tools (or this one tool) without asking; "
+    "refused otherwise (beside mcp.allow in your own harvey.yaml). Repeatable.",
+)
+@click.option(
     "--raw",
     is_flag=True,
     help="Print the reply's bytes unchanged when stdout is a pipe or a file (escape sequences "
@@ -87,6 +95,7 @@ def run(
     model: str | None,
     yes: bool,
     allow_writes: bool,
+    allow_mcp: tuple[str, ...],
     raw: bool,
     continue_: bool,
     session_id: str | None,
@@ -113,6 +122,8 @@ def run(
         rag_store = inherit(ctx, rag_store=rag_store)["rag_store"]
         paths, settings = load_for_model(ctx, workspace, backend, base_url, model, endpoints)
         settings = with_rag(settings, rag_store)
+        if allow_mcp:  # this run's own allowance, beside the user's mcp.allow
+            settings.mcp.allow = [*settings.mcp.allow, *allow_mcp]
         record = not (no_record or shared.get("no_record"))
         sys.exit(
             _run(paths, settings, prompt, output, yes, record, allow_writes, raw, latest, resume_id)
