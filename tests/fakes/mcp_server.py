@@ -60,3 +60,20 @@ def connect(port: int) -> str:
 
 if __name__ == "__main__":
     sys.exit(app.run())
+
+
+def http_app(token: str):  # type: ignore[no-untyped-def]
+    """The same server over Streamable HTTP, answering only requests with ``token``."""
+    from starlette.responses import PlainTextResponse
+
+    inner = app.streamable_http_app()
+
+    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await PlainTextResponse("no token", status_code=401)(scope, receive, send)
+                return
+        await inner(scope, receive, send)
+
+    return guarded

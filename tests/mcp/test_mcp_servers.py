@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,48 @@ def test_doctor_shows_each_servers_confinement(workspace: Path, isolated_env: Pa
     assert "MCP servers:" in out
     assert "demo: landlock: reads the workspace and system folders" in out and ", network" in out
     assert "raw: NOT confined" in out
+
+
+@pytest.fixture()
+def http_server() -> Iterator[str]:
+    """The test server over Streamable HTTP on loopback, wanting a bearer token."""
+    import threading
+
+    import uvicorn
+
+    from tests.fakes.mcp_server import http_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = uvicorn.Config(http_app("tok-http-1"), host="127.0.0.1", port=port, log_level="error")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        thread.join(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_an_http_server_gets_its_token_from_the_variable_its_entry_names(
+    workspace: Path, http_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harvey.redact
+    from harvey.mcp.connection import McpError
+    from harvey.redact import redact
+
+    monkeypatch.setattr(harvey.redact, "_active", harvey.redact._active)  # restored after
+    server = McpServerSettings(url=http_server, token_env="DEMO_TOKEN")
+    with pytest.raises(McpError, match="DEMO_TOKEN is not set"):
+        list_tools(server, around(workspace))
+    monkeypatch.setenv("DEMO_TOKEN", "wrong")
+    with pytest.raises(McpError):
+        list_tools(server, around(workspace))
+    monkeypatch.setenv("DEMO_TOKEN", "tok-http-1")
+    assert "add" in {t.name for t in list_tools(server, around(workspace))}
+    assert call_tool(server, around(workspace), "add", {"a": 1, "b": 2})[0] == "3"
+    assert "tok-http-1" not in redact("the token tok-http-1")  # never shown once used

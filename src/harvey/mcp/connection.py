@@ -152,6 +152,26 @@ def _run(
         raise McpError(f"the server failed: {_first_line(exc)}") from None
 
 
+def bearer_token(server: McpServerSettings) -> str | None:
+    """An HTTP server's token, from the variable or the command its entry names; added to
+    the redactor, so no output, log or store shows it."""
+    if server.token_command:
+        from harvey.llm.keys import run_key_command
+
+        return run_key_command(server.token_command)  # redacted from then on
+    if not server.token_env:
+        return None
+    token = os.environ.get(server.token_env, "").strip()
+    if not token:
+        raise McpError(f"{server.token_env} is not set: the server's token comes from it")
+    from harvey.redact import Redactor, active, install
+
+    current = active()
+    if token not in current.secrets:
+        install(Redactor([*current.secrets, token], tokens=current.tokens))
+    return token
+
+
 def _first_line(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -162,9 +182,14 @@ def _first_line(exc: BaseException) -> str:
 @contextlib.asynccontextmanager
 async def _streams(server: McpServerSettings, around: Surroundings) -> AsyncIterator[Any]:
     if server.transport == "http":
-        from mcp.client.streamable_http import streamable_http_client
+        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-        async with streamable_http_client(server.url or "") as streams:
+        token = bearer_token(server)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(server.url or "", http_client=http) as streams,
+        ):
             yield streams[0], streams[1]
         return
     from mcp.client.stdio import stdio_client
