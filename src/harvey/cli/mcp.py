@@ -83,6 +83,8 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
             cost = listed_tokens(server.name, tool)
             click.echo(f"  {_safe(tool.name)}  [{state}]  ~{cost:,} tokens")
             click.echo(f"    {_description(tool)}")
+            if state == "changed":
+                _show_change(paths, server, tool)
             for flag in flags(tool.description, [n for n in names if n != tool.name]):
                 click.echo(f"    ! {flag}")
 
@@ -94,7 +96,7 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
 @handle_errors
 def approve(name: str, yes: bool, workspace: Path | None) -> None:
     """Approve server NAME as it is now, and its tools as they are listed now."""
-    from harvey.mcp.approvals import approve_server, approve_tool
+    from harvey.mcp.approvals import approve_server, approve_tool, tool_state
     from harvey.mcp.identity import tool_pin
     from harvey.mcp.screening import flags
 
@@ -111,13 +113,16 @@ def approve(name: str, yes: bool, workspace: Path | None) -> None:
     names = [t.name for t in tools]
     for tool in tools:
         click.echo(f"  {_safe(tool.name)}: {_description(tool)}")
+        pin = tool_pin(tool.name, tool.description, tool.schema)
+        if tool_state(paths.harvey_home, server.identity, tool.name, pin) == "changed":
+            _show_change(paths, server, tool)
         for flag in flags(tool.description, [n for n in names if n != tool.name]):
             click.echo(f"    ! {flag}")
     if not _confirmed(yes, f"Approve these {len(tools)} tools as they are now?"):
         raise SystemExit(1)
     for tool in tools:
         pin = tool_pin(tool.name, tool.description, tool.schema)
-        approve_tool(paths.harvey_home, server.identity, tool.name, pin)
+        approve_tool(paths.harvey_home, server.identity, tool.name, pin, tool.description)
     click.echo(f"approved {_safe(server.name)} and {len(tools)} tools")
 
 
@@ -160,6 +165,18 @@ def _surroundings(paths: Paths, settings: Settings) -> Surroundings:
     return Surroundings(
         paths.workspace, security.sandbox, security.limits, tuple(security.secret_files)
     )
+
+
+def _show_change(paths: Paths, server: Server, tool: ListedTool) -> None:
+    """A changed tool's description as approved, beside what it says now."""
+    from harvey.mcp.approvals import approved_description
+
+    before = approved_description(paths.harvey_home, server.identity, tool.name)
+    if before is None or before == tool.description:
+        click.echo("    changed since approved: its schema (or a description not kept)")
+        return
+    click.echo(f"    was: {_safe(' '.join(before.split()))[:SHOWN_DESCRIPTION]}")
+    click.echo(f"    now: {_description(tool)}")
 
 
 def _confirmed(yes: bool, question: str) -> bool:

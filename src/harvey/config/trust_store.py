@@ -112,11 +112,18 @@ class TrustStore:
         entry = self._read().get(_key(workspace))
         return entry is not None and entry.get("sha256") == file_digest
 
-    def trust(self, workspace: Path | str, file_digest: str) -> None:
+    def trust(self, workspace: Path | str, file_digest: str, **kept: str) -> None:
+        """Record ``file_digest`` (with ``kept``: what the hash was of, to show a change)."""
         with self._locked():
             workspaces = self._read()
-            workspaces[_key(workspace)] = {"sha256": file_digest, "trusted_at": time.time()}
+            entry = {"sha256": file_digest, "trusted_at": time.time(), **kept}
+            workspaces[_key(workspace)] = entry
             self._write(workspaces)
+
+    def kept(self, workspace: Path | str, name: str) -> str | None:
+        """A text ``trust`` kept beside the hash, or None."""
+        value = self._read().get(_key(workspace), {}).get(name)
+        return value if isinstance(value, str) else None
 
     def recorded(self, workspace: Path | str) -> str | None:
         """The hash on record for ``workspace`` (or a text key), trusted or since changed."""

@@ -86,8 +86,21 @@ def tool_state(home: Path, server_identity: str, tool: str, pin: str) -> ToolSta
     return "changed" if store.recorded(key) is not None else "new"
 
 
-def approve_tool(home: Path, server_identity: str, tool: str, pin: str) -> None:
-    TrustStore(home, TOOLS_STORE).trust(_tool_key(server_identity, tool), pin)
+#: How much of an approved description is kept, to show what changed.
+KEPT_DESCRIPTION = 4000
+
+
+def approve_tool(
+    home: Path, server_identity: str, tool: str, pin: str, description: str = ""
+) -> None:
+    TrustStore(home, TOOLS_STORE).trust(
+        _tool_key(server_identity, tool), pin, description=description[:KEPT_DESCRIPTION]
+    )
+
+
+def approved_description(home: Path, server_identity: str, tool: str) -> str | None:
+    """The description a tool had when it was approved (to show a rug pull's change)."""
+    return TrustStore(home, TOOLS_STORE).kept(_tool_key(server_identity, tool), "description")
 
 
 def _users_servers(paths: Paths) -> dict[str, str]:

@@ -75,7 +75,8 @@ class McpGate:
         if not ctx.confirm(f"Run the MCP tool {for_terminal(label)} with {shown}?"):
             return f"the user declined the MCP tool {label}"
         if ctx.confirm(f"Always allow {for_terminal(label)} as it is now, without asking?"):
-            approve_tool(ctx.harvey_home or _no_home(), server.identity, name, tool.pin)
+            home = ctx.harvey_home or _no_home()
+            approve_tool(home, server.identity, name, tool.pin, tool.listed.description)
         else:
             self.said_yes.add(label)
         return None
