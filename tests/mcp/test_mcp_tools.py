@@ -103,8 +103,10 @@ def test_schemas_over_their_share_of_the_window_are_not_offered(
     assert len(register_mcp_tools(roomy, settings, paths, lambda: 32_768, warned.append)) == 5
     assert not warned and "mcp__demo__read" in roomy.names()
     tight = ToolRegistry()
-    assert register_mcp_tools(tight, settings, paths, lambda: 2_000, warned.append) == []
-    assert tight.names() == [] and "none is offered" in warned[-1]
+    assert len(register_mcp_tools(tight, settings, paths, lambda: 2_000, warned.append)) == 5
+    offered = [s["function"]["name"] for s in tight.schemas()]
+    assert offered == ["find_tools"] and "finds them with find_tools" in warned[-1]
+    assert "mcp__demo__add" in tight.names()  # callable once found, its schema never sent
     tiny = ToolRegistry()
     register_mcp_tools(tiny, settings, paths, lambda: 300, warned.append)
     assert any("refused: its schema is" in w for w in warned)
@@ -131,3 +133,29 @@ def test_a_result_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     out = tool.run(context(tmp_path, tmp_path / "home"), {})
     assert f"[cut at {mcp_tools.MAX_RESULT_BYTES:,} of {2 << 20:,} bytes]" in out
     assert len(out) < mcp_tools.MAX_RESULT_BYTES + 500
+
+
+def test_over_budget_the_model_finds_a_tool_then_calls_it(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """A 4,096-token window affords 409 tokens of schemas, and the five tools need more:
+    the model gets find_tools, whose answer (after the history) holds the schema."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": server_entry()}))
+    script = [
+        Reply(tool_calls=[("find_tools", {"query": "add two numbers"})]),
+        Reply(tool_calls=[("mcp__demo__add", {"a": 20, "b": 22})]),
+        Reply("42"),
+    ]
+    with FakeOpenAI(script) as srv:
+        args = ("run", "add", "--backend", "openai", "--base-url", srv.url)
+        proc = invoke_harvey(*args, "--allow-mcp", "demo", cwd=ws)
+        requests = srv.chat_requests
+    assert proc.returncode == 0, proc.stderr
+    tools = [[t["function"]["name"] for t in r["tools"]] for r in requests]
+    assert tools[0] == tools[1] == tools[2]  # the prefix never changes
+    assert "find_tools" in tools[0] and "mcp__demo__add" not in tools[0]
+    found = requests[1]["messages"][-1]["content"]
+    assert found.startswith("Found") and '"mcp__demo__add"' in found and '"a"' in found
+    assert "\n42\n" in requests[2]["messages"][-1]["content"]

@@ -150,15 +150,80 @@ def register_mcp_tools(
                 continue
             offered.append(tool)
     total = sum(schema_tokens(t) for t in offered)
-    if total > budget:
-        warn(
-            f"MCP: {len(offered)} tools need ~{total:,} tokens of schemas, over "
-            f"mcp.schema_budget ({budget:,} tokens of this window): none is offered"
-        )
+    if total <= budget:
+        for tool in offered:
+            registry.register(tool)
+        return offered
+    finder = FindToolsTool(offered)
+    if schema_tokens(finder) > budget:
+        warn(f"MCP: not even find_tools fits mcp.schema_budget ({budget:,} tokens): none offered")
         return []
     for tool in offered:
-        registry.register(tool)
+        registry.register(tool, listed=False)
+    registry.register(finder)
+    warn(
+        f"MCP: {len(offered)} tools need ~{total:,} tokens of schemas, over mcp.schema_budget "
+        f"({budget:,} tokens of this window): the model finds them with find_tools"
+    )
     return offered
+
+
+class FindToolsTool:
+    """``find_tools(query)``: the MCP tools whose name or description match, with their
+    schemas, from an FTS5 index of the session's tools. Offered instead of the tools when
+    their schemas are over budget; what it returns sits after the history, so the prompt's
+    prefix (and the server's cache of it) stays as it was."""
+
+    name = "find_tools"
+    description = (
+        "Find tools of the connected MCP servers by what they do. Returns each match's name, "
+        "description and argument schema; call a found tool by that name."
+    )
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol reads an attribute
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "what the tool should do"}},
+        "required": ["query"],
+    }
+    MAX_FOUND = 5
+
+    def __init__(self, tools: list[McpTool]) -> None:
+        import sqlite3
+
+        self.tools = {t.name: t for t in tools}
+        self.index = sqlite3.connect(":memory:", check_same_thread=False)
+        self.index.execute("CREATE VIRTUAL TABLE tool USING fts5(name, words, description)")
+        self.index.executemany(
+            "INSERT INTO tool VALUES (?, ?, ?)",
+            [(t.name, t.listed.name.replace("_", " "), t.listed.description) for t in tools],
+        )
+
+    def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        import json
+
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return "error: find_tools needs a query (what the tool should do)"
+        words = re.findall(r"\w+", query.lower())[:16]
+        if not words:
+            return "error: the query holds no word to look for"
+        match = " OR ".join(f'"{w}"' for w in words)
+        rows = self.index.execute(
+            "SELECT name FROM tool WHERE tool MATCH ? ORDER BY bm25(tool) LIMIT ?",
+            (match, self.MAX_FOUND),
+        ).fetchall()
+        if not rows:
+            return f"no MCP tool matches {query!r} (there are {len(self.tools)})"
+        found = []
+        for (name,) in rows:
+            tool = self.tools[name]
+            found.append(
+                json.dumps(
+                    {"name": tool.name, "description": tool.description,
+                     "parameters": tool.parameters},
+                    ensure_ascii=False,
+                )
+            )  # fmt: skip
+        return "Found (call one by its name):\n" + "\n".join(found)
 
 
 def offered_description(server: str, listed: ListedTool) -> str:

@@ -150,12 +150,18 @@ class ToolRegistry:
 
     def __init__(self, tools: list[Tool] | None = None, redactor: Redactor | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self._unlisted: set[str] = set()
         self.redactor = redactor
         for tool in tools or []:
             self.register(tool)
 
-    def register(self, tool: Tool) -> None:
+    def register(self, tool: Tool, *, listed: bool = True) -> None:
+        """Add ``tool``; ``listed=False`` keeps its schema out of every request (an MCP tool
+        over the schema budget: ``find_tools`` gives its schema after the history, so the
+        prompt's prefix stays the same), while a call to it still runs."""
         self._tools[tool.name] = tool
+        if not listed:
+            self._unlisted.add(tool.name)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -175,6 +181,7 @@ class ToolRegistry:
                 },
             }
             for t in self._tools.values()
+            if t.name not in self._unlisted
         ]
 
     def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
