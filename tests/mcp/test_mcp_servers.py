@@ -63,6 +63,9 @@ def test_a_workspace_server_waits_for_trust_then_for_its_own_approval(
     assert code == 0 and "NOT approved" in out and "harvey mcp approve demo" in out
     code, out, _err = harvey(workspace, "mcp", "tools")
     assert "not started" in out and "tools," not in out
+    declined = invoke_harvey("mcp", "approve", "demo", cwd=workspace, input="y\nn\n")
+    assert declined.returncode == 1 and "add: Add two numbers." in declined.stdout
+    assert "NOT approved" in harvey(workspace, "mcp", "list")[1]  # no to the tools: no server
     code, out, err = harvey(workspace, "mcp", "approve", "demo", "--yes")
     assert code == 0, err
     assert "add: Add two numbers." in out and "approved demo and 5 tools" in out

@@ -107,8 +107,6 @@ def approve(name: str, yes: bool, workspace: Path | None) -> None:
         click.echo(f"  gets the variables: {', '.join(server.settings.env)}")
     if not server.approved and not _confirmed(yes, "Start this server to list its tools?"):
         raise SystemExit(1)
-    if not server.approved:
-        approve_server(paths, server)
     tools = _tools(server, _surroundings(paths, settings))
     names = [t.name for t in tools]
     for tool in tools:
@@ -118,8 +116,10 @@ def approve(name: str, yes: bool, workspace: Path | None) -> None:
             _show_change(paths, server, tool)
         for flag in flags(tool.description, [n for n in names if n != tool.name]):
             click.echo(f"    ! {flag}")
-    if not _confirmed(yes, f"Approve these {len(tools)} tools as they are now?"):
+    if not _confirmed(yes, f"Approve this server and these {len(tools)} tools as they are now?"):
         raise SystemExit(1)
+    if not server.approved:  # only once the person has seen what it offers
+        approve_server(paths, server)
     for tool in tools:
         pin = tool_pin(tool.name, tool.description, tool.schema)
         approve_tool(paths.harvey_home, server.identity, tool.name, pin, tool.description)

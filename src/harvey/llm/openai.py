@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from harvey.errors import BackendError, BackendHTTPError, StreamError
+from harvey.errors import BackendError, StreamError
 from harvey.llm import prompt_cache, wire
 from harvey.llm.base import MAX_SLOTS, new_call_id, parse_arguments
 from harvey.llm.http import Endpoint, malformed, server_root
@@ -148,6 +148,25 @@ class _Assembler:
 PROPS_TIMEOUT = 5.0  # seconds for llama.cpp's /props probe
 
 
+def _refused_then(
+    events: Iterator[StreamEvent],
+    refused: Callable[[BackendError], bool],
+    again: Callable[[BackendError], Iterator[StreamEvent]],
+) -> Iterator[StreamEvent]:
+    """A request's events; when the server ``refused`` it before the first event, the
+    events of ``again`` instead (a form or a field it does not take, asked once more
+    without it)."""
+    started = False
+    try:
+        for event in events:
+            started = True
+            yield event
+    except BackendError as exc:
+        if started or not refused(exc):
+            raise
+        yield from again(exc)
+
+
 # Delta fields whose arrival is progress (text, and the reasoning some servers stream first).
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _PROGRESS_FIELDS = ("content", *_REASONING_FIELDS)
@@ -223,22 +242,22 @@ class OpenAIClient(HttpClient):
             "type": "json_schema",
             "json_schema": {"name": "answer", "schema": schema},
         }
-        started = False
-        try:
-            for event in self._send(payload):
-                started = True
-                yield event
-        except BackendHTTPError as exc:
-            if started or self._schema_form == "json_schema" or exc.status not in (400, 422, 500):
-                raise
+
+        def refused(exc: BackendError) -> bool:
+            status = getattr(exc, "status", None)
+            return self._schema_form != "json_schema" and status in (400, 422, 500)
+
+        def as_json_object(exc: BackendError) -> Iterator[StreamEvent]:
             log.info("%s refused response_format json_schema (%s); asking with json_object",
                      self.endpoint, exc)  # fmt: skip
             payload["response_format"] = {"type": "json_object", "schema": schema}
             for event in self._send(payload):
                 self._schema_form = "json_object"
                 yield event
-            return
-        self._schema_form = "json_schema"
+
+        yield from _refused_then(self._send(payload), refused, as_json_object)
+        if self._schema_form is None:
+            self._schema_form = "json_schema"
 
     def _llama_cpp_slots(self) -> tuple[bool, int | None]:
         """Whether the server is llama.cpp's, and its slots, from what was already asked
@@ -253,18 +272,14 @@ class OpenAIClient(HttpClient):
     def _pinned_events(self, payload: dict[str, Any]) -> Iterator[StreamEvent]:
         """The stream of a request naming a slot; a server that refuses the slot is asked
         once more without it, and this client names none again."""
-        started = False
-        try:
-            for event in self._events(payload):
-                started = True
-                yield event
-        except BackendError as exc:
-            if started or not prompt_cache.slot_refused(exc):
-                raise
+
+        def without_slot(exc: BackendError) -> Iterator[StreamEvent]:
             log.info("%s refused slot %s (%s); asking without one", self.endpoint,
                      payload["id_slot"], exc)  # fmt: skip
             self._pins.refused = True
             yield from self._events(prompt_cache.without_slot(payload))
+
+        yield from _refused_then(self._events(payload), prompt_cache.slot_refused, without_slot)
 
     def _payload(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None
