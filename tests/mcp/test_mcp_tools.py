@@ -5,6 +5,7 @@ the server's data, and the schemas stay within their share of the window."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +160,32 @@ def test_over_budget_the_model_finds_a_tool_then_calls_it(
     found = requests[1]["messages"][-1]["content"]
     assert found.startswith("Found") and '"mcp__demo__add"' in found and '"a"' in found
     assert "\n42\n" in requests[2]["messages"][-1]["content"]
+
+
+def test_status_shows_the_schemas_sent_and_how_they_were_counted(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from harvey.repl.status import mcp_schema_line
+
+    server, around = demo(tmp_path)
+    registry = ToolRegistry()
+    registry.register(McpTool(server, ADD, around, McpGate()))
+    registry_of = [registry]
+
+    class Words:
+        def count(self, text: str) -> int:
+            return len(text.split(","))
+
+    def agent(counter: object) -> Any:
+        return SimpleNamespace(
+            executor=registry_of[0],
+            budget=SimpleNamespace(counter=lambda: counter),
+            status=lambda: SimpleNamespace(context_window=8192),
+            settings=Settings(),
+        )
+
+    exact = mcp_schema_line(agent(Words()))
+    assert exact.startswith("1 tools: ") and "(counted), budget 819" in exact
+    assert "(estimated)" in mcp_schema_line(agent(None))
+    registry_of[0] = ToolRegistry()  # no MCP tool sent: no line
+    assert mcp_schema_line(agent(None)) == ""

@@ -41,7 +41,38 @@ def status_rows(agent: Agent) -> list[tuple[str, str]]:
         ("confinement", detect(agent.settings.security.sandbox).describe()),
         ("session", str(st.session_id)),
     ]
+    mcp = mcp_schema_line(agent)
+    if mcp:
+        rows.insert(rows.index(("tools", "on" if st.tools else "off")) + 1, ("  MCP", mcp))
     if st.omitted_messages:
         rows.insert(5, ("  left out", f"{st.omitted_messages} oldest messages (do not fit)"))
     rows[1:1] = [("  endpoint", line) for line in endpoint_lines(agent.client)]
     return rows
+
+
+def mcp_schema_line(agent: Agent) -> str:
+    """The MCP tools' schemas the model is sent and what they cost: counted exactly where
+    the backend can count (else estimated), against their share of the window."""
+    import json
+
+    from harvey.context.budget import estimate_tokens
+
+    sent = [
+        s for s in agent.executor.schemas()
+        if s["function"]["name"].startswith("mcp__") or s["function"]["name"] == "find_tools"
+    ]  # fmt: skip
+    if not sent:
+        return ""
+    counter = agent.budget.counter()
+    texts = [json.dumps(s["function"], separators=(",", ":")) for s in sent]
+    tokens = sum(counter.count(t) if counter else estimate_tokens(t) for t in texts)
+    how = "counted" if counter else "estimated"
+    window = agent.status().context_window
+    budget = int(window * agent.settings.mcp.schema_budget)
+    names = [s["function"]["name"] for s in sent]
+    what = (
+        "find_tools (the rest found on demand)"
+        if names == ["find_tools"]
+        else (f"{len(names)} tools")
+    )
+    return f"{what}: {tokens:,} tokens of schemas ({how}), budget {budget:,}"
