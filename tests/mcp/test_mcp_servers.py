@@ -311,3 +311,36 @@ def test_an_http_server_gets_its_token_from_the_variable_its_entry_names(
     assert "add" in {t.name for t in list_tools(server, around(workspace))}
     assert call_tool(server, around(workspace), "add", {"a": 1, "b": 2})[0] == "3"
     assert "tok-http-1" not in redact("the token tok-http-1")  # never shown once used
+
+
+def test_add_and_remove_edit_the_users_file_and_keep_its_comments(
+    workspace: Path, isolated_env: Path
+) -> None:
+    own = isolated_env / "harvey.yaml"
+    own.write_text("# my settings\nmodel: qwen2.5  # the one I like\n")
+    code, _out, err = harvey(workspace, "mcp", "add", "demo", "--env", "PASSED", "--",
+                             sys.executable, str(SERVER), "--flag")  # fmt: skip
+    assert code == 0, err
+    code, _out, err = harvey(workspace, "mcp", "add", "web", "--url", "https://example.com/mcp")
+    assert code == 0, err
+    text = own.read_text()
+    assert text.startswith("# my settings\nmodel: qwen2.5  # the one I like\n")
+    listed = harvey(workspace, "mcp", "list")[1]
+    assert "demo  [your harvey.yaml]" in listed and "--flag" in listed and "web  [" in listed
+    assert harvey(workspace, "mcp", "add", "demo", "--url", "https://x.example/")[0] == 2
+    assert harvey(workspace, "mcp", "add", "both", "--url", "https://x.example/", "--", "x")[0] == 2
+    assert harvey(workspace, "mcp", "remove", "demo")[0] == 0
+    assert "demo" not in harvey(workspace, "mcp", "list")[1]
+    assert own.read_text().startswith("# my settings\n") and "web:" in own.read_text()
+    assert harvey(workspace, "mcp", "remove", "demo")[0] == 2
+    assert oct(own.stat().st_mode & 0o777) == "0o600"
+
+
+def test_an_mcp_stanza_it_cannot_edit_is_left_alone_with_the_lines_to_add(
+    workspace: Path, isolated_env: Path
+) -> None:
+    own = isolated_env / "harvey.yaml"
+    own.write_text('mcp: {"servers": {}}\n')
+    code, _out, err = harvey(workspace, "mcp", "add", "demo", "--url", "https://x.example/mcp")
+    assert code == 2 and 'url: "https://x.example/mcp"' in err
+    assert own.read_text() == 'mcp: {"servers": {}}\n'

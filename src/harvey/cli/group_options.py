@@ -66,6 +66,8 @@ HONOURED: dict[str, frozenset[str]] = {
     "mcp tools": frozenset({"workspace", "trust"}),
     "mcp approve": frozenset({"workspace", "trust"}),
     "mcp revoke": frozenset({"workspace", "trust"}),
+    "mcp add": frozenset(),
+    "mcp remove": frozenset(),
     "undo": frozenset({"workspace"}),
 }
 

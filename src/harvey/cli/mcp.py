@@ -1,4 +1,5 @@
-"""``harvey mcp list | tools | approve | revoke``: the MCP servers ``mcp.servers`` names.
+"""``harvey mcp list | tools | approve | revoke | add | remove``: the MCP servers
+``mcp.servers`` names.
 
 ``list`` shows each server, where it comes from (your own ``harvey.yaml`` or the
 workspace's), whether it may start and how it is confined, without starting anything.
@@ -6,12 +7,14 @@ workspace's), whether it may start and how it is confined, without starting anyt
 pin (approved, new, changed), the tokens its schema costs, and any flag on a description
 that reads as instructions to the model. ``approve`` is the question a workspace's server
 and its tools wait for: the command (or URL) in full, then every tool, its description
-sanitised, with its flags; ``--yes`` answers it from a script. Everything a server says
-is untrusted text and passes the terminal sanitiser.
+sanitised, with its flags; ``--yes`` answers it from a script. ``add`` and ``remove``
+edit your own ``harvey.yaml`` (``harvey.mcp.user_file``). Everything a server says is
+untrusted text and passes the terminal sanitiser.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -124,6 +127,76 @@ def approve(name: str, yes: bool, workspace: Path | None) -> None:
         pin = tool_pin(tool.name, tool.description, tool.schema)
         approve_tool(paths.harvey_home, server.identity, tool.name, pin, tool.description)
     click.echo(f"approved {_safe(server.name)} and {len(tools)} tools")
+
+
+@mcp.command("add", context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("--url", default=None, help="A Streamable HTTP server instead of a command.")
+@click.option("--env", "env", multiple=True, metavar="VAR", help="A variable it gets (repeatable).")
+@click.option("--token-env", default=None, metavar="VAR", help="The variable holding its token.")
+@click.option("--network", is_flag=True, help="A confined stdio server may use the network.")
+@handle_errors
+def add(
+    name: str,
+    command: tuple[str, ...],
+    url: str | None,
+    env: tuple[str, ...],
+    token_env: str | None,
+    network: bool,
+) -> None:
+    """Add server NAME to your own harvey.yaml: `harvey mcp add NAME -- COMMAND [ARGS]...`
+    or `harvey mcp add NAME --url URL`."""
+    from pydantic import ValidationError
+
+    from harvey.config.mcp_settings import McpServerSettings
+    from harvey.mcp.user_file import add_server
+
+    paths = _own_paths()
+    given = {
+        "command": command[0] if command else None, "args": list(command[1:]), "url": url,
+        "env": list(env), "token_env": token_env, "network": network,
+    }  # fmt: skip
+    try:
+        server = McpServerSettings.model_validate({k: v for k, v in given.items() if v})
+    except ValidationError as exc:
+        raise UsageError(f"not a server: {exc.errors()[0]['msg']}") from None
+    add_server(paths.user_config_file, name, server, _loads(paths))
+    click.echo(f"added {_safe(name)} to {_safe(str(paths.user_config_file))}")
+
+
+@mcp.command("remove")
+@click.argument("name")
+@handle_errors
+def remove(name: str) -> None:
+    """Remove server NAME from your own harvey.yaml."""
+    from harvey.mcp.user_file import remove_server
+
+    paths = _own_paths()
+    remove_server(paths.user_config_file, name, _loads(paths))
+    click.echo(f"removed {_safe(name)} from {_safe(str(paths.user_config_file))}")
+
+
+def _own_paths() -> Paths:
+    """Where the user's own file is: no workspace file is read (or needs trust) to edit it."""
+    from harvey.config.settings import resolve_paths
+
+    return resolve_paths(None)
+
+
+def _loads(paths: Paths) -> Callable[[str], None]:
+    """A check that new text for the user's file loads as settings (raises ConfigError)."""
+    from harvey.config.settings import Settings
+    from harvey.config.yaml_text import parse
+
+    def check(text: str) -> None:
+        data = parse(paths.user_config_file, text) or {}
+        try:
+            Settings.model_validate(data)
+        except ValueError as exc:
+            raise UsageError(f"the edited file would not load: {exc}") from None
+
+    return check
 
 
 @mcp.command("revoke")
