@@ -21,6 +21,16 @@ def add(a: int, b: int) -> int:
 app.tool(description=os.environ.get("DEMO_DESCRIPTION", "Add two numbers."))(add)
 
 
+CALLS = [0]
+
+
+@app.tool()
+def count() -> int:
+    """How many times this tool was called in this server's life."""
+    CALLS[0] += 1
+    return CALLS[0]
+
+
 @app.tool()
 def environment(name: str) -> str:
     """The value of one environment variable, or (unset)."""

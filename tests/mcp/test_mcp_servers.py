@@ -68,7 +68,7 @@ def test_a_workspace_server_waits_for_trust_then_for_its_own_approval(
     assert "NOT approved" in harvey(workspace, "mcp", "list")[1]  # no to the tools: no server
     code, out, err = harvey(workspace, "mcp", "approve", "demo", "--yes")
     assert code == 0, err
-    assert "add: Add two numbers." in out and "approved demo and 5 tools" in out
+    assert "add: Add two numbers." in out and "approved demo and 6 tools" in out
     code, out, _err = harvey(workspace, "mcp", "tools", "demo")
     assert "[approved]" in out and "[new]" not in out
 
@@ -244,7 +244,7 @@ def test_a_server_that_is_not_there_is_one_line(workspace: Path, isolated_env: P
 def test_list_tools_reports_every_tool_with_its_schema(workspace: Path) -> None:
     server = McpServerSettings(**server_entry())  # type: ignore[arg-type]
     tools = {t.name: t for t in list_tools(server, around(workspace))}
-    assert sorted(tools) == ["add", "connect", "environment", "read", "write"]
+    assert sorted(tools) == ["add", "connect", "count", "environment", "read", "write"]
     assert tools["add"].schema["required"] == ["a", "b"]
 
 
@@ -344,3 +344,31 @@ def test_an_mcp_stanza_it_cannot_edit_is_left_alone_with_the_lines_to_add(
     code, _out, err = harvey(workspace, "mcp", "add", "demo", "--url", "https://x.example/mcp")
     assert code == 2 and 'url: "https://x.example/mcp"' in err
     assert own.read_text() == 'mcp: {"servers": {}}\n'
+
+
+def test_a_sessions_server_keeps_its_state_and_ends_with_the_session(workspace: Path) -> None:
+    import time
+    import uuid
+
+    from harvey.mcp.connection import Connection
+
+    marker = f"--session-{uuid.uuid4().hex}"  # this test's server among the suite's
+    server = McpServerSettings(**server_entry(args=[str(SERVER), marker]))  # type: ignore[arg-type]
+    connection = Connection(server, around(workspace))
+    assert connection.call_tool("count", {})[0] == "1"
+    assert connection.call_tool("count", {})[0] == "2"  # the same server, its state kept
+    assert _server_pids(marker)
+    connection.close()
+    deadline = time.monotonic() + 10
+    while _server_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _server_pids(marker)  # the server, and the launcher above it, ended
+    assert connection.call_tool("count", {})[0] == "1"  # started afresh when used again
+    connection.close()
+
+
+def _server_pids(marker: str) -> set[int]:
+    import subprocess as sp
+
+    found = sp.run(["pgrep", "-f", "--", marker], capture_output=True, text=True).stdout
+    return {int(pid) for pid in found.split()}

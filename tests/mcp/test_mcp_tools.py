@@ -42,7 +42,7 @@ def context(workspace: Path, home: Path, answers: list[bool] | None = None) -> T
 def test_harvey_run_refuses_an_mcp_tool_unless_allowed(tmp_path: Path, isolated_env: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    window = "context_window: 16384\n"  # 10% of it affords the five tools' schemas
+    window = "context_window: 16384\n"  # 10% of it affords the six tools' schemas
     (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": server_entry()}, window))
     call = Reply(tool_calls=[("mcp__demo__add", {"a": 2, "b": 3})])
     for allowed, expect in (((), "was not allowed"), (("--allow-mcp", "demo:add"), "\n5\n")):
@@ -101,15 +101,15 @@ def test_schemas_over_their_share_of_the_window_are_not_offered(
     )
     warned: list[str] = []
     roomy = ToolRegistry()
-    assert len(register_mcp_tools(roomy, settings, paths, lambda: 32_768, warned.append)) == 5
-    assert not warned and "mcp__demo__read" in roomy.names()
+    register_mcp_tools(roomy, settings, paths, lambda: 32_768, warned.append)()
+    assert not warned and len([n for n in roomy.names() if n.startswith("mcp__demo__")]) == 6
     tight = ToolRegistry()
-    assert len(register_mcp_tools(tight, settings, paths, lambda: 2_000, warned.append)) == 5
+    register_mcp_tools(tight, settings, paths, lambda: 2_000, warned.append)()
     offered = [s["function"]["name"] for s in tight.schemas()]
     assert offered == ["find_tools"] and "finds them with find_tools" in warned[-1]
     assert "mcp__demo__add" in tight.names()  # callable once found, its schema never sent
     tiny = ToolRegistry()
-    register_mcp_tools(tiny, settings, paths, lambda: 300, warned.append)
+    register_mcp_tools(tiny, settings, paths, lambda: 300, warned.append)()
     assert any("refused: its schema is" in w for w in warned)
 
 
@@ -139,11 +139,18 @@ def test_a_result_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_over_budget_the_model_finds_a_tool_then_calls_it(
     tmp_path: Path, isolated_env: Path
 ) -> None:
-    """A 4,096-token window affords 409 tokens of schemas, and the five tools need more:
+    """A 4,096-token window affords 409 tokens of schemas, and the six tools need more:
     the model gets find_tools, whose answer (after the history) holds the schema."""
+    import time
+    import uuid
+
+    from tests.mcp.test_mcp_servers import SERVER, _server_pids
+
     ws = tmp_path / "ws"
     ws.mkdir()
-    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": server_entry()}))
+    marker = f"--run-{uuid.uuid4().hex}"
+    entry = server_entry(args=[str(SERVER), marker])
+    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}))
     script = [
         Reply(tool_calls=[("find_tools", {"query": "add two numbers"})]),
         Reply(tool_calls=[("mcp__demo__add", {"a": 20, "b": 22})]),
@@ -160,6 +167,10 @@ def test_over_budget_the_model_finds_a_tool_then_calls_it(
     found = requests[1]["messages"][-1]["content"]
     assert found.startswith("Found") and '"mcp__demo__add"' in found and '"a"' in found
     assert "\n42\n" in requests[2]["messages"][-1]["content"]
+    deadline = time.monotonic() + 10
+    while _server_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _server_pids(marker)  # the session's server ended with the session
 
 
 def test_status_shows_the_schemas_sent_and_how_they_were_counted(tmp_path: Path) -> None:

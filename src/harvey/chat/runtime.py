@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +58,7 @@ class Runtime:
     plan_writer: FilePlanWriter | None
     resumed: bool = False
     memory: SessionMemory | None = None  # recall at session start (None: memory off)
+    ending: list[Callable[[], None]] = field(default_factory=list)  # MCP servers, ended last
 
     @property
     def client(self) -> LLMClient:
@@ -78,6 +79,8 @@ class Runtime:
         self.agent.clients.close()
         for provider in self.agent.turn_context:
             provider.close()
+        for end in self.ending:
+            end()
         self.store.close()
 
     def _discard_if_empty(self) -> None:
@@ -219,9 +222,10 @@ def _assemble(
         from harvey.knowledge.retrieval import Retrieval
 
         providers.append(Retrieval.open(workspace, settings.rag.active, settings, ui.warn))
+    ending: list[Callable[[], None]] = []
     executor = _executor(
         paths, settings, store, session_id, plan_writer, providers, refusals,
-        lambda: settings.context_window or client.capabilities().context_window,
+        lambda: settings.context_window or client.capabilities().context_window, ending,
     )  # fmt: skip
     clients = Clients(
         client, settings=settings, make_route=lambda route: make_route_client(settings, route)
@@ -252,7 +256,9 @@ def _assemble(
     )
     agent.load_history(start.history, stored=start.stored)
     memory = attach(agent, settings, paths.harvey_home)
-    return Runtime(paths, settings, store, agent, recorder, plan_writer, start.resumed, memory)
+    return Runtime(
+        paths, settings, store, agent, recorder, plan_writer, start.resumed, memory, ending
+    )
 
 
 def _executor(
@@ -264,6 +270,7 @@ def _executor(
     providers: list[TurnContextProvider],
     refusals: Refusals,
     mcp_window: Callable[[], int],
+    ending: list[Callable[[], None]],
 ) -> ToolExecutor:
     """The session's tools, wrapped in their hooks (offload, audit)."""
     registry = build_registry(settings, todo_store=store, plan_writer=plan_writer)
@@ -279,7 +286,7 @@ def _executor(
     if settings.mcp.servers:  # approved servers' tools, within the schema budget
         from harvey.tools.mcp_tools import register_mcp_tools
 
-        register_mcp_tools(registry, settings, paths, mcp_window, refusals.warn)
+        ending.append(register_mcp_tools(registry, settings, paths, mcp_window, refusals.warn))
     executor = build_executor(
         registry,
         settings,

@@ -16,9 +16,10 @@ when a server is used, and each call runs one event loop to completion.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -81,45 +82,146 @@ def confinement_of(server: McpServerSettings, around: Surroundings) -> str:
 
 
 def list_tools(server: McpServerSettings, around: Surroundings) -> list[ListedTool]:
-    """The server's tools, every page of them."""
-
-    async def listing(session: ClientSession) -> list[ListedTool]:
-        tools: list[ListedTool] = []
-        cursor: str | None = None
-        for _page in range(100):  # a server that pages forever is cut off
-            from mcp import types
-
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            result = await session.list_tools(params=params)
-            for tool in result.tools:
-                hint = (
-                    getattr(tool.annotations, "read_only_hint", None) if tool.annotations else None
-                )
-                tools.append(
-                    ListedTool(tool.name, tool.description or "", dict(tool.input_schema), hint)
-                )
-            cursor = getattr(result, "next_cursor", None)
-            if not cursor:
-                break
-        return tools
-
-    return _run(server, around, listing)
+    """The server's tools, every page of them, from a server started for this alone."""
+    return _run(server, around, _listing)
 
 
 def call_tool(
     server: McpServerSettings, around: Surroundings, name: str, arguments: dict[str, Any]
 ) -> tuple[str, bool]:
     """The text of one call's result, and whether the server called it an error."""
+    return _run(server, around, lambda session: _calling(session, name, arguments))
 
-    async def calling(session: ClientSession) -> tuple[str, bool]:
-        result = await session.call_tool(name, arguments)
-        parts = []
-        for item in getattr(result, "content", None) or []:
-            text = getattr(item, "text", None)
-            parts.append(text if isinstance(text, str) else f"[{getattr(item, 'type', '?')}]")
-        return "\n".join(parts), bool(getattr(result, "is_error", False))
 
-    return _run(server, around, calling)
+class Connection:
+    """One server kept for a session: started on first use, its calls made on one event
+    loop in a thread of its own, ended (the server and every process it started) by
+    ``close`` — a session's servers keep their state between calls, as they expect. A
+    server that ended or failed is started again on the next call."""
+
+    def __init__(self, server: McpServerSettings, around: Surroundings) -> None:
+        import threading
+
+        self.server, self.around = server, around
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session: ClientSession | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def list_tools(self) -> list[ListedTool]:
+        return self._call(_listing)
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        return self._call(lambda session: _calling(session, name, arguments))
+
+    def close(self) -> None:
+        with self._lock:
+            loop, stop, thread = self._loop, self._stop, self._thread
+            self._loop = self._session = self._stop = self._thread = None
+        if loop is not None and stop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop already ended
+                loop.call_soon_threadsafe(stop.set)
+        if thread is not None:
+            thread.join(10)
+
+    def _call(self, work: Callable[[ClientSession], Coroutine[Any, Any, T]]) -> T:
+        with self._lock:
+            self._start()
+            loop, session = self._loop, self._session
+        assert loop is not None and session is not None
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work(session), loop)
+        try:
+            return future.result(self.server.timeout * 2)
+        except McpError:
+            raise
+        except TimeoutError:
+            future.cancel()
+            raise McpError(
+                f"the server did not answer within {self.server.timeout * 2:g} s"
+            ) from None
+        except Exception as exc:
+            self.close()  # started afresh next time
+            raise McpError(f"the server failed: {_first_line(exc)}") from None
+
+    def _start(self) -> None:
+        """Start the server and its loop (under ``_lock``), or raise why it cannot."""
+        import threading
+
+        if self._thread is not None and self._thread.is_alive() and self._session is not None:
+            return
+        _sdk()
+        ready = threading.Event()
+        self._failure = None
+
+        async def serve() -> None:
+            from mcp import ClientSession
+
+            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+            try:
+                async with (
+                    _streams(self.server, self.around) as (read, write),
+                    ClientSession(read, write, read_timeout_seconds=self.server.timeout) as session,
+                ):
+                    await session.initialize()
+                    self._session = session
+                    ready.set()
+                    await self._stop.wait()
+            except BaseException as exc:
+                self._failure = exc
+            finally:
+                self._session = None
+                ready.set()
+
+        self._thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+        self._thread.start()
+        if not ready.wait(self.server.timeout * 2):
+            raise McpError(f"the server did not start within {self.server.timeout * 2:g} s")
+        if self._session is None:
+            failure = self._failure
+            self._thread.join(10)
+            self._thread = self._loop = self._stop = None
+            if isinstance(failure, McpError):
+                raise failure
+            raise McpError(f"the server failed: {_first_line(failure or RuntimeError('ended'))}")
+
+
+async def _listing(session: ClientSession) -> list[ListedTool]:
+    from mcp import types
+
+    tools: list[ListedTool] = []
+    cursor: str | None = None
+    for _page in range(100):  # a server that pages forever is cut off
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await session.list_tools(params=params)
+        for tool in result.tools:
+            hint = getattr(tool.annotations, "read_only_hint", None)
+            tools.append(
+                ListedTool(tool.name, tool.description or "", dict(tool.input_schema), hint)
+            )
+        cursor = getattr(result, "next_cursor", None)
+        if not cursor:
+            break
+    return tools
+
+
+async def _calling(
+    session: ClientSession, name: str, arguments: dict[str, Any]
+) -> tuple[str, bool]:
+    result = await session.call_tool(name, arguments)
+    parts = []
+    for item in getattr(result, "content", None) or []:
+        text = getattr(item, "text", None)
+        parts.append(text if isinstance(text, str) else f"[{getattr(item, 'type', '?')}]")
+    return "\n".join(parts), bool(getattr(result, "is_error", False))
+
+
+def _sdk() -> None:
+    try:
+        import mcp  # noqa: F401 - the optional SDK, here and only here
+    except ImportError:
+        raise McpError(INSTALL_HINT) from None
 
 
 def _run(
@@ -127,10 +229,7 @@ def _run(
     around: Surroundings,
     work: Callable[[ClientSession], Awaitable[T]],
 ) -> T:
-    try:
-        import mcp  # noqa: F401 - the optional SDK, here and only here
-    except ImportError:
-        raise McpError(INSTALL_HINT) from None
+    _sdk()
 
     async def session_then_work() -> T:
         from mcp import ClientSession

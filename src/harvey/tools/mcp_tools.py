@@ -29,7 +29,7 @@ from typing import Any
 from harvey.config.settings import Paths, Settings
 from harvey.errors import HarveyError
 from harvey.mcp.approvals import Server, approve_tool, servers, tool_state
-from harvey.mcp.connection import ListedTool, Surroundings, call_tool, list_tools
+from harvey.mcp.connection import Connection, ListedTool, Surroundings, call_tool
 from harvey.mcp.identity import tool_pin
 from harvey.terminal_text import for_terminal
 from harvey.tools.registry import Tool, ToolContext, ToolRegistry
@@ -86,9 +86,15 @@ class McpTool:
     """One tool of one server, offered to the model under ``mcp__SERVER__TOOL``."""
 
     def __init__(
-        self, server: Server, listed: ListedTool, around: Surroundings, gate: McpGate
+        self,
+        server: Server,
+        listed: ListedTool,
+        around: Surroundings,
+        gate: McpGate,
+        connection: Connection | None = None,
     ) -> None:
         self.server, self.listed, self.around, self.gate = server, listed, around, gate
+        self.connection = connection  # the session's; None: a server started per call
         self.name = model_name(server.name, listed.name)
         self.description = offered_description(server.name, listed)
         self.parameters: dict[str, Any] = listed.schema or {"type": "object", "properties": {}}
@@ -98,7 +104,10 @@ class McpTool:
         refused = self.gate.refusal(ctx, self, args)
         if refused is not None:
             return f"error: {refused}"
-        text, failed = call_tool(self.server.settings, self.around, self.listed.name, args)
+        if self.connection is not None:
+            text, failed = self.connection.call_tool(self.listed.name, args)
+        else:
+            text, failed = call_tool(self.server.settings, self.around, self.listed.name, args)
         data = text.encode("utf-8", "replace")
         cut = ""
         if len(data) > MAX_RESULT_BYTES:
@@ -118,11 +127,18 @@ def register_mcp_tools(
     window: Callable[[], int],
     warn: Callable[[str], None],
     gate: McpGate | None = None,
-) -> list[McpTool]:
-    """Start each server that may start, list its tools, and register those the schema
-    budget affords; every server that cannot is one warning, never a failed session."""
+) -> Callable[[], None]:
+    """Start each server that may start (kept for the session), list its tools, and
+    register those the schema budget affords; every server that cannot is one warning,
+    never a failed session. Returns what ends the servers, for the session's end."""
+    connections: list[Connection] = []
+
+    def end() -> None:
+        for connection in connections:
+            connection.close()
+
     if not settings.mcp.servers:
-        return []
+        return end
     security = settings.security
     around = Surroundings(
         paths.workspace, security.sandbox, security.limits, tuple(security.secret_files)
@@ -134,13 +150,16 @@ def register_mcp_tools(
         if not server.approved:
             warn(f"MCP: {server.why_not}")
             continue
+        connection = Connection(server.settings, around)
         try:
-            listed = list_tools(server.settings, around)
+            listed = connection.list_tools()
         except HarveyError as exc:
+            connection.close()
             warn(f"MCP server {server.name}: not started: {exc}")
             continue
+        connections.append(connection)
         for item in listed:
-            tool = McpTool(server, item, around, gate)
+            tool = McpTool(server, item, around, gate, connection)
             cost = schema_tokens(tool)
             if cost > budget:
                 warn(
@@ -153,11 +172,12 @@ def register_mcp_tools(
     if total <= budget:
         for tool in offered:
             registry.register(tool)
-        return offered
+        return end
     finder = FindToolsTool(offered)
     if schema_tokens(finder) > budget:
         warn(f"MCP: not even find_tools fits mcp.schema_budget ({budget:,} tokens): none offered")
-        return []
+        end()
+        return end
     for tool in offered:
         registry.register(tool, listed=False)
     registry.register(finder)
@@ -165,7 +185,7 @@ def register_mcp_tools(
         f"MCP: {len(offered)} tools need ~{total:,} tokens of schemas, over mcp.schema_budget "
         f"({budget:,} tokens of this window): the model finds them with find_tools"
     )
-    return offered
+    return end
 
 
 class FindToolsTool:
