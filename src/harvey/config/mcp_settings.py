@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from harvey.config.field_trust import NEVER_IN_WORKSPACE, Workspace, more_than
 from harvey.config.urls import check_base_url
 
-SERVER_NAME = r"^[A-Za-z0-9_-]{1,48}$"
+SERVER_NAME = r"^[A-Za-z0-9_-]{1,48}$"  # and no "__": it separates mcp__SERVER__TOOL
 VARIABLE_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 
 
@@ -73,3 +73,11 @@ class McpSettings(_Strict):
     schema_budget: Annotated[float, Workspace(limit=more_than)] = Field(0.10, gt=0, le=1)
     #: ``SERVER`` or ``SERVER:TOOL``: called in ``harvey run`` without ``--allow-mcp``
     allow: Annotated[list[str], NEVER_IN_WORKSPACE] = Field(default_factory=list)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, servers: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in servers:
+            if "__" in name:
+                raise ValueError(f"server name {name!r}: no '__' (it separates mcp__SERVER__TOOL)")
+        return servers

@@ -33,8 +33,8 @@ def add_server(
     path: Path, name: str, server: McpServerSettings, check: Callable[[str], None]
 ) -> None:
     """Add ``name`` to the file at ``path``; ``check`` raises on text that does not load."""
-    if not re.fullmatch(SERVER_NAME, name):
-        raise UsageError(f"{name!r} is not a server name (letters, digits, - and _)")
+    if not re.fullmatch(SERVER_NAME, name) or "__" in name:
+        raise UsageError(f"{name!r} is not a server name (letters, digits, - and a single _)")
     text = _text(path)
     lines = text.splitlines()
     entry = entry_lines(name, server)

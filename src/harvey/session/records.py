@@ -39,6 +39,10 @@ def status_from_result(content: str) -> str:
     return shorten(f"error: {detail}" if detail else "error:", STATUS_LIMIT)
 
 
+#: How an MCP tool's call is marked in its note: the server's, not Harvey's own tool.
+MCP_MARK = "MCP"
+
+
 @dataclass(frozen=True)
 class ToolNote:
     """One tool call as the audit trail sees it: name, arguments, status, who asked."""
@@ -53,7 +57,14 @@ class ToolNote:
     def from_result(
         cls, call: ToolCall, result_content: str, character: str | None = None
     ) -> ToolNote:
-        return cls(call.name, dict(call.arguments), status_from_result(result_content), character)
+        """The note of a call; an MCP tool's (``mcp__SERVER__TOOL``) as ``SERVER.TOOL``,
+        marked ``MCP`` where a note says how a call was made."""
+        status = status_from_result(result_content)
+        parts = call.name.split("__", 2)
+        if len(parts) == 3 and parts[0] == "mcp" and all(parts[1:]):
+            name = f"{parts[1]}.{parts[2]}"
+            return cls(name, dict(call.arguments), status, character, MCP_MARK)
+        return cls(call.name, dict(call.arguments), status, character)
 
     def args_text(self, limit: int = ARGS_LIMIT) -> str:
         """The arguments as compact JSON, shortened to ``limit`` characters for the note."""

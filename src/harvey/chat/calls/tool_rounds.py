@@ -123,11 +123,10 @@ class ToolRounds:
     def note(self, call: ToolCall, content: str, character: str | None) -> ToolNote:
         note = ToolNote.from_result(call, content, character=character)
         via = self.via.get(call.id)
-        return (
-            note
-            if via is None
-            else ToolNote(note.name, note.arguments, note.status, character, via)
-        )
+        if via is None:
+            return note
+        how = f"{note.via}; {via}" if note.via else via  # an MCP call rescued from text
+        return ToolNote(note.name, note.arguments, note.status, character, how)
 
     # -- internals ----------------------------------------------------------------------
 
