@@ -25,6 +25,30 @@ CALLS = [0]
 
 
 @app.tool()
+def blob(size: int) -> str:
+    """SIZE bytes of text (a result far larger than any window)."""
+    return "y" * size
+
+
+@app.tool()
+def hang() -> str:
+    """Never answers."""
+    import time
+
+    time.sleep(3600)
+    return "late"
+
+
+if os.environ.get("DEMO_HUGE"):  # a schema of about 100,000 tokens
+
+    def huge(choice: str) -> str:
+        return choice
+
+    words = " ".join(f"option-{i}" for i in range(60_000))
+    app.tool(description="Pick one of: " + words)(huge)
+
+
+@app.tool()
 def count() -> int:
     """How many times this tool was called in this server's life."""
     CALLS[0] += 1

@@ -42,7 +42,7 @@ def context(workspace: Path, home: Path, answers: list[bool] | None = None) -> T
 def test_harvey_run_refuses_an_mcp_tool_unless_allowed(tmp_path: Path, isolated_env: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    window = "context_window: 16384\n"  # 10% of it affords the six tools' schemas
+    window = "context_window: 16384\n"  # 10% of it affords the eight tools' schemas
     (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": server_entry()}, window))
     call = Reply(tool_calls=[("mcp__demo__add", {"a": 2, "b": 3})])
     for allowed, expect in (((), "was not allowed"), (("--allow-mcp", "demo:add"), "\n5\n")):
@@ -110,7 +110,7 @@ def test_schemas_over_their_share_of_the_window_are_not_offered(
     warned: list[str] = []
     roomy = ToolRegistry()
     register_mcp_tools(roomy, settings, paths, lambda: 32_768, warned.append)()
-    assert not warned and len([n for n in roomy.names() if n.startswith("mcp__demo__")]) == 6
+    assert not warned and len([n for n in roomy.names() if n.startswith("mcp__demo__")]) == 8
     tight = ToolRegistry()
     register_mcp_tools(tight, settings, paths, lambda: 2_000, warned.append)()
     offered = [s["function"]["name"] for s in tight.schemas()]
@@ -147,7 +147,7 @@ def test_a_result_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_over_budget_the_model_finds_a_tool_then_calls_it(
     tmp_path: Path, isolated_env: Path
 ) -> None:
-    """A 4,096-token window affords 409 tokens of schemas, and the six tools need more:
+    """A 4,096-token window affords 409 tokens of schemas, and the eight tools need more:
     the model gets find_tools, whose answer (after the history) holds the schema."""
     import time
     import uuid
