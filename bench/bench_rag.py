@@ -64,9 +64,7 @@ FLOORED = (
     "a quarter of the words unknown 0.50)"
 )
 PLAIN_ROW = "Harvey hybrid + relevance floor without the unknown-word check"
-BG_ROW = (
-    "Harvey hybrid + background floor (the benchmark's 0.29 / 0.20 / 0.32, unknown word 0.50)"
-)
+BG_ROW = "Harvey hybrid + background floor (the benchmark's 0.29 / 0.20 / 0.32, unknown word 0.50)"
 OKAPI = "rank_bm25 BM25Okapi"
 
 

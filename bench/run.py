@@ -47,6 +47,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("sampling", "bench.bench_sampling", "Sampling of the embedded model"),
     ("tool_tasks", "bench.bench_tool_tasks", "Tool tasks on the embedded model"),
     ("prompt_cache", "bench.bench_prompt_cache", "Prompts that keep the cache"),
+    ("mcp_schemas", "bench.bench_mcp_schemas", "MCP schemas on a budget"),
 ]
 
 
