@@ -7,3 +7,8 @@ approved (``HARVEY_HOME``) and decides what still asks, ``connection.py`` speaks
 server through the official SDK (the optional extra ``harvey-agent[mcp]``), imported only
 when a server is configured.
 """
+
+#: How ``find_tools`` (``tools/mcp_tools.py``) begins an answer that lists tools; the
+#: turn (``chat/calls/tool_rounds.py``) reads the found schemas back from it, so a call
+#: rescued from text or chosen under a grammar may name them.
+FOUND = "Found (call one by its name):"

@@ -28,6 +28,7 @@ from typing import Any
 
 from harvey.config.settings import Paths, Settings
 from harvey.errors import HarveyError
+from harvey.mcp import FOUND
 from harvey.mcp.approvals import Server, approve_tool, servers, tool_state
 from harvey.mcp.connection import Connection, ListedTool, Surroundings, call_tool
 from harvey.mcp.identity import tool_pin
@@ -249,7 +250,7 @@ class FindToolsTool:
                     ensure_ascii=False,
                 )
             )  # fmt: skip
-        return "Found (call one by its name):\n" + "\n".join(found)
+        return FOUND + "\n" + "\n".join(found)
 
     def ranked(self, query: str, words: list[str]) -> list[str]:
         """The best ``MAX_FOUND`` tool names: the word and vector rankings fused."""

@@ -39,6 +39,7 @@ from harvey.chat.calls.tool_choice import (
 from harvey.chat.calls.turn_names import turn_folders, turn_paths, turn_words
 from harvey.llm.base import chat, new_call_id, session_scope
 from harvey.llm.reply_bounds import MAX_TOOL_CALLS
+from harvey.mcp import FOUND
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.protocols import ChatResult, LLMClient
 from harvey.session.records import ToolNote
@@ -72,6 +73,14 @@ class ToolRounds:
         self.via: dict[str, str] = {}  # call id → how it was made
         self.told = False  # the model has had its one error for a call it got wrong
         self.made: set[tuple[str, str]] = set()  # constrained calls made this turn
+        self.found: list[dict[str, Any]] = []  # schemas find_tools gave in the conversation
+
+    @property
+    def choices(self) -> list[dict[str, Any]]:
+        """What a rescued or constrained call may name: the tools offered, and those
+        ``find_tools`` found (their schemas sit after the history, not in the prompt's
+        tool list, so the prefix stays; a constrained grammar still offers them)."""
+        return [*self.schemas, *self.found]
 
     def ask(
         self,
@@ -95,6 +104,7 @@ class ToolRounds:
         on_text: Callable[[str], None] | None,
         cancel: threading.Event,
     ) -> ChatResult:
+        self.found = found_schemas(prompt, self.schemas)
         if self.mode == "off" or not offer:
             return chat(client, prompt, None, on_text, cancel)
         if self.mode == "constrained":
@@ -159,7 +169,7 @@ class ToolRounds:
             calls.append(call)
             found = replace(found, calls=())
         for written in found.calls:
-            arguments, why = check_call(self.schemas, written.name, written.arguments)
+            arguments, why = check_call(self.choices, written.name, written.arguments)
             call = ToolCall(new_call_id(), written.name, arguments)
             if why is not None:
                 rejected[call.id] = why
@@ -184,7 +194,7 @@ class ToolRounds:
         prompt = self._described(prompt, constrained=True)
         words = turn_words(prompt, self.asked)
         folders = turn_folders(words, self.workspace) if self.workspace is not None else []
-        schema = choice_schema(self.schemas, turn_paths(prompt, self.asked), words, folders)
+        schema = choice_schema(self.choices, turn_paths(prompt, self.asked), words, folders)
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
         cut_short = unfinished_answer(result.text) if choice is None else None
@@ -202,7 +212,7 @@ class ToolRounds:
             if on_text is not None:
                 on_text(choice.text)
             return result
-        arguments, why = check_call(self.schemas, choice.name, choice.arguments)
+        arguments, why = check_call(self.choices, choice.name, choice.arguments)
         key = (choice.name, json.dumps(arguments, sort_keys=True))
         if key in self.made:  # a small model repeats its call: it has the result, answer
             return self._answer_only(client, prompt, on_text, cancel)
@@ -244,3 +254,26 @@ class ToolRounds:
         if on_text is not None:
             on_text(result.text)
         return result
+
+
+def found_schemas(
+    prompt: Sequence[Message], offered: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The tools ``find_tools`` answered with in this conversation, as function schemas
+    (only where ``find_tools`` itself is offered: a result is never a way to add tools)."""
+    if not any(s.get("function", {}).get("name") == "find_tools" for s in offered):
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for message in prompt:
+        if message.role != "tool" or message.name != "find_tools":
+            continue
+        if not message.content.startswith(FOUND):
+            continue
+        for line in message.content.splitlines()[1:]:
+            try:
+                tool = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                found[tool["name"]] = {"type": "function", "function": tool}
+    return list(found.values())
