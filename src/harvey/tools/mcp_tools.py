@@ -218,6 +218,13 @@ class FindToolsTool:
     def __init__(self, tools: list[McpTool]) -> None:
         import sqlite3
 
+        servers = sorted({t.server.name for t in tools})
+        self.description = (  # the servers named: a small model connects a request to them
+            f"The servers {', '.join(servers)} have {len(tools)} more tools. When the user "
+            "asks for something none of your other tools does, call this first with their "
+            "request in their words; it returns the matching tools (name, description, "
+            "arguments), then call one by its name."
+        )
         self.tools = {t.name: t for t in tools}
         self._vectors: Any = None  # the tools' embeddings, made on the first query
         self._embedder: Any = None
