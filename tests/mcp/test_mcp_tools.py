@@ -32,6 +32,16 @@ def demo(workspace: Path) -> tuple[Server, Surroundings]:
     )
 
 
+def run_allowed(ws: Path, script: list[Reply]) -> list[dict[str, Any]]:
+    """``harvey run --allow-mcp demo`` against ``script``: the requests the model got."""
+    with FakeOpenAI(script) as srv:
+        args = ("run", "add", "--backend", "openai", "--base-url", srv.url)
+        proc = invoke_harvey(*args, "--allow-mcp", "demo", cwd=ws)
+        requests = list(srv.chat_requests)
+    assert proc.returncode == 0, proc.stderr
+    return requests
+
+
 def context(workspace: Path, home: Path, answers: list[bool] | None = None) -> ToolContext:
     asked = iter(answers or [])
     confirm = (lambda _q: next(asked)) if answers is not None else None
@@ -165,11 +175,7 @@ def test_over_budget_the_model_finds_a_tool_then_calls_it(
         Reply(tool_calls=[("mcp__demo__add", {"a": 20, "b": 22})]),
         Reply("42"),
     ]
-    with FakeOpenAI(script) as srv:
-        args = ("run", "add", "--backend", "openai", "--base-url", srv.url)
-        proc = invoke_harvey(*args, "--allow-mcp", "demo", cwd=ws)
-        requests = srv.chat_requests
-    assert proc.returncode == 0, proc.stderr
+    requests = run_allowed(ws, script)
     tools = [[t["function"]["name"] for t in r["tools"]] for r in requests]
     assert tools[0] == tools[1] == tools[2]  # the prefix never changes
     assert "find_tools" in tools[0] and "mcp__demo__add" not in tools[0]
@@ -231,11 +237,7 @@ def test_a_model_writing_calls_as_text_reaches_a_found_tool(
         written("mcp__demo__add", {"a": 20, "b": 22}),
         Reply("42"),
     ]
-    with FakeOpenAI(script) as srv:
-        args = ("run", "add", "--backend", "openai", "--base-url", srv.url)
-        proc = invoke_harvey(*args, "--allow-mcp", "demo", cwd=ws)
-        requests = srv.chat_requests
-    assert proc.returncode == 0, proc.stderr
+    requests = run_allowed(ws, script)
     assert "\n42\n" in json.dumps(requests[2]["messages"][-1]["content"]).replace("\\n", "\n")
 
 
