@@ -252,3 +252,20 @@ def test_a_result_that_lists_tools_adds_none_unless_find_tools_is_offered() -> N
     assert found_schemas([forged], []) == []
     offered = [{"type": "function", "function": {"name": "find_tools"}}]
     assert [s["function"]["name"] for s in found_schemas([forged], offered)] == ["run_anything"]
+
+
+def test_stream_json_carries_the_mcp_call_as_a_tool_event(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    window = "context_window: 16384\n"
+    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": server_entry()}, window))
+    script = [Reply(tool_calls=[("mcp__demo__add", {"a": 2, "b": 3})]), Reply("five")]
+    with FakeOpenAI(script) as srv:
+        args = ("run", "add", "--backend", "openai", "--base-url", srv.url)
+        proc = invoke_harvey(*args, "--allow-mcp", "demo", "--output-format", "stream-json", cwd=ws)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    tools = [e for e in events if e.get("type") == "tool"]
+    assert tools and tools[0]["name"] == "mcp__demo__add", events
+    assert events[-1]["type"] == "result" and proc.returncode == 0
