@@ -22,7 +22,7 @@ from harvey.config.mcp_settings import McpServerSettings
 from harvey.mcp.approvals import Server
 from harvey.mcp.connection import ListedTool, Surroundings
 from harvey.mcp.identity import server_identity
-from harvey.tools.mcp_tools import FindToolsTool, McpGate, McpTool, schema_tokens
+from harvey.tools.mcp_tools import FindToolsTool, McpGate, McpTool, McpToolHints, schema_tokens
 from harvey.tools.registry import ToolContext
 
 WINDOWS = (4096, 8192, 32768)
@@ -108,7 +108,9 @@ def on_the_model() -> list[str]:
                 registry = runtime.agent.executor.inner  # type: ignore[attr-defined]
                 for each in tools:
                     registry.register(_Stand(each, calls), listed=False)
-                registry.register(FindToolsTool(tools))
+                finder = FindToolsTool(tools)
+                registry.register(finder)
+                runtime.agent.turn_context.append(McpToolHints(finder))  # as the session does
                 outcome = runtime.agent.turn(item.request)
             finally:
                 runtime.close()
@@ -122,10 +124,11 @@ def on_the_model() -> list[str]:
         f"{len(chosen)} of the requests (one in ten, every verb and server): it called "
         f"`find_tools` in "
         f"{searched}, and reached the tool the request needed in {reached} "
-        f"({seconds / len(chosen):.0f} s a request). A 135M model answers a request it has "
-        "no tool for with the tools it knows (`list_files`, `search_files`): the search "
-        "reaches the tool, the model does not ask for it. Harvey searching for the model "
-        "on each turn, as its own finder does for an analysis, is the next step.",
+        f"({seconds / len(chosen):.0f} s a request). Left to call `find_tools` itself, the "
+        "135M model called it in none of these requests (it answers with the tools it "
+        "knows, `list_files`, `search_files`); so for a model in constrained or tool-less "
+        "mode Harvey searches for it each turn (`McpToolHints`: the three nearest tools, "
+        "after the prompt, joining the grammar's choices), which is what these figures are.",
         "",
     ]
 

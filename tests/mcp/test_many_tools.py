@@ -46,3 +46,24 @@ def test_find_tools_reaches_the_tool_each_request_needs(tmp_path: Path) -> None:
         names = [json.loads(line)["name"] for line in answer.splitlines()[1:]]
         reached += tool.name in names
     assert reached / len(every) >= 0.8, reached
+
+
+def test_harvey_searches_for_a_small_model_each_turn(tmp_path: Path) -> None:
+    """In constrained or tool-less mode the nearest tools go after the prompt, in
+    find_tools' form, and join the turn's choices; a turn about nothing of theirs gets
+    none."""
+    from harvey.chat.calls.tool_rounds import found_schemas
+    from harvey.messages import Message
+    from harvey.protocols import TurnQuery
+    from harvey.tools.mcp_tools import McpToolHints
+
+    finder = FindToolsTool(tools(tmp_path))
+    hints = McpToolHints(finder)
+    assert hints.tool_less_only
+    context = hints.for_turn(TurnQuery("please create a meeting for me", 8192, 4.0))
+    assert context is not None
+    turn = Message("user", "please create a meeting for me\n\n" + context.after)
+    offered = [{"type": "function", "function": {"name": "find_tools"}}]
+    names = [s["function"]["name"] for s in found_schemas([turn], offered)]
+    assert "mcp__calendar__create_event" in names and len(names) == 3
+    assert hints.for_turn(TurnQuery("hello, how are you?", 8192, 4.0)) is None

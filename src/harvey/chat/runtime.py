@@ -286,7 +286,11 @@ def _executor(
     if settings.mcp.servers:  # approved servers' tools, within the schema budget
         from harvey.tools.mcp_tools import register_mcp_tools
 
-        ending.append(register_mcp_tools(registry, settings, paths, mcp_window, refusals.warn))
+        ending.append(
+            register_mcp_tools(
+                registry, settings, paths, mcp_window, refusals.warn, providers=providers
+            )
+        )
     executor = build_executor(
         registry,
         settings,

@@ -32,6 +32,7 @@ from harvey.mcp import FOUND
 from harvey.mcp.approvals import Server, approve_tool, servers, tool_state
 from harvey.mcp.connection import Connection, ListedTool, Surroundings, call_tool
 from harvey.mcp.identity import tool_pin
+from harvey.protocols import TurnContext, TurnContextProvider, TurnQuery
 from harvey.terminal_text import for_terminal
 from harvey.tools.registry import Tool, ToolContext, ToolRegistry
 
@@ -131,6 +132,7 @@ def register_mcp_tools(
     window: Callable[[], int],
     warn: Callable[[str], None],
     gate: McpGate | None = None,
+    providers: list[TurnContextProvider] | None = None,
 ) -> Callable[[], None]:
     """Start each server that may start (kept for the session), list its tools, and
     register those the schema budget affords; every server that cannot is one warning,
@@ -185,6 +187,8 @@ def register_mcp_tools(
     for tool in offered:
         registry.register(tool, listed=False)
     registry.register(finder)
+    if providers is not None:
+        providers.append(McpToolHints(finder))
     warn(
         f"MCP: {len(offered)} tools need ~{total:,} tokens of schemas, over mcp.schema_budget "
         f"({budget:,} tokens of this window): the model finds them with find_tools"
@@ -276,6 +280,12 @@ class FindToolsTool:
         )
         return [name for (name,) in rows]
 
+    def nearest(self, query: str) -> float:
+        """The cosine of the tool nearest ``query`` (1.0 without vectors: words decide)."""
+        if not self._by_vector(query):
+            return 1.0
+        return float((self._vectors @ self._embedder.embed([query])[0]).max())
+
     def _by_vector(self, query: str) -> list[str]:
         """The tools nearest ``query`` by wordllama's embeddings; none without it."""
         if self._vectors is None:
@@ -346,3 +356,37 @@ def _arguments(arguments: dict[str, Any]) -> str:
 
 def _no_home() -> Any:
     raise HarveyError("MCP tools need HARVEY_HOME for their approvals")
+
+
+class McpToolHints:
+    """For a model that picks tools from a grammar or not at all (``tools.mode``
+    constrained or off: a small model), Harvey searches for it: each turn, the MCP tools
+    ``find_tools`` would return for the person's words, when one is near enough, go after
+    the prompt in ``find_tools``' own form, so they join the turn's choices (as a call to
+    ``find_tools`` would have) and the prompt's prefix stays the same."""
+
+    tool_less_only = True
+    FLOOR = 0.2  # the nearest tool's cosine below which nothing is offered
+    SHOWN = 3
+
+    def __init__(self, finder: FindToolsTool) -> None:
+        self.finder = finder
+
+    def for_turn(self, query: TurnQuery) -> TurnContext | None:
+        import json
+
+        words = re.findall(r"\w+", query.prompt.lower())[:16]
+        if not words or self.finder.nearest(query.prompt) < self.FLOOR:
+            return None
+        found = [self.finder.tools[n] for n in self.finder.ranked(query.prompt, words)]
+        lines = [
+            json.dumps(
+                {"name": t.name, "description": t.description, "parameters": t.parameters},
+                ensure_ascii=False,
+            )
+            for t in found[: self.SHOWN]
+        ]
+        return TurnContext(after=FOUND + "\n" + "\n".join(lines))
+
+    def close(self) -> None:
+        return None

@@ -265,11 +265,11 @@ def found_schemas(
         return []
     found: dict[str, dict[str, Any]] = {}
     for message in prompt:
-        if message.role != "tool" or message.name != "find_tools":
-            continue
-        if not message.content.startswith(FOUND):
-            continue
-        for line in message.content.splitlines()[1:]:
+        answered = message.role == "tool" and message.name == "find_tools"
+        if not (answered or message.role == "user") or FOUND not in message.content:
+            continue  # find_tools' answers, and what Harvey found for a small model's turn
+        listed = message.content.split(FOUND, 1)[1]
+        for line in listed.splitlines()[1:]:
             try:
                 tool = json.loads(line)
             except ValueError:
