@@ -421,3 +421,47 @@ def test_hostile_servers_are_bounded(
     with pytest.raises(McpError, match="timed out"):
         connection.call_tool("hang", {})
     connection.close()
+
+
+@pytest.mark.parametrize(
+    "grant",
+    ["workspace", "workspace-parent", "harvey-home", "inside-harvey-home", "home", "ssh", "root"],
+)
+@pytest.mark.parametrize("kind", ["reads", "writes"])
+def test_no_grant_hands_back_what_the_confinement_keeps_out(
+    workspace: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch, grant: str, kind: str
+) -> None:
+    """A folder in an entry's reads or writes that holds the workspace's secret files,
+    Harvey's own state, the home folder or a secret place in it is refused before the
+    server starts: the view left those out, and a grant must not hand them back."""
+    from harvey.mcp.connection import McpError
+
+    (workspace / ".env").write_text("KEY=workspace-secret\n")
+    home = workspace.parent / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    folders = {
+        "workspace": workspace, "workspace-parent": workspace.parent,
+        "harvey-home": isolated_env, "inside-harvey-home": isolated_env / "cache",
+        "home": home, "ssh": home / ".ssh", "root": Path("/"),
+    }  # fmt: skip
+    folders["inside-harvey-home"].mkdir(exist_ok=True)
+    server = McpServerSettings(**server_entry(**{kind: [str(folders[grant])]}))  # type: ignore[arg-type]
+    here = Surroundings(workspace, harvey_home=isolated_env)
+    with pytest.raises(McpError, match="the server's folder"):
+        list_tools(server, here)
+
+
+def test_the_approval_shows_everything_an_entry_hands_its_server(
+    workspace: Path, isolated_env: Path
+) -> None:
+    entry = server_entry(env=["OPENAI_API_KEY", "LANGUAGE"], network=True, writes=["/tmp"])
+    http = {"url": "https://mcp.example.com/x", "token_env": "OPENAI_API_KEY"}
+    (workspace / "harvey.yaml").write_text(yaml_of({"demo": entry, "web": http}))
+    harvey(workspace, "trust")
+    out = harvey(workspace, "mcp", "list")[1]
+    assert "gets the variables: OPENAI_API_KEY, LANGUAGE (! OPENAI_API_KEY may hold a key)" in out
+    assert "may use the network" in out and "may write: /tmp" in out
+    assert "is sent a bearer token from OPENAI_API_KEY" in out
+    declined = invoke_harvey("mcp", "approve", "web", cwd=workspace, input="n\n")
+    assert "is sent a bearer token from OPENAI_API_KEY" in declined.stdout

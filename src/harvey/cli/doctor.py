@@ -65,8 +65,7 @@ def _mcp_servers(workspace: Path | None) -> None:
     from harvey.mcp.connection import Surroundings, confinement_of
     from harvey.terminal_text import for_terminal
 
-    security = settings.security
-    around = Surroundings(paths.workspace, security.sandbox, security.limits)
+    around = Surroundings.of(paths, settings)
     click.echo("MCP servers:")
     for server in servers(settings, paths):
         state = "" if server.approved else " (workspace's, not approved: not started)"

@@ -14,6 +14,7 @@ untrusted text and passes the terminal sanitiser.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +56,8 @@ def list_servers(workspace: Path | None) -> None:
     for server in found:
         click.echo(f"{_safe(server.name)}  [{_origin(server)}]  {_target(server)}")
         click.echo(f"  {confinement_of(server.settings, around)}")
+        for line in _grants(server):
+            click.echo(f"  {line}")
         if not server.approved:
             click.echo(f"  not started: {server.why_not}")
 
@@ -106,8 +109,8 @@ def approve(name: str, yes: bool, workspace: Path | None) -> None:
     paths, settings = load(workspace)
     (server,) = _chosen(paths, settings, name)
     click.echo(f"{_safe(server.name)}  [{_origin(server)}]  {_target(server)}")
-    if server.settings.env:
-        click.echo(f"  gets the variables: {', '.join(server.settings.env)}")
+    for line in _grants(server):
+        click.echo(f"  {line}")
     if not server.approved and not _confirmed(yes, "Start this server to list its tools?"):
         raise SystemExit(1)
     tools = _tools(server, _surroundings(paths, settings))
@@ -234,10 +237,7 @@ def _tools(server: Server, around: Surroundings) -> list[ListedTool]:
 def _surroundings(paths: Paths, settings: Settings) -> Surroundings:
     from harvey.mcp.connection import Surroundings
 
-    security = settings.security
-    return Surroundings(
-        paths.workspace, security.sandbox, security.limits, tuple(security.secret_files)
-    )
+    return Surroundings.of(paths, settings)
 
 
 def _show_change(paths: Paths, server: Server, tool: ListedTool) -> None:
@@ -250,6 +250,26 @@ def _show_change(paths: Paths, server: Server, tool: ListedTool) -> None:
         return
     click.echo(f"    was: {_safe(' '.join(before.split()))[:SHOWN_DESCRIPTION]}")
     click.echo(f"    now: {_description(tool)}")
+
+
+def _grants(server: Server) -> list[str]:
+    """What an entry hands its server beyond the defaults: the person approving sees all
+    of it (a variable whose name looks like a key's, flagged)."""
+    entry, lines = server.settings, []
+    if entry.env:
+        keys = [v for v in entry.env if re.search(r"KEY|TOKEN|SECRET|PASS|CRED|AUTH", v, re.I)]
+        flag = f" (! {', '.join(keys)} may hold a key)" if keys else ""
+        lines.append(f"gets the variables: {', '.join(entry.env)}{flag}")
+    if entry.token_env or entry.token_command:
+        source = entry.token_env or "the output of its token_command"
+        lines.append(f"is sent a bearer token from {_safe(source)}")
+    if entry.reads:
+        lines.append(f"may read: {_safe(', '.join(entry.reads))}")
+    if entry.writes:
+        lines.append(f"may write: {_safe(', '.join(entry.writes))}")
+    if entry.network and entry.transport == "stdio":
+        lines.append("may use the network")
+    return lines
 
 
 def _confirmed(yes: bool, question: str) -> bool:

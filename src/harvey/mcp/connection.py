@@ -19,7 +19,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,7 +28,8 @@ from harvey.config.mcp_settings import McpServerSettings
 from harvey.errors import HarveyError
 
 if TYPE_CHECKING:
-    from harvey.config.settings import LimitsSettings
+    from harvey.config.settings import LimitsSettings, Paths, Settings
+    from harvey.workspace.secret_files import SecretFiles
     from mcp import ClientSession
 
 T = TypeVar("T")
@@ -59,6 +60,16 @@ class Surroundings:
     sandbox: str = "auto"
     limits: LimitsSettings | None = None
     secret_files: tuple[str, ...] = ()
+    harvey_home: Path | None = None  # Harvey's own state: no grant of a server reaches it
+
+    @classmethod
+    def of(cls, paths: Paths, settings: Settings) -> Surroundings:
+        """A session's: its workspace and home, its ``security:`` settings."""
+        security = settings.security
+        return cls(
+            paths.workspace, security.sandbox, security.limits,
+            tuple(security.secret_files), paths.harvey_home,
+        )  # fmt: skip
 
 
 def confinement_of(server: McpServerSettings, around: Surroundings) -> str:
@@ -306,6 +317,33 @@ async def _streams(server: McpServerSettings, around: Surroundings) -> AsyncIter
                 yield read, write
 
 
+def grant_problem(
+    grant: str, hidden: Sequence[str], secrets: SecretFiles, harvey_home: Path | None
+) -> str | None:
+    """Why a folder an entry lets a confined server read or write (``reads``, ``writes``)
+    would reach past what the confinement keeps out, or None: a secret file of the
+    workspace beneath it (the view leaves those out; a grant would hand them back),
+    Harvey's own state (its sessions, the approvals a server could write itself into),
+    the home folder or a folder above it, or a secret place in it (``~/.ssh``)."""
+
+    def beneath(path: str, root: str) -> bool:
+        return path == root or path.startswith(root.rstrip("/") + "/")
+
+    if any(beneath(h, grant) for h in hidden):
+        return "holds a secret file of the workspace"
+    home = os.path.realpath(os.path.expanduser("~"))
+    if harvey_home is not None:
+        own = os.path.realpath(harvey_home)
+        if beneath(own, grant) or beneath(grant, own):
+            return "holds Harvey's own state (HARVEY_HOME)"
+    if beneath(home, grant):
+        return "holds the home folder, and its keys"
+    inside = os.path.relpath(grant, home)
+    if beneath(grant, home) and (secrets.matches(inside) or secrets.matches(inside + "/x")):
+        return "is a secret place of the home folder"
+    return None
+
+
 def _confined(
     server: McpServerSettings, around: Surroundings, scratch: Path
 ) -> tuple[list[str], dict[str, str]]:
@@ -326,14 +364,17 @@ def _confined(
         )
     secrets = SecretFiles(around.secret_files)
     view = workspace_view(around.workspace, secrets) if found.active else None
+    reads = tuple(os.path.realpath(r) for r in server.reads)
     writes = tuple(os.path.realpath(w) for w in server.writes)
-    for hidden in view.hidden if view is not None else ():
-        if any(hidden == w or hidden.startswith(w.rstrip("/") + "/") for w in writes):
-            raise McpError(f"a folder the server may write holds a secret file ({hidden})")
+    if view is not None:
+        for grant in (*reads, *writes):
+            problem = grant_problem(grant, view.hidden, secrets, around.harvey_home)
+            if problem:
+                raise McpError(f"the server's folder {grant} {problem}")
     policy = sandbox.Policy(
         os.path.realpath(around.workspace),
         os.path.realpath(scratch),
-        read=(*sandbox.SYSTEM_DIRS, *sandbox.SYSTEM_FILES, *map(os.path.realpath, server.reads)),
+        read=(*sandbox.SYSTEM_DIRS, *sandbox.SYSTEM_FILES, *reads),
         view=view,
         limits=sandbox.command_limits(around.limits or LimitsSettings()),
         net=server.network,

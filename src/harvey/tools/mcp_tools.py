@@ -145,10 +145,7 @@ def register_mcp_tools(
 
     if not settings.mcp.servers:
         return end
-    security = settings.security
-    around = Surroundings(
-        paths.workspace, security.sandbox, security.limits, tuple(security.secret_files)
-    )
+    around = Surroundings.of(paths, settings)
     gate = gate or McpGate(frozenset(settings.mcp.allow))
     budget = int(window() * settings.mcp.schema_budget)
     offered: list[McpTool] = []
