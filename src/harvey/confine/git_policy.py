@@ -135,7 +135,6 @@ NEUTRAL = (
     *("-c", "log.showSignature=false"),
     *("-c", "protocol.allow=never"),
 )
-repository_hooks = git_repository.repository_hooks
 
 
 def git_env(workspace: Path) -> dict[str, str]:

@@ -10,7 +10,7 @@ does. A server that cannot run confined here is refused unless the user's own fi
 ``confine: false`` (then it runs with only the limits and the reaping).
 
 The SDK is asynchronous and optional (``harvey-agent[mcp]``): it is imported here only,
-when a server is used, and each call runs one event loop to completion.
+when a server is used; a ``Connection`` keeps one event loop in a thread of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,14 +94,23 @@ def confinement_of(server: McpServerSettings, around: Surroundings) -> str:
 
 def list_tools(server: McpServerSettings, around: Surroundings) -> list[ListedTool]:
     """The server's tools, every page of them, from a server started for this alone."""
-    return _run(server, around, _listing)
+    connection = Connection(server, around)
+    try:
+        return connection.list_tools()
+    finally:
+        connection.close()
 
 
 def call_tool(
     server: McpServerSettings, around: Surroundings, name: str, arguments: dict[str, Any]
 ) -> tuple[str, bool]:
-    """The text of one call's result, and whether the server called it an error."""
-    return _run(server, around, lambda session: _calling(session, name, arguments))
+    """The text of one call's result, and whether the server called it an error (from a
+    server started for this call alone)."""
+    connection = Connection(server, around)
+    try:
+        return connection.call_tool(name, arguments)
+    finally:
+        connection.close()
 
 
 class Connection:
@@ -233,33 +242,6 @@ def _sdk() -> None:
         import mcp  # noqa: F401 - the optional SDK, here and only here
     except ImportError:
         raise McpError(INSTALL_HINT) from None
-
-
-def _run(
-    server: McpServerSettings,
-    around: Surroundings,
-    work: Callable[[ClientSession], Awaitable[T]],
-) -> T:
-    _sdk()
-
-    async def session_then_work() -> T:
-        from mcp import ClientSession
-
-        async with (
-            _streams(server, around) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=server.timeout) as session,
-        ):
-            await session.initialize()
-            return await work(session)
-
-    try:
-        return asyncio.run(asyncio.wait_for(session_then_work(), server.timeout * 2))
-    except McpError:
-        raise
-    except TimeoutError:
-        raise McpError(f"the server did not answer within {server.timeout * 2:g} s") from None
-    except Exception as exc:  # the SDK's errors come wrapped in exception groups
-        raise McpError(f"the server failed: {_first_line(exc)}") from None
 
 
 def bearer_token(server: McpServerSettings) -> str | None:

@@ -229,6 +229,7 @@ class FindToolsTool:
         self.tools = {t.name: t for t in tools}
         self._vectors: Any = None  # the tools' embeddings, made on the first query
         self._embedder: Any = None
+        self._last: tuple[str, Any] | None = None  # (query, its cosines)
         self.index = sqlite3.connect(":memory:", check_same_thread=False)
         self.index.execute("CREATE VIRTUAL TABLE tool USING fts5(name, words, description)")
         self.index.executemany(
@@ -281,7 +282,13 @@ class FindToolsTool:
         """The cosine of the tool nearest ``query`` (1.0 without vectors: words decide)."""
         if not self._by_vector(query):
             return 1.0
-        return float((self._vectors @ self._embedder.embed([query])[0]).max())
+        return float(self._cosines(query).max())
+
+    def _cosines(self, query: str) -> Any:
+        """Each tool's cosine to ``query``, the last query's kept (a turn asks twice)."""
+        if self._last is None or self._last[0] != query:
+            self._last = (query, self._vectors @ self._embedder.embed([query])[0])
+        return self._last[1]
 
     def _by_vector(self, query: str) -> list[str]:
         """The tools nearest ``query`` by wordllama's embeddings; none without it."""
@@ -299,7 +306,7 @@ class FindToolsTool:
                 self._vectors = False  # the words alone decide
         if self._vectors is False:
             return []
-        near = self._vectors @ self._embedder.embed([query])[0]
+        near = self._cosines(query)
         names = list(self.tools)
         return [names[i] for i in sorted(range(len(names)), key=lambda i: -near[i])[:50]]
 

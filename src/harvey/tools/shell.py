@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvey.confine import git_policy, sandbox
+from harvey.confine import git_policy, git_repository, sandbox
 from harvey.confine.shell_policy import needs_confirmation
 from harvey.errors import ToolError
 from harvey.tools.registry import ToolContext
@@ -163,7 +163,7 @@ def run_command(
         if not ctx.interactive or ctx.confirm is None:
             problem = f"refused: {reason} (non-interactive mode cannot ask for approval)"
             return ShellResult("", 126, ran=False, problem=problem)
-        if argv[0] == "git" and (hooks := git_policy.repository_hooks(ctx.workspace)):
+        if argv[0] == "git" and (hooks := git_repository.repository_hooks(ctx.workspace)):
             reason += f"; it may run the repository's own hooks: {', '.join(hooks)}"
         if not ctx.confirm(f"Run `{command}`? ({reason})"):
             return ShellResult("", 126, ran=False, problem=f"the user declined to run {command!r}")
