@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from harvey.analysis.answer import Answer, evidence_answer, merge
 from harvey.analysis.evidence import Record
 from harvey.analysis.params import AnswerKind
-from harvey.analysis.synthesis import synthesise
+from harvey.analysis.synthesis import synthesis_prompt, synthesise
 from harvey.context.budget import remaining_context
-from harvey.errors import ContextTooLong, SynthesisError
-from harvey.protocols import LLMClient
+from harvey.errors import ContextTooLong, HarveyError, SynthesisError
+from harvey.protocols import LLMClient, Tokenizer
 
 #: Characters of a synthesis prompt that are not evidence (instruction aside).
 _FRAMING_CHARS = 600
@@ -71,10 +71,17 @@ def reduce_evidence(
     budget = synthesis_budget(spec.instruction, context_window, bytes_per_token)
     if spec.budget_chars is not None:
         budget = spec.budget_chars if budget is None else min(budget, spec.budget_chars)
+    counter = _counter(client) if context_window is not None else None
     for _ in range(SHRINKS):
         merged = merge(records, exhaustive=spec.exhaustive, budget_chars=budget, order=spec.order)
         if not merged.records:
             return evidence_answer(merged, spec.why, spec.dropped)
+        over = _over(counter, spec.instruction, merged.records, context_window)
+        if over is not None and len(merged.records) > 1:
+            # counted exactly: the estimate was short (version-dense text, numbers); fewer
+            # records before the request, not a server that drops an overlong one mid-stream
+            budget = int(sum(len(r.quote) for r in merged.records) * over * 0.9)
+            continue
         try:
             return synthesise(client, spec.instruction, merged, cancel)
         except SynthesisError as exc:
@@ -84,6 +91,35 @@ def reduce_evidence(
             # the estimate was short of the server's count: fewer records, asked again
             budget = int(sum(len(r.quote) for r in merged.records) * 0.6)
     raise SynthesisError("synthesis failed: the evidence does not fit the model's context")
+
+
+def _counter(client: LLMClient) -> Tokenizer | None:
+    """The client's exact counter, where its backend can count (probed once a client)."""
+    from harvey.llm.base import token_counter_of
+
+    try:
+        counter: Tokenizer | None = token_counter_of(client)
+    except HarveyError:
+        return None
+    return counter
+
+
+def _over(
+    counter: Tokenizer | None,
+    instruction: str,
+    records: Sequence[Record],
+    context_window: int | None,
+) -> float | None:
+    """With an exact counter: the share of the synthesis prompt that fits what the window
+    leaves for it (below 1: it does not fit), else None."""
+    if counter is None or context_window is None:
+        return None
+    try:
+        tokens = counter.count(synthesis_prompt(instruction, records)) + counter.framing(["user"])
+    except HarveyError:
+        return None
+    room = remaining_context(context_window)
+    return room / tokens if tokens > room else None
 
 
 __all__ = ["ReduceSpec", "reduce_evidence", "synthesis_budget"]
