@@ -274,6 +274,9 @@ def found_schemas(
                 tool = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                found[tool["name"]] = {"type": "function", "function": tool}
+            name = tool.get("name") if isinstance(tool, dict) else None
+            # only an MCP tool is ever found, and every one still meets its gate: a listing
+            # a hostile file forges in the turn can name no other tool
+            if isinstance(name, str) and name.startswith("mcp__"):
+                found[name] = {"type": "function", "function": tool}
     return list(found.values())
