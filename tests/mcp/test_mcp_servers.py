@@ -202,8 +202,12 @@ def test_a_confined_server_reads_the_workspace_and_nothing_of_the_users(
     server = McpServerSettings(**server_entry(env=["PASSED"]))  # type: ignore[arg-type]
     here = around(workspace)
 
+    from harvey.mcp.connection import Connection
+
+    connection = Connection(server, here)  # one server for every attempt (as in a session)
+
     def call(tool: str, **args: object) -> str:
-        return call_tool(server, here, tool, dict(args))[0]
+        return connection.call_tool(tool, dict(args))[0]
 
     assert call("read", path=str(workspace / "notes.txt")) == "workspace notes\n"
     assert call("read", path=str(outside)).startswith("refused")
@@ -218,6 +222,7 @@ def test_a_confined_server_reads_the_workspace_and_nothing_of_the_users(
         listener.listen()
         port = listener.getsockname()[1]
         assert call("connect", port=port).startswith("refused")
+        connection.close()
         networked = server.model_copy(update={"network": True})
         assert call_tool(networked, here, "connect", {"port": port})[0] == "connected"
 
