@@ -191,6 +191,7 @@ class TurnQuery:
     ahead: tuple[str, ...] = ()
     user_text: str = ""
     on_analysis: Callable[[str | None], None] | None = None
+    tool_mode: str = ""  # how the model gets its tools this turn: native, text, constrained, off
 
 
 @dataclass(frozen=True)

@@ -67,3 +67,40 @@ def test_harvey_searches_for_a_small_model_each_turn(tmp_path: Path) -> None:
     names = [s["function"]["name"] for s in found_schemas([turn], offered)]
     assert "mcp__calendar__create_event" in names and len(names) == 3
     assert hints.for_turn(TurnQuery("hello, how are you?", 8192, 4.0)) is None
+
+
+def test_a_request_that_names_nothing_of_the_workspace_is_shown_a_call(tmp_path: Path) -> None:
+    """The push (a call of the nearest tool shown) goes only to a request naming no file,
+    folder or identifier of the workspace; the listing is read the same either way; a
+    model offered no tools is told of none."""
+    from harvey.chat.calls.tool_rounds import found_schemas
+    from harvey.messages import Message
+    from harvey.protocols import TurnQuery
+    from harvey.tools.mcp_tools import PUSH, McpToolHints
+
+    (tmp_path / "src").mkdir()
+    hints = McpToolHints(FindToolsTool(tools(tmp_path)), tmp_path)
+    offered = [{"type": "function", "function": {"name": "find_tools"}}]
+
+    def after(prompt: str, mode: str = "constrained") -> str | None:
+        context = hints.for_turn(TurnQuery(prompt, 8192, 4.0, tool_mode=mode))
+        return None if context is None else context.after
+
+    pushed = after("please create a meeting for me")
+    assert pushed is not None and pushed.startswith(PUSH)
+    assert pushed.endswith('Reply like: {"tool": "mcp__calendar__create_event", "arguments": {...}}')
+    turn = Message("user", "please create a meeting for me\n\n" + pushed)
+    names = [s["function"]["name"] for s in found_schemas([turn], offered)]
+    assert names[0] == "mcp__calendar__create_event" and len(names) == 3
+    for about_files in (
+        "update the meeting notes in notes.md",  # a file
+        "update the meeting in the src folder",  # a folder of the workspace
+        "create a meeting for parse_date",  # an identifier
+        "create a meeting called UserStore",
+    ):
+        listed = after(about_files)
+        assert listed is not None and PUSH not in listed and "Reply like" not in listed, about_files
+    assert after("please create a meeting for me", mode="off") is None
+    hints.push = False
+    alone = after("please create a meeting for me")
+    assert alone is not None and PUSH not in alone

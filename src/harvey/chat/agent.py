@@ -195,7 +195,8 @@ class Agent:
         if not text.strip():
             return gathered
         client = state.client
-        tool_less = self.budget.tool_mode(client) in ("off", "constrained")
+        mode = self.budget.tool_mode(client)
+        tool_less = mode in ("off", "constrained")
         # what stands in for a tool comes last: a named file is read within what is left
         asked = [
             provider
@@ -215,6 +216,7 @@ class Agent:
             client,
             user_text=state.user_text or "",
             on_analysis=on_analysis,
+            tool_mode=mode,
         )
         for provider in asked:
             found = provider.for_turn(replace(query, ahead=tuple(state.context_texts)))

@@ -18,10 +18,11 @@ from harvey.chat.calls.tool_choice import (
     tool_mode,
     unfinished_answer,
 )
-from harvey.chat.calls.turn_names import named_paths, turn_paths
+from harvey.chat.calls.turn_names import turn_paths
 from harvey.config.settings import ToolsSettings
 from harvey.llm.scripted import ScriptedClient
 from harvey.messages import Message, ToolCall
+from harvey.workspace.mentions import named_paths
 
 
 def tool_schema(name: str, description: str, parameters: dict) -> dict:  # type: ignore[type-arg]

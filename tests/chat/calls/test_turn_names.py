@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from harvey.chat.calls.tool_choice import choice_schema
-from harvey.chat.calls.turn_names import listing_paths, turn_folders, turn_paths, turn_words
+from harvey.chat.calls.turn_names import listing_paths, turn_paths, turn_words
 from harvey.messages import Message
 from harvey.tools.files import ListFilesTool
 from harvey.tools.registry import ToolContext
 from harvey.tools.search import SearchFilesTool
+from harvey.workspace.mentions import named_folders
 
 
 def _schema(tool: object) -> dict:  # type: ignore[type-arg]
@@ -84,7 +85,7 @@ def test_only_words_that_name_a_folder_are_offered_to_list(tmp_path: Path) -> No
     (tmp_path / "out").symlink_to(tmp_path.parent)  # a link is never offered,
     (tmp_path.parent / "elsewhere").mkdir(exist_ok=True)  # nor a folder through one
     words = ["UserStore", "src", "src/api", "notes.md", "missing", "out", "out/elsewhere"]
-    assert turn_folders(words, tmp_path) == ["src", "src/api"]
+    assert named_folders(words, tmp_path) == ["src", "src/api"]
 
 
 def test_the_persons_own_words_name_the_turn_not_the_passages_sent_with_them() -> None:

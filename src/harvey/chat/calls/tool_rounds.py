@@ -36,7 +36,7 @@ from harvey.chat.calls.tool_choice import (
     read_choice,
     unfinished_answer,
 )
-from harvey.chat.calls.turn_names import turn_folders, turn_paths, turn_words
+from harvey.chat.calls.turn_names import turn_paths, turn_words
 from harvey.llm.base import chat, new_call_id, session_scope
 from harvey.llm.reply_bounds import MAX_TOOL_CALLS
 from harvey.mcp import FOUND
@@ -44,6 +44,7 @@ from harvey.messages import Message, ToolCall, ToolResult
 from harvey.protocols import ChatResult, LLMClient
 from harvey.session.records import ToolNote
 from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.workspace.mentions import named_folders
 
 #: How a call was made, as its ``[[tool:]]`` note says (nothing for a native call).
 RESCUED = "rescued from text"
@@ -193,7 +194,7 @@ class ToolRounds:
         """A round whose reply must be a choice object; its answer is shown once whole."""
         prompt = self._described(prompt, constrained=True)
         words = turn_words(prompt, self.asked)
-        folders = turn_folders(words, self.workspace) if self.workspace is not None else []
+        folders = named_folders(words, self.workspace) if self.workspace is not None else []
         schema = choice_schema(self.choices, turn_paths(prompt, self.asked), words, folders)
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvey.stopwords import STOPWORDS
+from harvey.workspace.mentions import WORD, is_name, named_paths
 
 if TYPE_CHECKING:
     from harvey.messages import Message
@@ -51,14 +51,7 @@ _COMMAND_WORDS = frozenset(
         "one",
     ]
 )
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])")
-_WORD = re.compile(r"[A-Za-z_][\w]*(?:[./][A-Za-z_]\w*)*")
 _LISTED = re.compile(r"^((?:  )+)(\S.*?)(  \[[^\]]*: not read\])?$")
-
-
-def named_paths(text: str) -> list[str]:
-    """The file names a prompt mentions (``notes.md``, ``src/app.py``), in order."""
-    return list(dict.fromkeys(p.rstrip(".") for p in _PATH.findall(text)))
 
 
 def listing_paths(text: str) -> list[str]:
@@ -113,39 +106,14 @@ def turn_words(messages: Sequence[Message], asked: str | None = None) -> list[st
     command words."""
     users = [m.content for m in messages if m.role == "user"]
     text = asked if asked is not None else (users[-1] if users else "")
-    words = [w.rstrip("./") for w in _WORD.findall(text)]
+    words = [w.rstrip("./") for w in WORD.findall(text)]
     topical = [
         w
         for w in dict.fromkeys(words)
         if len(w) >= 3 and w.lower() not in STOPWORDS and w.lower() not in _COMMAND_WORDS
     ]
-    names = [w for w in topical if _is_name(w)]
+    names = [w for w in topical if is_name(w)]
     return [*names, *(w for w in topical if w not in names)][:MAX_TURN_WORDS]
-
-
-def turn_folders(words: Sequence[str], workspace: Path) -> list[str]:
-    """The ``words`` that name a folder of the workspace (``src``, ``docs/api``): the
-    folders a constrained ``list_files`` may choose besides the workspace itself. A word
-    has no ``..`` or leading ``/`` (``_WORD``); a link is not offered (and the tool would
-    check it as any read)."""
-    found = []
-    root = workspace.resolve()
-    for word in words:
-        try:
-            folder = workspace / word
-            # a link anywhere on the way (``docs -> /etc``, then ``docs/ssh``) leads out:
-            # the folder must be itself once every link is followed
-            if folder.is_dir() and folder.resolve() == root / word:
-                found.append(word)
-        except (OSError, RuntimeError):
-            continue
-    return found
-
-
-def _is_name(word: str) -> bool:
-    """An identifier or a path rather than an English word: ``_``, ``.``, ``/``, a digit,
-    or a capital after the first letter."""
-    return any(c in "_./" or c.isdigit() for c in word) or any(c.isupper() for c in word[1:])
 
 
 def _this_turn(messages: Sequence[Message]) -> list[Message]:
