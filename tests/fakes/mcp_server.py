@@ -96,11 +96,12 @@ if __name__ == "__main__":
     sys.exit(app.run())
 
 
-def http_app(token: str):  # type: ignore[no-untyped-def]
-    """The same server over Streamable HTTP, answering only requests with ``token``."""
+def http_app(token: str, json_response: bool = False):  # type: ignore[no-untyped-def]
+    """The same server over Streamable HTTP, answering only requests with ``token``; with
+    ``json_response`` each answer is one JSON body rather than an event stream."""
     from starlette.responses import PlainTextResponse
 
-    inner = app.streamable_http_app()
+    inner = app.streamable_http_app(json_response=json_response)
 
     async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] == "http":

@@ -88,7 +88,9 @@ def test_a_request_that_names_nothing_of_the_workspace_is_shown_a_call(tmp_path:
 
     pushed = after("please create a meeting for me")
     assert pushed is not None and pushed.startswith(PUSH)
-    assert pushed.endswith('Reply like: {"tool": "mcp__calendar__create_event", "arguments": {...}}')
+    assert pushed.endswith(
+        'Reply like: {"tool": "mcp__calendar__create_event", "arguments": {...}}'
+    )
     turn = Message("user", "please create a meeting for me\n\n" + pushed)
     names = [s["function"]["name"] for s in found_schemas([turn], offered)]
     assert names[0] == "mcp__calendar__create_event" and len(names) == 3

@@ -285,6 +285,16 @@ def test_doctor_shows_each_servers_confinement(workspace: Path, isolated_env: Pa
 @pytest.fixture()
 def http_server() -> Iterator[str]:
     """The test server over Streamable HTTP on loopback, wanting a bearer token."""
+    yield from _served(json_response=False)
+
+
+@pytest.fixture()
+def json_http_server() -> Iterator[str]:
+    """The same, answering each request with one JSON body rather than an event stream."""
+    yield from _served(json_response=True)
+
+
+def _served(json_response: bool) -> Iterator[str]:
     import threading
 
     import uvicorn
@@ -294,7 +304,8 @@ def http_server() -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = uvicorn.Config(http_app("tok-http-1"), host="127.0.0.1", port=port, log_level="error")
+    app = http_app("tok-http-1", json_response=json_response)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -325,6 +336,26 @@ def test_an_http_server_gets_its_token_from_the_variable_its_entry_names(
     assert "add" in {t.name for t in list_tools(server, around(workspace))}
     assert call_tool(server, around(workspace), "add", {"a": 1, "b": 2})[0] == "3"
     assert "tok-http-1" not in redact("the token tok-http-1")  # never shown once used
+
+
+@pytest.mark.parametrize("answers", ["http_server", "json_http_server"])
+def test_an_http_servers_answer_of_50_mb_is_refused_at_8(
+    workspace: Path, answers: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As an event stream (the SDK's limit, set to Harvey's) or as one JSON body (which the
+    SDK reads whole: Harvey's client counts it), a flood is refused, not held; a result of
+    3 MB still arrives, to be cut to 1 MB like any other."""
+    from harvey.mcp.connection import Connection, McpError
+
+    monkeypatch.setenv("DEMO_TOKEN", "tok-http-1")
+    server = McpServerSettings(url=request.getfixturevalue(answers), token_env="DEMO_TOKEN")
+    connection = Connection(server, around(workspace))
+    try:
+        with pytest.raises(McpError, match=r"8388608 byte limit|over 8 MB"):
+            connection.call_tool("blob", {"size": 50 << 20})
+        assert len(connection.call_tool("blob", {"size": 3 << 20})[0]) == 3 << 20
+    finally:
+        connection.close()
 
 
 def test_add_and_remove_edit_the_users_file_and_keep_its_comments(
@@ -392,7 +423,8 @@ def test_hostile_servers_are_bounded(
     workspace: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Escape sequences and instructions in a description, a 100,000-token schema, a
-    3 MB result (cut to 1 MB), a tool that never answers: each bounded, none a traceback."""
+    3 MB result (cut to 1 MB), a 50 MB one (the server ended at 8 MB), a tool that never
+    answers: each bounded, none a traceback."""
     from harvey.config.settings import Settings, resolve_paths
     from harvey.mcp.connection import Connection, McpError
     from harvey.messages import ToolCall
@@ -419,6 +451,11 @@ def test_hostile_servers_are_bounded(
         call = ToolCall("c1", "mcp__demo__blob", {"size": 3 << 20})
         result = registry.execute(ctx, call)
         assert f"[cut at {MAX_RESULT_BYTES:,} of {3 << 20:,} bytes]" in result.content
+        # 50 MB on one line: Harvey holds at most 8 MB of it, ends the server and says so
+        flood = registry.execute(ctx, ToolCall("c2", "mcp__demo__blob", {"size": 50 << 20}))
+        assert "the server sent a message over 8 MB: Harvey ended it" in flood.content
+        again = registry.execute(ctx, ToolCall("c3", "mcp__demo__blob", {"size": 10}))
+        assert "y" * 10 in again.content  # started afresh for the next call
     finally:
         end()
     server = McpServerSettings(**{**entry, "timeout": 2})  # type: ignore[arg-type]

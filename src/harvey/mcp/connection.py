@@ -9,7 +9,8 @@ entry names in ``env``; and it and every process it starts end when Harvey's ses
 does. A server that cannot run confined here is refused unless the user's own file says
 ``confine: false`` (then it runs with only the limits and the reaping).
 
-The SDK is asynchronous and optional (``harvey-agent[mcp]``): it is imported here only,
+The SDK is asynchronous and optional (``harvey-agent[mcp]``): it is imported by this
+package only (here and by its bounded transports, ``stdio.py`` and ``http.py``),
 when a server is used; a ``Connection`` keeps one event loop in a thread of its own.
 """
 
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from harvey.config.mcp_settings import McpServerSettings
 from harvey.errors import HarveyError
+from harvey.mcp.stdio import Ending
 
 if TYPE_CHECKING:
     from harvey.config.settings import LimitsSettings, Paths, Settings
@@ -129,6 +131,7 @@ class Connection:
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._ending = Ending()  # why Harvey itself ended the server, when it did
 
     def list_tools(self) -> list[ListedTool]:
         return self._call(_listing)
@@ -162,8 +165,9 @@ class Connection:
                 f"the server did not answer within {self.server.timeout * 2:g} s"
             ) from None
         except Exception as exc:
+            why = self._ending.why or f"the server failed: {_first_line(exc)}"
             self.close()  # started afresh next time
-            raise McpError(f"the server failed: {_first_line(exc)}") from None
+            raise McpError(why) from None
 
     def _start(self) -> None:
         """Start the server and its loop (under ``_lock``), or raise why it cannot."""
@@ -174,6 +178,7 @@ class Connection:
         _sdk()
         ready = threading.Event()
         self._failure = None
+        self._ending = Ending()
 
         async def serve() -> None:
             from mcp import ClientSession
@@ -181,7 +186,7 @@ class Connection:
             self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
             try:
                 async with (
-                    _streams(self.server, self.around) as (read, write),
+                    _streams(self.server, self.around, self._ending) as (read, write),
                     ClientSession(read, write, read_timeout_seconds=self.server.timeout) as session,
                 ):
                     await session.initialize()
@@ -272,31 +277,32 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _streams(server: McpServerSettings, around: Surroundings) -> AsyncIterator[Any]:
+async def _streams(
+    server: McpServerSettings, around: Surroundings, ending: Ending
+) -> AsyncIterator[Any]:
     if server.transport == "http":
-        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        from harvey.mcp.http import bounded_client
+        from harvey.mcp.stdio import MAX_MESSAGE_BYTES
 
         token = bearer_token(server)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with (
-            create_mcp_http_client(headers=headers) as http,
-            streamable_http_client(server.url or "", http_client=http) as streams,
+            bounded_client(headers) as http,
+            streamable_http_client(
+                server.url or "", http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES
+            ) as streams,
         ):
             yield streams[0], streams[1]
         return
-    from mcp.client.stdio import stdio_client
-
     from harvey.confine import sandbox
-    from mcp import StdioServerParameters
+    from harvey.mcp.stdio import bounded_stdio
 
     with sandbox.scratch_folder() as scratch:
         argv, env = _confined(server, around, scratch)
-        params = StdioServerParameters(
-            command=argv[0], args=argv[1:], env=env, cwd=str(around.workspace)
-        )
-        with open(os.devnull, "w") as quiet:  # a server's stderr is not the person's screen
-            async with stdio_client(params, errlog=quiet) as (read, write):
-                yield read, write
+        async with bounded_stdio(argv, env, around.workspace, ending) as (read, write):
+            yield read, write
 
 
 def grant_problem(
