@@ -73,6 +73,44 @@ def test_a_workspace_server_waits_for_trust_then_for_its_own_approval(
     assert "[approved]" in out and "[new]" not in out
 
 
+def test_mcp_tools_counts_the_schemas_with_the_models_own_tokenizer(
+    workspace: Path, isolated_env: Path
+) -> None:
+    """Exact where the backend can count (the embedded model here), and the same count
+    the tokenizer gives the schema as offered; an estimate, marked ``~``, where not."""
+    import json
+    import re
+
+    from harvey.llm.local import LocalClient
+    from harvey.mcp.connection import ListedTool
+    from harvey.tools.mcp_tools import listed_tokens
+
+    entry = server_entry()
+    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}, "backend: local\n"))
+    assert harvey(workspace, "mcp", "approve", "demo", "--yes")[0] == 0
+    code, out, err = harvey(workspace, "mcp", "tools", "demo")
+    assert code == 0, err
+    assert re.search(r"demo: 8 tools, schemas [\d,]+ tokens \(counted: ", out), out
+    shown = re.search(r"  add  \[approved\]  ([\d,]+) tokens", out)
+    assert shown is not None, out
+    add = ListedTool("add", "Add two numbers.", json.loads(_add_schema(workspace)), None)
+    tokenizer = LocalClient().token_counter()
+    assert int(shown.group(1).replace(",", "")) == listed_tokens("demo", add, tokenizer.count)
+    remote = "backend: openai\nbase_url: http://127.0.0.1:9/v1\n"  # nobody answers there
+    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}, remote))
+    out = harvey(workspace, "mcp", "tools", "demo")[1]
+    assert re.search(r"  add  \[approved\]  ~[\d,]+ tokens", out) and "(estimated: " in out, out
+
+
+def _add_schema(workspace: Path) -> str:
+    import json
+
+    from harvey.mcp.connection import list_tools
+
+    tools = {t.name: t for t in list_tools(McpServerSettings(**server_entry()), around(workspace))}  # type: ignore[arg-type]
+    return json.dumps(tools["add"].schema)
+
+
 def test_a_changed_command_under_an_approved_name_asks_again(
     workspace: Path, isolated_env: Path
 ) -> None:

@@ -75,24 +75,45 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
 
     paths, settings = load(workspace)
     around = _surroundings(paths, settings)
+    count, how = _counter(settings)
+    mark = "" if count else "~"
     for server in _chosen(paths, settings, name):
         if not server.approved:
             click.echo(f"{_safe(server.name)}: not started: {server.why_not}")
             continue
         tools = _tools(server, around)
-        total = sum(listed_tokens(server.name, t) for t in tools)
-        click.echo(f"{_safe(server.name)}: {len(tools)} tools, schemas ~{total:,} tokens")
+        total = sum(listed_tokens(server.name, t, count) for t in tools)
+        click.echo(
+            f"{_safe(server.name)}: {len(tools)} tools, schemas {mark}{total:,} tokens ({how})"
+        )
         names = [t.name for t in tools]
         for tool in tools:
             state = tool_state(paths.harvey_home, server.identity, tool.name,
                                tool_pin(tool.name, tool.description, tool.schema))  # fmt: skip
-            cost = listed_tokens(server.name, tool)
-            click.echo(f"  {_safe(tool.name)}  [{state}]  ~{cost:,} tokens")
+            cost = listed_tokens(server.name, tool, count)
+            click.echo(f"  {_safe(tool.name)}  [{state}]  {mark}{cost:,} tokens")
             click.echo(f"    {_description(tool)}")
             if state == "changed":
                 _show_change(paths, server, tool)
             for flag in flags(tool.description, [n for n in names if n != tool.name]):
                 click.echo(f"    ! {flag}")
+
+
+def _counter(settings: Settings) -> tuple[Callable[[str], int] | None, str]:
+    """The configured model's exact token count when its backend can count (the embedded
+    model, a llama.cpp server), else None: the schemas' cost is then Harvey's estimate."""
+    from harvey.errors import HarveyError
+    from harvey.llm.base import token_counter_of
+    from harvey.llm.factory import make_client
+
+    try:
+        client = make_client(settings)
+        tokenizer = token_counter_of(client)
+    except HarveyError:
+        return None, "estimated: the model cannot be reached to count"
+    if tokenizer is None:
+        return None, f"estimated: {client.backend} cannot count"
+    return tokenizer.count, f"counted: {tokenizer.method}"
 
 
 @mcp.command("approve")

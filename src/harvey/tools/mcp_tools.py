@@ -331,8 +331,11 @@ def schema_tokens(tool: Tool) -> int:
     return estimate_tokens(json.dumps(payload, separators=(",", ":")))
 
 
-def listed_tokens(server: str, listed: ListedTool) -> int:
-    """``schema_tokens`` of a listed tool as it would be offered (``harvey mcp tools``)."""
+def listed_tokens(
+    server: str, listed: ListedTool, count: Callable[[str], int] | None = None
+) -> int:
+    """``schema_tokens`` of a listed tool as it would be offered (``harvey mcp tools``),
+    by ``count`` (a model's exact counter) when given."""
     import json
 
     from harvey.context.budget import estimate_tokens
@@ -342,7 +345,7 @@ def listed_tokens(server: str, listed: ListedTool) -> int:
         "description": offered_description(server, listed),
         "parameters": listed.schema,
     }
-    return estimate_tokens(json.dumps(payload, separators=(",", ":")))
+    return (count or estimate_tokens)(json.dumps(payload, separators=(",", ":")))
 
 
 def _plain(text: str) -> str:
