@@ -59,6 +59,7 @@ def test_harvey_searches_for_a_small_model_each_turn(tmp_path: Path) -> None:
 
     finder = FindToolsTool(tools(tmp_path))
     hints = McpToolHints(finder)
+    hints.push = False  # the three nearest, listed (the push is the next test's)
     assert hints.tool_less_only
     context = hints.for_turn(TurnQuery("please create a meeting for me", 8192, 4.0))
     assert context is not None
@@ -70,9 +71,9 @@ def test_harvey_searches_for_a_small_model_each_turn(tmp_path: Path) -> None:
 
 
 def test_a_request_that_names_nothing_of_the_workspace_is_shown_a_call(tmp_path: Path) -> None:
-    """The push (a call of the nearest tool shown) goes only to a request naming no file,
-    folder or identifier of the workspace; the listing is read the same either way; a
-    model offered no tools is told of none."""
+    """The push (the nearest tool alone, and a call of it shown) goes only to a request
+    naming no file, folder or identifier of the workspace; the others get the three
+    nearest, listed; a model offered no tools is told of none."""
     from harvey.chat.calls.tool_rounds import found_schemas
     from harvey.messages import Message
     from harvey.protocols import TurnQuery
@@ -93,7 +94,7 @@ def test_a_request_that_names_nothing_of_the_workspace_is_shown_a_call(tmp_path:
     )
     turn = Message("user", "please create a meeting for me\n\n" + pushed)
     names = [s["function"]["name"] for s in found_schemas([turn], offered)]
-    assert names[0] == "mcp__calendar__create_event" and len(names) == 3
+    assert names == ["mcp__calendar__create_event"]  # the nearest alone
     for about_files in (
         "update the meeting notes in notes.md",  # a file
         "update the meeting in the src folder",  # a folder of the workspace
@@ -102,6 +103,8 @@ def test_a_request_that_names_nothing_of_the_workspace_is_shown_a_call(tmp_path:
     ):
         listed = after(about_files)
         assert listed is not None and PUSH not in listed and "Reply like" not in listed, about_files
+        turn = Message("user", about_files + "\n\n" + listed)
+        assert len(found_schemas([turn], offered)) == 3  # the three nearest, listed alone
     assert after("please create a meeting for me", mode="off") is None
     hints.push = False
     alone = after("please create a meeting for me")
