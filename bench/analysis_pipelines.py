@@ -99,6 +99,12 @@ def harvey(
     answer: str = "auto",
     chunk_size: int | str = "auto",
 ) -> Outcome:
+    """Harvey's analysis; ``chunk_size`` a number of bytes, ``auto`` (as a user gets it),
+    or ``window``: the window-sized chunk ``auto`` is without the cap it has when the
+    model chooses the evidence (``file_chunks.CHOOSING_CHUNK_BYTES``), for the curve."""
+    if chunk_size == "window":
+        chunk_size = window_chunk_bytes(client, path, instruction)
+
     def run(counting: Counting) -> tuple[str, list[Citation]]:
         result = analyze_file(
             path,
@@ -110,6 +116,16 @@ def harvey(
         return result.text, result.citations
 
     return _timed(client, run)
+
+
+def window_chunk_bytes(client: LLMClient, path: Path, instruction: str) -> int:
+    """``chunk_size_bytes: auto`` for ``client`` when Harvey's finder finds the evidence:
+    the share of the window ``auto_chunk_bytes`` gives, with the same sizing."""
+    from harvey.analysis.api import Heuristic
+
+    ratio = Heuristic().size_ratio(client, Source.at(path, path.name).doc_type.value)
+    cfg = chunk_config(ChunkingSettings(), client, instruction=instruction, bytes_per_token=ratio)
+    return cfg.chunk_size_bytes
 
 
 # ----------------------------------------------------------------- previous Harvey

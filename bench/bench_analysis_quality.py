@@ -51,10 +51,10 @@ PIPELINES: list[tuple[str, str]] = [
     ("one_prompt", "one prompt, document cut to the window"),
     ("textbook", "LangChain map_reduce (QA prompts)"),
 ]
-CURVE_SIZES: list[int | str] = [1500, 3000, 6000, 12000, "auto"]
+CURVE_SIZES: list[int | str] = [1500, 3000, 6000, 12000, "window"]
 CURVE_STYLES = ("harvey", "choose", "model")
 # A model writing records costs minutes a case on two cores: fewer sizes, fewer cases.
-CURVE_MODEL_SIZES: list[int | str] = [3000, 6000, "auto"]
+CURVE_MODEL_SIZES: list[int | str] = [3000, 6000, "window"]
 CURVE_CASES = ("logging-archivist", "find-reports", "make-versions", "whatsnew21-peps")
 SEED = 7
 

@@ -56,6 +56,51 @@ def test_chunk_config_resolves_auto_for_the_map_model() -> None:
     assert fixed.chunk_size_bytes == 5000  # --chunk-size overrides auto
 
 
+def test_auto_is_capped_when_the_model_chooses_the_evidence() -> None:
+    """The quality curve's finding: the model choosing among candidates keeps fewer facts
+    the larger its chunk, so ``auto`` stops at 3,000 bytes for it; Harvey's own finder
+    and a model writing records keep the window-sized chunk, and a number is a number."""
+    from harvey.analysis.file_chunks import CHOOSING_CHUNK_BYTES
+
+    with FakeOpenAI(context_window=32_768) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        window = chunk_config(ChunkingSettings(), client).chunk_size_bytes
+        assert window > CHOOSING_CHUNK_BYTES == 3000
+        for style in ("harvey", "model"):
+            assert (
+                chunk_config(ChunkingSettings(), client, evidence=style).chunk_size_bytes == window
+            )
+        choosing = chunk_config(ChunkingSettings(), client, evidence="choose")
+        assert choosing.chunk_size_bytes == CHOOSING_CHUNK_BYTES
+        fixed = ChunkingSettings.partial(chunk_size_bytes=9000)
+        assert (
+            chunk_config(ChunkingSettings(), client, fixed, evidence="choose").chunk_size_bytes
+            == 9000
+        )
+
+
+def test_the_analysis_sizes_its_chunks_for_the_style_that_finds_the_evidence(
+    tmp_path: Path,
+) -> None:
+    """Through ``analyze_file``: a model that chooses gets 3,000-byte chunks, Harvey's
+    finder window-sized ones, on the same document and window."""
+    from harvey.analysis.api import AnalyzeOptions, analyze_file
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("".join(f"Paragraph {i} holds the year {1900 + i}.\n\n" for i in range(900)))
+    totals = {}
+    with QuotingOpenAI(context_window=32_768) as srv:
+        client = OpenAIClient(srv.url, "fake-model", retries=0)
+        for style in ("harvey", "choose"):
+            result = analyze_file(
+                doc, "List every year.", settings=ChunkingSettings(), client=client,
+                options=AnalyzeOptions(evidence=style, answer="evidence"),  # type: ignore[arg-type]
+            )  # fmt: skip
+            totals[style] = result.total
+    size = doc.stat().st_size
+    assert totals["choose"] >= size // 3000 > totals["harvey"]
+
+
 def test_auto_without_a_reachable_window_is_the_fixed_size() -> None:
     client = OpenAIClient("http://127.0.0.1:9/v1", "m", retries=0, connect_timeout=0.5)
     # nothing answers /props: the OpenAI backend's default window (8192) sizes the chunks

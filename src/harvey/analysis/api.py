@@ -189,12 +189,14 @@ def analyze_file(
     if size == 0:
         raise UsageError(f"{name} is empty: there is nothing to analyse")
     doc_type = source.doc_type
+    evidence, answer = answer_plan(settings, client.model, options)
     cfg = chunk_config(
         chunking_of(settings),
         client,
         options.overrides,
         instruction=instruction,
         bytes_per_token=sizing.size_ratio(client, doc_type.value),
+        evidence=evidence,
     )
     at_least = -(-size // cfg.chunk_size_bytes)  # no chunk holds more than chunk_size_bytes
     asked = at_least > cfg.max_chunks
@@ -216,7 +218,6 @@ def analyze_file(
         return FileAnalysis(AnalysisStatus.CANCELLED, total=total)
     if using.on_start is not None:
         using.on_start()
-    evidence, answer = answer_plan(settings, client.model, options)
     params = ChunkAnalysisParams(
         filename=name,
         chunks=chunks,

@@ -28,6 +28,14 @@ from harvey.workspace.files import open_regular
 from harvey.workspace.kinds import language_for_path
 from harvey.workspace.source import Source
 
+#: ``chunk_size_bytes: auto`` when the model chooses a chunk's evidence among numbered
+#: candidates (``analysis.evidence: choose``): the analysis-quality benchmark's curve
+#: (BENCHMARKS.md) found that model keeping fewer facts the larger its chunk, on the
+#: embedded model and behind a server alike; at 3,000 bytes it kept nearly all it keeps
+#: at 1,500 in under a third of the time. Harvey's own finder judges every size alike
+#: and keeps window-sized chunks, the fewest calls.
+CHOOSING_CHUNK_BYTES = 3000
+
 
 def chunk_config(
     settings: ChunkingSettings,
@@ -36,9 +44,12 @@ def chunk_config(
     *,
     instruction: str = "",
     bytes_per_token: float = BYTES_PER_TOKEN,
+    evidence: str = "harvey",
 ) -> ChunkConfig:
     """The run config: the ``chunking:`` stanza with this run's overrides, for ``client``;
-    ``chunk_size_bytes: auto`` sized to ``client``'s window (``auto_chunk_bytes``)."""
+    ``chunk_size_bytes: auto`` sized to ``client``'s window (``auto_chunk_bytes``), and
+    no larger than ``CHOOSING_CHUNK_BYTES`` when ``evidence`` (the style that finds it,
+    ``analysis.evidence``) is the model choosing among candidates."""
     stanza = settings
     if overrides is not None and overrides.model_fields_set:  # no flag: nothing to merge
         stanza = settings.overridden_by(overrides)
@@ -50,6 +61,8 @@ def chunk_config(
             )
         except BackendError:  # the window is unknowable: today's fixed size
             size = FIXED_CHUNK_BYTES
+        if evidence == "choose":
+            size = min(size, CHOOSING_CHUNK_BYTES)
         stanza = stanza.model_copy(update={"chunk_size_bytes": size})
     return ChunkConfig.from_settings(stanza, embedded=client.backend == "local")
 

@@ -240,6 +240,7 @@ def analyze_paths(
     configs: dict[DocType, ChunkConfig] = {}
     plan: list[tuple[Source, int, ChunkConfig]] = []
     at_least = total_size = 0
+    evidence, answer = answer_plan(settings, client.model, options)
     for path in files:
         source = Source.at(path, _relative(workspace.resolve(), path))
         size = source_size(source)
@@ -247,8 +248,9 @@ def analyze_paths(
         if doc not in configs:
             ratio = sizing.bytes_per_token(client, doc.value)
             configs[doc] = chunk_config(
-                chunking, client, options.overrides, instruction=instruction, bytes_per_token=ratio
-            )
+                chunking, client, options.overrides, instruction=instruction,
+                bytes_per_token=ratio, evidence=evidence,
+            )  # fmt: skip
         cfg = configs[doc]
         plan.append((source, size, cfg))
         at_least += max(1, -(-size // cfg.chunk_size_bytes))
@@ -285,7 +287,6 @@ def analyze_paths(
         )
     ):
         return FolderOutcome(FolderStatus.CANCELLED)
-    evidence, answer = answer_plan(settings, client.model, options)
     run = FolderRun(
         client=client,
         instruction=instruction,
