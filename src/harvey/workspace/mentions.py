@@ -14,6 +14,7 @@ from pathlib import Path
 
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])")
 WORD = re.compile(r"[A-Za-z_][\w]*(?:[./][A-Za-z_]\w*)*")
+MAX_FOLDER_WORDS = 64
 
 
 def named_paths(text: str) -> list[str]:
@@ -55,4 +56,5 @@ def names_the_workspace(text: str, workspace: Path | None) -> bool:
     words = [w.rstrip("./") for w in WORD.findall(text)]
     if any(len(w) >= 3 and is_name(w) for w in words):
         return True
-    return workspace is not None and bool(named_folders(words, workspace))
+    # a folder is looked for among the first words only: a pasted page costs no stat each
+    return workspace is not None and bool(named_folders(words[:MAX_FOLDER_WORDS], workspace))
