@@ -76,39 +76,30 @@ def test_a_workspace_server_waits_for_trust_then_for_its_own_approval(
 def test_mcp_tools_counts_the_schemas_with_the_models_own_tokenizer(
     workspace: Path, isolated_env: Path
 ) -> None:
-    """Exact where the backend can count (the embedded model here), and the same count
-    the tokenizer gives the schema as offered; an estimate, marked ``~``, where not."""
-    import json
+    """Counted by the server's own tokenizer where the backend can count (a llama.cpp
+    server's ``/tokenize`` here), marked as counted; an estimate, marked ``~``, where it
+    cannot."""
     import re
 
-    from harvey.llm.local import LocalClient
-    from harvey.mcp.connection import ListedTool
-    from harvey.tools.mcp_tools import listed_tokens
+    from harvey.llm.scripted import Reply
+    from tests.fakes.servers import FakeOpenAI
 
     entry = server_entry()
-    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}, "backend: local\n"))
+    (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}))
     assert harvey(workspace, "mcp", "approve", "demo", "--yes")[0] == 0
-    code, out, err = harvey(workspace, "mcp", "tools", "demo")
+    with FakeOpenAI([Reply("unused")], tokenize_api="llama.cpp") as srv:
+        counted = f"backend: openai\nbase_url: {srv.url}\n"
+        (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}, counted))
+        code, out, err = harvey(workspace, "mcp", "tools", "demo")
+        asked = [r.path for r in srv.requests]
     assert code == 0, err
-    assert re.search(r"demo: 8 tools, schemas [\d,]+ tokens \(counted: ", out), out
-    shown = re.search(r"  add  \[approved\]  ([\d,]+) tokens", out)
-    assert shown is not None, out
-    add = ListedTool("add", "Add two numbers.", json.loads(_add_schema(workspace)), None)
-    tokenizer = LocalClient().token_counter()
-    assert int(shown.group(1).replace(",", "")) == listed_tokens("demo", add, tokenizer.count)
+    assert "/tokenize" in asked, asked
+    assert re.search(r"demo: 8 tools, schemas [\d,]+ tokens \(counted: llama.cpp /tokenize\)", out), out
+    assert re.search(r"  add  \[approved\]  [\d,]+ tokens", out), out
     remote = "backend: openai\nbase_url: http://127.0.0.1:9/v1\n"  # nobody answers there
     (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}, remote))
     out = harvey(workspace, "mcp", "tools", "demo")[1]
     assert re.search(r"  add  \[approved\]  ~[\d,]+ tokens", out) and "(estimated: " in out, out
-
-
-def _add_schema(workspace: Path) -> str:
-    import json
-
-    from harvey.mcp.connection import list_tools
-
-    tools = {t.name: t for t in list_tools(McpServerSettings(**server_entry()), around(workspace))}  # type: ignore[arg-type]
-    return json.dumps(tools["add"].schema)
 
 
 def test_a_changed_command_under_an_approved_name_asks_again(
