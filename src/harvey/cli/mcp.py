@@ -75,13 +75,16 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
 
     paths, settings = load(workspace)
     around = _surroundings(paths, settings)
-    count, how = _counter(settings)
-    mark = "" if count else "~"
+    counting: tuple[Callable[[str], int] | None, str] | None = None
     for server in _chosen(paths, settings, name):
         if not server.approved:
             click.echo(f"{_safe(server.name)}: not started: {server.why_not}")
             continue
         tools = _tools(server, around)
+        if counting is None:  # the model is reached only when there are schemas to count
+            counting = _counter(settings)
+        count, how = counting
+        mark = "" if count else "~"
         total = sum(listed_tokens(server.name, t, count) for t in tools)
         click.echo(
             f"{_safe(server.name)}: {len(tools)} tools, schemas {mark}{total:,} tokens ({how})"
