@@ -94,7 +94,9 @@ def test_mcp_tools_counts_the_schemas_with_the_models_own_tokenizer(
         asked = [r.path for r in srv.requests]
     assert code == 0, err
     assert "/tokenize" in asked, asked
-    assert re.search(r"demo: 8 tools, schemas [\d,]+ tokens \(counted: llama.cpp /tokenize\)", out), out
+    assert re.search(
+        r"demo: 8 tools, schemas [\d,]+ tokens \(counted: llama.cpp /tokenize\)", out
+    ), out
     assert re.search(r"  add  \[approved\]  [\d,]+ tokens", out), out
     remote = "backend: openai\nbase_url: http://127.0.0.1:9/v1\n"  # nobody answers there
     (isolated_env / "harvey.yaml").write_text(yaml_of({"demo": entry}, remote))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import tempfile
+from datetime import datetime, timedelta
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harvey.messages import ToolCall
 from harvey.protocols import RecallItem
 from harvey.session.fountain import parse_session
-from harvey.session.recorder import Recorder
+from harvey.session.recorder import Recorder, recording_order
 from harvey.session.records import ToolNote, TurnRecord
 
 from .test_fountain import clock_from
@@ -225,6 +229,24 @@ def test_open_in_names_files_and_avoids_collisions(tmp_path: Path) -> None:
     assert first.path.name == "harvey-session-20260627-100408.spmd"
     assert second.path.name == "harvey-session-20260627-100408-2.spmd"
     assert first.enabled and second.enabled
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=1, max_size=14))
+def test_recordings_sort_in_the_order_they_were_started(steps: list[int]) -> None:
+    """Twelve sessions in one second sort ``…``, ``-2`` … ``-12``, not by plain name."""
+    started: list[str] = []
+    now = FIXED
+    with tempfile.TemporaryDirectory() as folder:
+        for step in steps:
+            now += timedelta(seconds=step)
+            rec = Recorder.open_in(
+                Path(folder), user="u", model="m", backend="b", clock=lambda at=now: at
+            )
+            started.append(rec.path.name)
+        on_disk = sorted((p.name for p in Path(folder).glob("*.spmd")), key=recording_order)
+    assert on_disk == started
+    assert recording_order("notes.spmd") > recording_order(started[-1])
 
 
 def test_uncreatable_directory_fails_open_with_one_warning(tmp_path: Path) -> None:

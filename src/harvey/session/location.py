@@ -21,7 +21,7 @@ from harvey.config.settings import Paths, SessionSettings, Settings
 from harvey.errors import ConfigError, HarveyError
 from harvey.ownfiles.nofollow import Location, Refusals, UnsafePath
 from harvey.protocols import LLMClient
-from harvey.session.recorder import Recorder
+from harvey.session.recorder import Recorder, recording_order
 
 if TYPE_CHECKING:
     from harvey.session.store import SessionStore
@@ -80,7 +80,7 @@ def recording_files(paths: Paths, settings: Settings) -> list[Path]:
     """
     try:
         with session_location(paths, settings.session).open(create=False) as folder:
-            names = sorted(n for n in folder.names() if n.endswith(".spmd"))
+            names = sorted((n for n in folder.names() if n.endswith(".spmd")), key=recording_order)
             return [
                 folder.path / n
                 for n in names

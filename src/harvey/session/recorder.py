@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -52,6 +53,23 @@ SHELL = "SHELL"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 CHUNK_DONE = "Chunk analysis complete. Synthesized result injected into conversation."
 CHUNK_FAILED = "Chunk analysis failed; no synthesized result was injected."
+
+
+_RECORDING_NAME = re.compile(r"harvey-session-(\d{8}-\d{6})(?:-(\d+))?\.spmd")
+
+
+def recording_order(name: str) -> tuple[str, int, str]:
+    """The order recordings were started in, from a file's name alone.
+
+    A plain sort puts ``…-101500-2.spmd`` before ``…-101500.spmd`` (a hyphen
+    sorts before a dot) and ``-10`` before ``-2``: the second session of a
+    second would read as the first. Names not made by ``open_in`` sort last,
+    among themselves by name.
+    """
+    found = _RECORDING_NAME.fullmatch(name)
+    if found is None:
+        return ("~", 0, name)
+    return (found[1], int(found[2] or 1), name)
 
 
 class Recorder:
