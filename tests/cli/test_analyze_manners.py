@@ -64,7 +64,9 @@ def test_a_map_reply_cut_off_twice_is_recorded_as_an_error(harvey: Run, workspac
         _maps, syntheses = maps_and_syntheses(srv)
     assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
     assert f"[1] (doc.md:L7) {THREE}" in syntheses[0] and ONE not in syntheses[0]
-    assert "[[chunk-result: 1/2 — error: stream ended early from fake-model" in spmd(workspace)
+    assert "[[chunk-result: 1/2 — error: stream ended early, before any reply from fake-model" in (
+        spmd(workspace)
+    )
 
 
 def test_when_every_map_call_failed_there_is_no_synthesis(harvey: Run, workspace: Path) -> None:

@@ -90,3 +90,38 @@ def test_a_proxy_in_the_environment_keeps_httpx_default(monkeypatch: pytest.Monk
 def test_no_proxy_alone_still_defers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("no_proxy", "localhost")
     assert isinstance(default_transport(), DeferredTLSTransport)
+
+
+def test_a_server_that_takes_the_request_and_resets_is_not_unreachable() -> None:
+    """Accepted, read, then reset (what llama-cpp-python's server does with a prompt longer
+    than its window): said as what happened, asked again as often as the settings say (a
+    stale kept-alive connection ends the same way), never "cannot reach"."""
+    import socket
+    import struct
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.recv(65536)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()  # a reset, not a clean end
+
+    threading.Thread(target=serve, daemon=True).start()
+    transport = http.HttpTransport(endpoint(f"http://127.0.0.1:{port}/v1"), retries=1)
+    try:
+        with pytest.raises(BackendUnavailable) as caught:
+            list(transport.stream_lines("/chat/completions", {"stream": True}))
+    finally:
+        transport.close()
+        listener.close()
+    assert str(caught.value).endswith("closed the connection without answering — check its log")
+    assert accepted == [1, 1]

@@ -113,3 +113,25 @@ def test_the_model_choosing_its_evidence_gets_the_schema_through(
     spmd = next((ws / ".harvey" / "sessions").glob("*.spmd")).read_text()
     statuses = re.findall(r"\[\[chunk-result: \d+/\d+ — ([^\]]*)\]\]", spmd)
     assert statuses and all(s.startswith(("ok", "skipped")) for s in statuses), statuses
+
+
+def test_a_prompt_longer_than_the_servers_window_is_said_to_be(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """The server (``--n_ctx 2048``, which Harvey cannot ask it for) drops a streamed request
+    whose prompt is longer than its window, without an error: Harvey must not call that
+    "cannot reach", and must say what to set."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prompt = "Summarise this. " + "The reservoir on Gull Hill held the town's water. " * 300
+    proc = run_harvey(
+        "run", prompt, "--backend", "openai", "--base-url", llama_server,
+        cwd=ws, env=_env(tmp_path), timeout=300,
+    )  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    # before its headers are out or after, by the timing of its threads: either way, one line
+    said = ("closed the connection without answering", "stream ended early")
+    assert any(s in lines[-1] for s in said), proc.stderr
+    assert "--n_ctx" in lines[-1] and "context_window" in lines[-1]
+    assert "cannot reach" not in proc.stderr

@@ -163,8 +163,16 @@ def test_a_stream_cut_before_its_end_marker_is_asked_for_once_more() -> None:
     with FakeOpenAI([Truncated("The main"), Reply("Three events.")]) as srv:
         assert chat(client(srv.url), HI).text == "Three events."
     srv = FakeOpenAI([Truncated("The main"), Truncated("The")])
-    with srv, pytest.raises(StreamError, match=r"^stream ended early .*\(asked twice\)"):
+    with srv, pytest.raises(StreamError, match=r"^stream ended early .*\(asked twice\)") as cut:
         chat(client(srv.url), HI)
+    assert "--n_ctx" not in str(cut.value)  # words came: no guess at the cause
+    srv = FakeOpenAI([Truncated(""), Truncated("")])
+    with (
+        srv,
+        pytest.raises(StreamError, match=r"before any reply .*\(asked twice\) — check") as none,
+    ):
+        chat(client(srv.url), HI)
+    assert "--n_ctx" in str(none.value) and "context_window" in str(none.value)
 
 
 def test_concurrent_requests_are_served_in_parallel() -> None:

@@ -29,6 +29,13 @@ log = logging.getLogger(__name__)
 
 #: The most parallel slots Harvey believes a server has (it sends that many requests at once).
 MAX_SLOTS = 64
+# What a server that takes a request and ends it unanswered most often means, locally.
+STREAM_DROPPED_HINT = (
+    "check the server's log; llama-cpp-python's server does this when a prompt is longer "
+    "than its window (--n_ctx, 2048 unless started with more): set context_window in "
+    "harvey.yaml to that"
+)
+NOTHING_STREAMED = "stream ended early, before any reply"
 
 
 def token_counter_of(client: LLMClient) -> Any:
@@ -117,7 +124,8 @@ def chat(
             break
         log.info("%s from %s (%s); asking once more", problem, client.model, client.endpoint)
     where = f"{client.model} at {client.endpoint}"
-    raise StreamError(f"{problem} from {where}" + ("" if shown else " (asked twice)"))
+    hint = f" — {STREAM_DROPPED_HINT}" if problem == NOTHING_STREAMED else ""
+    raise StreamError(f"{problem} from {where}" + ("" if shown else " (asked twice)") + hint)
 
 
 def _drain(
@@ -212,7 +220,8 @@ def _drain(
     if finish is None:  # a backend that cannot tell (the scripted one): taken as it came
         return result, "", shown
     if finish.reason is None:
-        return result, "stream ended early", shown
+        early = "stream ended early" if deltas or result.tool_calls else NOTHING_STREAMED
+        return result, early, shown
     if cut:  # ended by Harvey, with its line: never asked again
         return result, "", shown
     if not result.answer.strip() and not result.tool_calls:

@@ -82,6 +82,7 @@ class Endpoint:
     base_url: str
     start_hint: str  # what to do when it cannot be reached
     model_hint: str = "run `harvey models` to list the models it offers"
+    dropped_hint: str = "check its log"  # what to do when it closes a request unanswered
 
     @property
     def where(self) -> str:
@@ -148,9 +149,16 @@ def connect_error(endpoint: Endpoint, exc: Exception) -> BackendUnavailable:
         reason = "connection timed out"
     elif "name or service" in text or "nodename" in text or "getaddrinfo" in text:
         reason = "host name not found"
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        reason = "the server closed the connection"
     return BackendUnavailable(f"cannot reach {endpoint.where}: {reason} — {endpoint.start_hint}")
+
+
+def dropped_error(endpoint: Endpoint) -> BackendUnavailable:
+    """A server that was reached, took the request, and closed before any answer: not
+    "cannot reach" (it was reached). Still transient: a kept-alive connection the server
+    had already let go ends the same way, and a fresh one then answers."""
+    return BackendUnavailable(
+        f"{endpoint.where} closed the connection without answering — {endpoint.dropped_hint}"
+    )
 
 
 def timeout_error(endpoint: Endpoint, timeout: float) -> BackendUnavailable:
@@ -275,9 +283,11 @@ class HttpTransport:
                     kwargs["timeout"] = httpx.Timeout(timeout, connect=self._client.timeout.connect)
                 request = self._client.build_request(method, url, json=payload, **kwargs)
                 response = self._follow(request, self._client.send(request, stream=True))
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 err = connect_error(self.endpoint, exc)
                 cause: Exception = exc
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                err, cause = dropped_error(self.endpoint), exc  # a kept-alive one may be stale
             except httpx.TimeoutException as exc:
                 raise timeout_error(self.endpoint, timeout or self.timeout) from exc
             except httpx.HTTPError as exc:

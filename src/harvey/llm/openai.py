@@ -35,7 +35,7 @@ from typing import Any, Unpack
 
 from harvey.errors import BackendError, StreamError
 from harvey.llm import prompt_cache, wire
-from harvey.llm.base import MAX_SLOTS, new_call_id, parse_arguments
+from harvey.llm.base import MAX_SLOTS, STREAM_DROPPED_HINT, new_call_id, parse_arguments
 from harvey.llm.http import Endpoint, malformed, server_root
 from harvey.llm.http_client import HttpClient, HttpOptions
 from harvey.llm.reply_bounds import (
@@ -200,6 +200,7 @@ class OpenAIClient(HttpClient):
             "the OpenAI-compatible server",
             self.endpoint,
             "is the server running? Set OPENAI_BASE_URL or --base-url",
+            dropped_hint=STREAM_DROPPED_HINT,
         )
 
     def _headers(self) -> dict[str, str]:
