@@ -7,7 +7,8 @@
   ``Chunk i of N:`` and the chunk; "Combine the following N section summaries into a
   single coherent response"), chunks sized to the window, replies capped as before.
 * **one prompt** — what a chat tool does: the document cut to fit the window, then
-  the instruction.
+  the instruction; cut by the server's own count where the backend can count (an
+  over-long prompt makes llama-cpp-python's server drop the connection, not refuse it).
 * **textbook** — LangChain's ``map_reduce`` question-answering chain with its own
   prompts written out (``question_prompt``: "Use the following portion of a long
   document to see if any of the text is relevant to answer the question. Return
@@ -34,7 +35,7 @@ from harvey.analysis.file_chunks import chunk_config, chunks_of, source_size
 from harvey.analysis.map_calls import run_bounded
 from harvey.config.settings import ChunkingSettings
 from harvey.errors import ContextTooLong
-from harvey.llm.base import chat, map_client_of
+from harvey.llm.base import chat, map_client_of, token_counter_of
 from harvey.messages import Message
 from harvey.protocols import LLMClient
 from harvey.workspace.source import Source
@@ -170,10 +171,22 @@ def previous(client: LLMClient, path: Path, instruction: str) -> Outcome:
 
 
 def one_prompt(client: LLMClient, text: str, instruction: str) -> Outcome:
+    tokenizer = token_counter_of(client)
+
+    def fitted(room: int) -> int:
+        """The longest cut of ``text`` whose prompt the backend counts within ``room``."""
+        cut = len(text)
+        while cut > 0:
+            tokens = tokenizer.count(f"{text[:cut]}\n\n{instruction}")
+            if tokens <= room:
+                return cut
+            cut = min(int(cut * room / tokens * 0.98), cut - 1)
+        return 0
+
     def run(counting: Counting) -> tuple[str, list[Citation]]:
         window = counting.capabilities().context_window
         room = max(256, int(window * 0.9) - 400 - len(instruction) // 3)
-        cut = int(room * 3.6)
+        cut = fitted(room) if tokenizer is not None else int(room * 3.6)
         while True:
             prompt = f"{text[:cut]}\n\n{instruction}"
             try:
