@@ -407,11 +407,11 @@ three ways of finding evidence (its own finder; the model choosing among numbere
 candidates under a JSON schema; the model writing records, each quote verified), Harvey's
 finder with the model writing the answer (checked), **Harvey before this change** (the
 seed's prompts, window-sized chunks), **one prompt** with the document cut to the window
-(what a chat tool does), and LangChain's **map_reduce** question-answering chain with its
-prompts written out, over its splitter at 4,000 characters. The finder's rules were
-written against the in-sample cases; the held-out ones were written before the rules ran
-on them and changed none (one fix they showed — overlapping records of two chunks joined
-instead of one dropped — was a bug, not a rule).
+by the model's own token count (what a chat tool does), and LangChain's **map_reduce**
+question-answering chain with its prompts written out, over its splitter at 4,000
+characters. The finder's rules were written against the in-sample cases; the held-out ones
+were written before the rules ran on them and changed none (one fix they showed —
+overlapping records of two chunks joined instead of one dropped — was a bug, not a rule).
 """
 
 
