@@ -374,10 +374,10 @@ class McpToolHints:
     ``find_tools``' own form, so they join the turn's choices (as a call to ``find_tools``
     would have) and the prompt's prefix stays the same.
 
-    Shown the three nearest, SmolLM2-135M answered most requests with a file tool (4 of
+    Shown the three nearest, SmolLM2-135M answered most requests with a file tool (3 of
     12 reached, 0 of 12 held out). So a request that names nothing of the workspace (no
     file, folder or identifier) is pushed: it gets the nearest tool alone, said to be the
-    one it needs, with what a call of it looks like (11 of 12, 8 of 12 held out: as often
+    one it needs, with what a call of it looks like (10 of 12, 8 of 12 held out: as often
     as the nearest is the right one; BENCHMARKS.md, "MCP schemas on a budget"). Pushed
     every time, the model called an MCP tool for half the requests about files; a
     request that names a file gets the three, listed alone."""
