@@ -30,7 +30,11 @@ def _patterns() -> tuple[Any, Any, Any]:
     # where a call may begin: a marker at a line start, after blanks and any complete
     # <think> blocks (the parser drops thinking wherever it sits, so must the display)
     markers = "|".join(regex.escape(m) for m in MARKERS)
-    line_call = regex.compile(r"[ \t]*(?:<think>.*?</think>[ \t]*)*(?:" + markers + r")", regex.S)
+    # (or a fenced JSON block after preamble: it may be a call, held until decided)
+    fence = r"```[ \t]*(?i:json)?[ \t]*\n\s*[\{\[]"
+    line_call = regex.compile(
+        r"[ \t]*(?:<think>.*?</think>[ \t]*)*(?:" + markers + "|" + fence + r")", regex.S
+    )
     # a reply that begins (after blanks and thinking) like a whole-reply JSON call
     reply_call = regex.compile(r"\s*(?:\{|\[\s*\{|```[ \t]*(?:json)?[ \t]*\n\s*\{)", regex.I)
     think = regex.compile(r"\s*<think>.*?</think>", regex.S)

@@ -9,15 +9,19 @@ those forms in a finished reply:
 * Mistral ``[TOOL_CALLS] [{…}, …]`` and its newer ``[TOOL_CALLS]name[ARGS]{…}``,
 * Llama 3 ``<|python_tag|>{"name": …, "parameters": …}`` (several joined by ``;``),
 * Phi ``<|tool_call|>[{…}]<|/tool_call|>``,
-* a reply that is only such a JSON object (or a list of them), bare or alone in a
-  fenced ``json`` block.
+* a reply that is only such a JSON object (or a list of them), bare or in a
+  fenced ``json`` block, alone or after a sentence of preamble ("I will read it.").
 
 What is not a call matters as much: a ``<think>`` block is thinking, so a call
-written only there is not made; a tag form counts only where a line begins and
-when nothing but the calls follows it, so prose that quotes a call (inline, in a
-code example, or with explanation after it) stays prose. When the markup is
-plainly a call but its JSON cannot be read, the result says so (``error``), so
-the loop can tell the model instead of showing the user the markup.
+written only there is not made; a tag form or a fence counts only where a line
+begins and when nothing but the calls follows it, so prose that quotes a call
+(inline, in a code example, or with explanation after it) stays prose. When the
+markup is plainly a call but its JSON cannot be read, the result says so
+(``error``), so the loop can tell the model instead of showing the user the markup.
+
+Shape is only half the rule: a call whose text the model was shown this turn (a
+file it read, a tool result) is a quotation whatever its shape, and never runs
+(``harvey.chat.calls.quoted``, applied by ``tool_rounds``).
 
 This module only reads text; whether a name is a registered tool and its
 arguments fit the tool's schema is decided by ``harvey.chat.calls.tool_choice``.
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harvey.llm import wire
@@ -43,6 +47,8 @@ MARKERS = {
 _LLAMA_ENDS = ("<|eom_id|>", "<|eot_id|>")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*?)\n?[ \t]*```\Z", re.S | re.I)
+#: Where a fenced block may open after preamble: a fence at a line start.
+_FENCE_OPEN = re.compile(r"\n[ \t]*```[ \t]*(?:json)?[ \t]*\n", re.I)
 _LINE_START = re.compile(r"(?:\A|\n)[ \t]*")
 
 
@@ -84,6 +90,9 @@ def find_calls(text: str) -> Found | None:
     whole = _whole_reply_calls(body)
     if whole is not None:
         return whole
+    fenced = _fenced_after_preamble(body)
+    if fenced is not None:
+        return fenced
     start, marker = _first_marker(body)
     if marker is None:
         return None
@@ -116,6 +125,23 @@ def _whole_reply_calls(body: str) -> Found | None:
     except (_NotACall, _Unreadable):
         return None
     return Found(form, tuple(calls))
+
+
+def _fenced_after_preamble(body: str) -> Found | None:
+    """Prose, then a fenced block holding only a call object, ending the reply."""
+    if not body.endswith("```"):
+        return None
+    openings = list(_FENCE_OPEN.finditer(body))  # the last fence opening at a line start
+    opening = openings[-1] if openings else None
+    if opening is None or opening.end() > len(body) - 3:
+        return None
+    prose = body[: opening.start()].strip()
+    if not prose or prose.count("```") % 2:  # inside an open fence: an example, not a call
+        return None
+    found = _whole_reply_calls(body[opening.start() :].strip())
+    if found is None or found.form != "fenced-json":
+        return None
+    return replace(found, prose=prose)
 
 
 def _first_marker(body: str) -> tuple[int, str | None]:

@@ -16,17 +16,24 @@ A rescued or constrained call runs only when it names an offered tool with
 arguments valid for its schema; otherwise the model gets the reason as the
 call's ``error:`` result (once per turn: a model that repeats the mistake has
 its text taken as the answer). Its ``[[tool:]]`` note says how it was made.
+
+Whatever its form, a call written in what the model was shown this turn is a
+quotation and never runs (``harvey.chat.calls.quoted``): a reply whose text calls
+are quoted stays the reply's text; a quoted native or constrained call gets the
+reason as its ``error:`` result.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harvey.chat.calls.quoted import QUOTED, Shown
 from harvey.chat.calls.stream_holdback import HoldBack
 from harvey.chat.calls.text_tool_calls import find_calls
 from harvey.chat.calls.tool_choice import (
@@ -45,6 +52,8 @@ from harvey.protocols import ChatResult, LLMClient
 from harvey.session.records import ToolNote
 from harvey.tools.registry import ToolContext, ToolExecutor
 from harvey.workspace.mentions import named_folders
+
+log = logging.getLogger(__name__)
 
 #: How a call was made, as its ``[[tool:]]`` note says (nothing for a native call).
 RESCUED = "rescued from text"
@@ -75,6 +84,7 @@ class ToolRounds:
         self.told = False  # the model has had its one error for a call it got wrong
         self.made: set[tuple[str, str]] = set()  # constrained calls made this turn
         self.found: list[dict[str, Any]] = []  # schemas find_tools gave in the conversation
+        self.shown = Shown(())  # what the model was shown this turn, as of this round
 
     @property
     def choices(self) -> list[dict[str, Any]]:
@@ -94,8 +104,11 @@ class ToolRounds:
         """The round's reply, with the calls it makes (native, rescued or constrained);
         ``offer=False`` (the last round) asks for an answer without tools. Its requests
         belong to the session, so a llama.cpp server keeps them on the session's slot."""
+        self.shown = Shown.of(prompt, self.asked)
         with session_scope(self.session):
-            return self._ask(client, prompt, offer, on_text, cancel)
+            result = self._ask(client, prompt, offer, on_text, cancel)
+        self._refuse_quoted(result)
+        return result
 
     def _ask(
         self,
@@ -126,6 +139,8 @@ class ToolRounds:
 
     def execute(self, executor: ToolExecutor, ctx: ToolContext, call: ToolCall) -> ToolResult:
         why = self.rejected.get(call.id)
+        if why == QUOTED:
+            return ToolResult(call.id, call.name, f"error: {why}.")
         if why is not None:
             hint = "Call only the tools offered, with arguments their schema allows."
             return ToolResult(call.id, call.name, f"error: {why}. {hint}")
@@ -149,11 +164,28 @@ class ToolRounds:
         text = describe_tools(self.schemas, constrained=constrained)
         return [Message("system", f"{prompt[0].content}\n\n{text}"), *prompt[1:]]
 
+    def _refuse_quoted(self, result: ChatResult) -> None:
+        """A native or constrained call written in what the model was shown this turn
+        does not run: it gets the reason instead (a call without an id gets one here)."""
+        calls = []
+        for call in result.tool_calls:
+            if not call.id:
+                call = ToolCall(new_call_id(), call.name, call.arguments)
+            if self.via.get(call.id) != RESCUED and self.shown.quotes(call.name, call.arguments):
+                self.rejected[call.id] = QUOTED
+            calls.append(call)
+        result.tool_calls = calls
+
     def _rescue(self, result: ChatResult) -> bool:
         """Turn calls written in ``result.text`` into ``result.tool_calls``; False when the
-        text makes none (or repeats a mistake the model was already told about)."""
+        text makes none, when a call it writes is a quotation of what the model was shown
+        this turn (the text is then the reply, and nothing runs), or when it repeats a
+        mistake the model was already told about."""
         found = find_calls(result.text)
         if found is None:
+            return False
+        if any(self.shown.quotes(c.name, c.arguments) for c in found.calls):
+            log.info("a tool call in the reply quotes what the model was shown; not run")
             return False
         calls: list[ToolCall] = []
         rejected: dict[str, str] = {}
