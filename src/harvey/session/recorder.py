@@ -166,9 +166,11 @@ class Recorder:
             self.enabled = False
             reason = getattr(exc, "strerror", None) or str(exc)
             message = f"session recording is off: cannot write {self.path} ({reason})"
-            log.warning(message)
-            if self._warn is not None:
+            if self._warn is not None:  # the person is told once, by the front end's warning
+                log.info(message)
                 self._warn(message)
+            else:
+                log.warning(message)
 
     def _stamp(self, when: datetime | None = None) -> str:
         return (when or self._clock()).strftime(TIME_FORMAT)
