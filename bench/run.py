@@ -34,6 +34,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("chunker", "bench.bench_chunker", "Chunkers"),
     ("map_phase", "bench.bench_map_phase", "Map phase"),
     ("analysis_quality", "bench.bench_analysis_quality", "Faithful analysis"),
+    ("reader_questions", "bench.bench_reader_questions", "Reader questions"),
     ("guard", "bench.bench_guard", "Pre-read guard"),
     ("estimator", "bench.bench_estimator", "Token estimator"),
     ("tokens", "bench.bench_tokens", "Token counting and window-sized chunks"),
