@@ -34,6 +34,7 @@ from harvey.workspace.files import (
     SECRET_FILE,
 )
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, display_path, looks_binary, safe_path
+from harvey.workspace.skipped import skipped_dir
 from harvey.workspace.source import Source
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
@@ -43,7 +44,6 @@ DEFAULT_READ_LIMIT = 4096
 # (chunking disabled): memory for a read must not grow with the file.
 MAX_READ_BYTES = 1024 * 1024
 MAX_LIST_ENTRIES = 1000
-SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules"})
 
 
 def _is_continuation(byte: int) -> bool:
@@ -315,7 +315,7 @@ def _tree(root: Path, folder: Path, depth: int, indent: str) -> Iterator[str]:
             yield f"{indent}  {entry.name} -> {target}{_not_read_mark(root, entry)}"
         elif entry.is_dir():
             yield f"{indent}  {entry.name}/"
-            if depth > 1 and entry.name not in SKIP_DIRS:
+            if depth > 1 and not skipped_dir(entry.name, entry):
                 yield from _tree(root, entry, depth - 1, indent + "  ")
         else:
             yield f"{indent}  {entry.name}{_not_read_mark(root, entry)}"

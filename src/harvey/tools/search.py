@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from harvey.errors import FileRefused, ToolError, WorkspaceError
-from harvey.tools.files import SKIP_DIRS, _require_str
+from harvey.tools.files import _require_str
 from harvey.tools.registry import ToolContext
 from harvey.workspace import secret_files
 from harvey.workspace.files import HARD_LINK, SECRET_FILE, file_kind
 from harvey.workspace.paths import display_path, looks_binary, safe_path
+from harvey.workspace.skipped import OWN_FOLDER, skipped_dir, under_own_folder
 
 MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE = 300
@@ -78,6 +79,11 @@ class SearchFilesTool:
         requested = args.get("path") or "."
         root = safe_path(ctx.workspace, requested)
         shown = display_path(ctx.workspace, root)
+        if under_own_folder(shown):
+            return (
+                f"error: {OWN_FOLDER}/ holds Harvey's own files (session recordings, offloaded "
+                "output, plans); search_files never searches them"
+            )
         try:
             info = os.lstat(root)
         except FileNotFoundError:
@@ -164,7 +170,7 @@ def _walk_files(workspace: Path, root: Path, deadline: float, left_out: _LeftOut
         subdirs: list[Path] = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS:
+                if not skipped_dir(entry.name, entry.path):
                     subdirs.append(Path(entry.path))
             elif rule.matches(display_path(workspace, Path(entry.path))):
                 left_out.add(SECRET_FILE)

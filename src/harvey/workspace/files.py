@@ -39,14 +39,11 @@ from typing import IO
 
 from harvey.errors import FileRefused, WorkspaceError
 from harvey.workspace import secret_files
+from harvey.workspace.skipped import skipped_dir
 
 #: Why a file is never read for the model (skip reasons, and ``FileRefused.reason``).
 SECRET_FILE = "secret file"
 HARD_LINK = "hard link"
-
-SKIPPED_DIRS = frozenset(
-    {".git", ".harvey", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox"}
-)
 
 
 @dataclass(frozen=True)
@@ -311,7 +308,8 @@ def not_for_model(workspace: Path, path: Path) -> str | None:
 
 def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -> Iterator[Path]:
     """Regular files under ``folder`` (inside ``workspace``, both resolved), sorted, skipping
-    the folders in ``SKIPPED_DIRS``, virtualenvs (a ``pyvenv.cfg``), symlinks and ignored paths.
+    the folders ``workspace/skipped.py`` lists (``SKIPPED_DIRS``, virtualenvs), symlinks and
+    ignored paths.
 
     Symlinks are not followed: a link could lead out of the workspace, and a
     linked file is ingested under its own path when its folder is walked. The walk
@@ -335,9 +333,7 @@ def walk_files(workspace: Path, folder: Path, ignore: GitIgnore | None = None) -
             except OSError:
                 continue
             if stat.S_ISDIR(mode):
-                if entry.name in SKIPPED_DIRS or os.path.exists(
-                    os.path.join(entry.path, "pyvenv.cfg")
-                ):
+                if skipped_dir(entry.name, entry.path):
                     continue
                 # the walk never enters an ignored folder, so only the entry itself is judged
                 if not ignore._verdict(relative, True):
