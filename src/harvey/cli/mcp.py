@@ -69,9 +69,10 @@ def list_servers(workspace: Path | None) -> None:
 def list_tools(name: str | None, workspace: Path | None) -> None:
     """Start each approved server (or NAME) and show its tools and what they cost."""
     from harvey.mcp.approvals import tool_state
+    from harvey.mcp.connection import SCHEMA_NOT_CHECKED
     from harvey.mcp.identity import tool_pin
+    from harvey.mcp.offering import listed_tokens
     from harvey.mcp.screening import flags
-    from harvey.tools.mcp_tools import listed_tokens
 
     paths, settings = load(workspace)
     around = _surroundings(paths, settings)
@@ -98,6 +99,10 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
             click.echo(f"    {_description(tool)}")
             if state == "changed":
                 _show_change(paths, server, tool)
+            elif state == "new" and server.tools is not None and tool.name not in server.tools:
+                click.echo("    new since the server was approved: not offered until approved")
+            if tool.output_schema:
+                click.echo(f"    {SCHEMA_NOT_CHECKED}")
             for flag in flags(tool.description, [n for n in names if n != tool.name]):
                 click.echo(f"    ! {flag}")
 
@@ -125,16 +130,29 @@ def _counter(settings: Settings) -> tuple[Callable[[str], int] | None, str]:
 @workspace_option
 @handle_errors
 def approve(name: str, yes: bool, workspace: Path | None) -> None:
-    """Approve server NAME as it is now, and its tools as they are listed now."""
-    from harvey.mcp.approvals import approve_server, approve_tool, tool_state
+    """Approve server NAME as it is now (its command line and the files it names), and its
+    tools as they are listed now: it may start and they may be offered. `harvey run`
+    still calls them only under --allow-mcp or mcp.allow."""
+    from harvey.mcp.approvals import (
+        approve_server,
+        approve_tool,
+        runs_unasked,
+        tool_state,
+        what_changed,
+    )  # fmt: skip
     from harvey.mcp.identity import tool_pin
     from harvey.mcp.screening import flags
 
     paths, settings = load(workspace)
     (server,) = _chosen(paths, settings, name)
+    home = paths.harvey_home
     click.echo(f"{_safe(server.name)}  [{_origin(server)}]  {_target(server)}")
     for line in _grants(server):
         click.echo(f"  {line}")
+    if server.change:
+        click.echo(f"  changed since it was approved: {_safe(server.change)}")
+    for path in sorted(server.parts.get("files") or {}):
+        click.echo(f"  runs the file {_safe(path)} (pinned by its content)")
     if not server.approved and not _confirmed(yes, "Start this server to list its tools?"):
         raise SystemExit(1)
     tools = _tools(server, _surroundings(paths, settings))
@@ -142,17 +160,19 @@ def approve(name: str, yes: bool, workspace: Path | None) -> None:
     for tool in tools:
         click.echo(f"  {_safe(tool.name)}: {_description(tool)}")
         pin = tool_pin(tool.name, tool.description, tool.schema)
-        if tool_state(paths.harvey_home, server.identity, tool.name, pin) == "changed":
+        if tool_state(home, server.identity, tool.name, pin) == "changed":
+            click.echo(f"    changed: {what_changed(home, server.identity, tool)}")
             _show_change(paths, server, tool)
         for flag in flags(tool.description, [n for n in names if n != tool.name]):
             click.echo(f"    ! {flag}")
     if not _confirmed(yes, f"Approve this server and these {len(tools)} tools as they are now?"):
         raise SystemExit(1)
-    if not server.approved:  # only once the person has seen what it offers
-        approve_server(paths, server)
+    approve_server(home, paths.workspace, server, names)  # only once its tools were seen
     for tool in tools:
         pin = tool_pin(tool.name, tool.description, tool.schema)
-        approve_tool(paths.harvey_home, server.identity, tool.name, pin, tool.description)
+        unasked = runs_unasked(home, server.identity, tool.name, pin)  # an "always" kept
+        approve_tool(home, server.identity, tool.name, pin, tool.description, tool.schema,
+                     unasked=unasked)  # fmt: skip
     click.echo(f"approved {_safe(server.name)} and {len(tools)} tools")
 
 

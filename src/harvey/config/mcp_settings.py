@@ -43,7 +43,9 @@ class McpServerSettings(_Strict):
     network: bool = False  # a confined stdio server may reach the network
     reads: list[str] = Field(default_factory=list)  # folders it may read besides the system's
     writes: list[str] = Field(default_factory=list)  # folders it may write besides its scratch
-    timeout: float = Field(60.0, gt=0, le=3600)  # seconds one request may take
+    #: seconds Harvey waits for the server to start, and for each request: the longest the
+    #: person waits (a listing of many pages included), never twice that
+    timeout: float = Field(60.0, gt=0, le=3600)
 
     @field_validator("url")
     @classmethod
@@ -71,6 +73,13 @@ class McpSettings(_Strict):
     )
     #: the share of the window all tool schemas may take before they are found on demand
     schema_budget: Annotated[float, Workspace(limit=more_than)] = Field(0.10, gt=0, le=1)
+    #: the most tools one server may list, and the most bytes its listing may take (every
+    #: page together): past either the server is refused in one line. A workspace may only
+    #: lower them; only the user's own file raises them.
+    max_tools: Annotated[int, Workspace(limit=more_than)] = Field(1000, ge=1, le=100_000)
+    max_listing_bytes: Annotated[int, Workspace(limit=more_than)] = Field(
+        4 << 20, ge=1024, le=64 << 20
+    )
     #: ``SERVER`` or ``SERVER:TOOL``: called in ``harvey run`` without ``--allow-mcp``
     allow: Annotated[list[str], NEVER_IN_WORKSPACE] = Field(default_factory=list)
 

@@ -7,7 +7,15 @@ the folders in ``writes``; it reaches the network only when its entry says ``net
 true``; its environment is scrubbed to the launcher's few variables plus the ones its
 entry names in ``env``; and it and every process it starts end when Harvey's session
 does. A server that cannot run confined here is refused unless the user's own file says
-``confine: false`` (then it runs with only the limits and the reaping).
+``confine: false`` (then it runs with only the limits and the reaping) — ``launch.py``.
+
+The server's ``timeout`` is what the person waits, at most, for it to start and then for
+each request (a listing of every page is one): never twice that. Its listings are bounded
+before they are parsed (``listing.py``). A result's ``structuredContent`` is not checked
+against the tool's output schema: the SDK would do it inside Harvey's process, where a
+catastrophic regex in a schema blocks every thread (``re`` holds the interpreter while it
+backtracks); Harvey reads the result's text and never trusts its structure, so the check
+is skipped (``NoSchemaChecks``) rather than run where it can hang.
 
 The SDK is asynchronous and optional (``harvey-agent[mcp]``): it is imported by this
 package only (here and by its bounded transports, ``stdio.py`` and ``http.py``),
@@ -19,59 +27,31 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harvey.config.mcp_settings import McpServerSettings
-from harvey.errors import HarveyError
+from harvey.mcp.base import INSTALL_HINT, ListedTool, McpError, Surroundings
+from harvey.mcp.launch import bearer_token, confined, grant_problem
+from harvey.mcp.listing import ListingGuard, listing
 from harvey.mcp.stdio import Ending
 
 if TYPE_CHECKING:
-    from harvey.config.settings import LimitsSettings, Paths, Settings
-    from harvey.workspace.secret_files import SecretFiles
     from mcp import ClientSession
 
 T = TypeVar("T")
 
-#: What the person is told when the SDK is missing.
-INSTALL_HINT = "MCP servers need the optional SDK: pip install 'harvey-agent[mcp]'"
+__all__ = [
+    "INSTALL_HINT", "Connection", "ListedTool", "McpError", "Surroundings", "bearer_token",
+    "call_tool", "confinement_of", "grant_problem", "list_tools",
+]  # fmt: skip
 
-
-class McpError(HarveyError):
-    """A server that cannot start, answer or be confined: one line, never a traceback."""
-
-
-@dataclass(frozen=True)
-class ListedTool:
-    """A tool as its server lists it: untrusted text, shown sanitised, pinned by hash."""
-
-    name: str
-    description: str
-    schema: dict[str, Any]
-    read_only_hint: bool | None  # the server's claim, never a permission
-
-
-@dataclass(frozen=True)
-class Surroundings:
-    """What a connection needs from the session: where, how confined, how limited."""
-
-    workspace: Path
-    sandbox: str = "auto"
-    limits: LimitsSettings | None = None
-    secret_files: tuple[str, ...] = ()
-    harvey_home: Path | None = None  # Harvey's own state: no grant of a server reaches it
-
-    @classmethod
-    def of(cls, paths: Paths, settings: Settings) -> Surroundings:
-        """A session's: its workspace and home, its ``security:`` settings."""
-        security = settings.security
-        return cls(
-            paths.workspace, security.sandbox, security.limits,
-            tuple(security.secret_files), paths.harvey_home,
-        )  # fmt: skip
+#: Why a result's structure is never checked against its output schema (``harvey mcp
+#: tools`` says it of each tool that declares one).
+SCHEMA_NOT_CHECKED = (
+    "its output schema is not checked: Harvey reads the result's text, and the SDK's "
+    "check would run the server's regexes in Harvey's process, where one can block it"
+)
 
 
 def confinement_of(server: McpServerSettings, around: Surroundings) -> str:
@@ -119,12 +99,19 @@ class Connection:
     """One server kept for a session: started on first use, its calls made on one event
     loop in a thread of its own, ended (the server and every process it started) by
     ``close`` — a session's servers keep their state between calls, as they expect. A
-    server that ended or failed is started again on the next call."""
+    server that ended or failed is started again on the next call.
+
+    ``relisted`` is set when what the session was shown may no longer be what the server
+    lists: it said its tools changed (``notifications/tools/list_changed``), or it was
+    started again; the session then lists them again before a call (``mcp/pins.py``)."""
 
     def __init__(self, server: McpServerSettings, around: Surroundings) -> None:
         import threading
 
         self.server, self.around = server, around
+        self.guard = ListingGuard(around.max_tools, around.max_listing_bytes)
+        self.relisted = False
+        self._started_once = False
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: ClientSession | None = None
@@ -134,7 +121,13 @@ class Connection:
         self._ending = Ending()  # why Harvey itself ended the server, when it did
 
     def list_tools(self) -> list[ListedTool]:
-        return self._call(_listing)
+        try:
+            tools = self._call(lambda session: listing(session, self.guard))
+        except McpError:
+            self.close()  # a refused listing refuses the server: started afresh if asked again
+            raise
+        self.relisted = False
+        return tools
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         return self._call(lambda session: _calling(session, name, arguments))
@@ -150,19 +143,25 @@ class Connection:
             thread.join(10)
 
     def _call(self, work: Callable[[ClientSession], Coroutine[Any, Any, T]]) -> T:
+        import time
+
+        deadline = time.monotonic() + self.server.timeout
         with self._lock:
             self._start()
             loop, session = self._loop, self._session
         assert loop is not None and session is not None
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work(session), loop)
         try:
-            return future.result(self.server.timeout * 2)
+            return future.result(max(0.0, deadline - time.monotonic()))
         except McpError:
             raise
         except TimeoutError:
             future.cancel()
+            if self._ending.why:
+                raise McpError(self._ending.why) from None
             raise McpError(
-                f"the server did not answer within {self.server.timeout * 2:g} s"
+                f"the server timed out: no answer within {self.server.timeout:g} s "
+                "(its timeout in mcp.servers)"
             ) from None
         except Exception as exc:
             why = self._ending.why or f"the server failed: {_first_line(exc)}"
@@ -170,7 +169,8 @@ class Connection:
             raise McpError(why) from None
 
     def _start(self) -> None:
-        """Start the server and its loop (under ``_lock``), or raise why it cannot."""
+        """Start the server and its loop (under ``_lock``), or raise why it cannot; the
+        start and its handshake take at most the server's ``timeout``."""
         import threading
 
         if self._thread is not None and self._thread.is_alive() and self._session is not None:
@@ -179,16 +179,26 @@ class Connection:
         ready = threading.Event()
         self._failure = None
         self._ending = Ending()
+        if self._started_once:  # another process: what it lists is asked again
+            self.relisted = True
+        self._started_once = True
+
+        async def changed(message: Any) -> None:
+            from mcp import types
+
+            if isinstance(message, types.ToolListChangedNotification):
+                self.relisted = True
 
         async def serve() -> None:
-            from mcp import ClientSession
-
             self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
             try:
                 async with (
-                    _streams(self.server, self.around, self._ending) as (read, write),
-                    ClientSession(read, write, read_timeout_seconds=self.server.timeout) as session,
-                ):
+                    _streams(self.server, self.around, self._ending, self.guard) as (read, write),
+                    _session_class()(
+                        read, write, read_timeout_seconds=self.server.timeout,
+                        message_handler=changed,
+                    ) as session,
+                ):  # fmt: skip
                     await session.initialize()
                     self._session = session
                     ready.set()
@@ -201,8 +211,13 @@ class Connection:
 
         self._thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
         self._thread.start()
-        if not ready.wait(self.server.timeout * 2):
-            raise McpError(f"the server did not start within {self.server.timeout * 2:g} s")
+        if not ready.wait(self.server.timeout):
+            loop, stop = self._loop, self._stop
+            if loop is not None and stop is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(stop.set)
+            self._thread = self._loop = self._stop = None
+            raise McpError(f"the server did not start within {self.server.timeout:g} s")
         if self._session is None:
             failure = self._failure
             self._thread.join(10)
@@ -212,33 +227,30 @@ class Connection:
             raise McpError(f"the server failed: {_first_line(failure or RuntimeError('ended'))}")
 
 
-async def _listing(session: ClientSession) -> list[ListedTool]:
-    from mcp import types
+def _session_class() -> type[ClientSession]:
+    """The SDK's ``ClientSession`` without its output-schema check (``SCHEMA_NOT_CHECKED``)."""
+    from mcp import ClientSession, types
 
-    tools: list[ListedTool] = []
-    cursor: str | None = None
-    for _page in range(100):  # a server that pages forever is cut off
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        result = await session.list_tools(params=params)
-        for tool in result.tools:
-            hint = getattr(tool.annotations, "read_only_hint", None)
-            tools.append(
-                ListedTool(tool.name, tool.description or "", dict(tool.input_schema), hint)
-            )
-        cursor = getattr(result, "next_cursor", None)
-        if not cursor:
-            break
-    return tools
+    class NoSchemaChecks(ClientSession):
+        async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+            return None
+
+    return NoSchemaChecks
 
 
 async def _calling(
     session: ClientSession, name: str, arguments: dict[str, Any]
 ) -> tuple[str, bool]:
+    import json
+
     result = await session.call_tool(name, arguments)
     parts = []
     for item in getattr(result, "content", None) or []:
         text = getattr(item, "text", None)
         parts.append(text if isinstance(text, str) else f"[{getattr(item, 'type', '?')}]")
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:  # its structure, as text, never trusted
+        parts.append(json.dumps(structured, ensure_ascii=False))
     return "\n".join(parts), bool(getattr(result, "is_error", False))
 
 
@@ -247,26 +259,6 @@ def _sdk() -> None:
         import mcp  # noqa: F401 - the optional SDK, here and only here
     except ImportError:
         raise McpError(INSTALL_HINT) from None
-
-
-def bearer_token(server: McpServerSettings) -> str | None:
-    """An HTTP server's token, from the variable or the command its entry names; added to
-    the redactor, so no output, log or store shows it."""
-    if server.token_command:
-        from harvey.llm.keys import run_key_command
-
-        return run_key_command(server.token_command)  # redacted from then on
-    if not server.token_env:
-        return None
-    token = os.environ.get(server.token_env, "").strip()
-    if not token:
-        raise McpError(f"{server.token_env} is not set: the server's token comes from it")
-    from harvey.redact import Redactor, active, install
-
-    current = active()
-    if token not in current.secrets:
-        install(Redactor([*current.secrets, token], tokens=current.tokens))
-    return token
 
 
 def _first_line(exc: BaseException) -> str:
@@ -278,7 +270,7 @@ def _first_line(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def _streams(
-    server: McpServerSettings, around: Surroundings, ending: Ending
+    server: McpServerSettings, around: Surroundings, ending: Ending, guard: ListingGuard
 ) -> AsyncIterator[Any]:
     if server.transport == "http":
         from mcp.client.streamable_http import streamable_http_client
@@ -289,7 +281,7 @@ async def _streams(
         token = bearer_token(server)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with (
-            bounded_client(headers) as http,
+            bounded_client(headers, guard=guard, ending=ending) as http,
             streamable_http_client(
                 server.url or "", http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES
             ) as streams,
@@ -300,76 +292,6 @@ async def _streams(
     from harvey.mcp.stdio import bounded_stdio
 
     with sandbox.scratch_folder() as scratch:
-        argv, env = _confined(server, around, scratch)
-        async with bounded_stdio(argv, env, around.workspace, ending) as (read, write):
-            yield read, write
-
-
-def grant_problem(
-    grant: str, hidden: Sequence[str], secrets: SecretFiles, harvey_home: Path | None
-) -> str | None:
-    """Why a folder an entry lets a confined server read or write (``reads``, ``writes``)
-    would reach past what the confinement keeps out, or None: a secret file of the
-    workspace beneath it (the view leaves those out; a grant would hand them back),
-    Harvey's own state (its sessions, the approvals a server could write itself into),
-    the home folder or a folder above it, or a secret place in it (``~/.ssh``)."""
-
-    def beneath(path: str, root: str) -> bool:
-        return path == root or path.startswith(root.rstrip("/") + "/")
-
-    if any(beneath(h, grant) for h in hidden):
-        return "holds a secret file of the workspace"
-    home = os.path.realpath(os.path.expanduser("~"))
-    if harvey_home is not None:
-        own = os.path.realpath(harvey_home)
-        if beneath(own, grant) or beneath(grant, own):
-            return "holds Harvey's own state (HARVEY_HOME)"
-    if beneath(home, grant):
-        return "holds the home folder, and its keys"
-    inside = os.path.relpath(grant, home)
-    if beneath(grant, home) and (secrets.matches(inside) or secrets.matches(inside + "/x")):
-        return "is a secret place of the home folder"
-    return None
-
-
-def _confined(
-    server: McpServerSettings, around: Surroundings, scratch: Path
-) -> tuple[list[str], dict[str, str]]:
-    """The argv that starts ``server`` under the launcher, and its scrubbed environment."""
-    from harvey.config.settings import LimitsSettings
-    from harvey.confine import sandbox
-    from harvey.workspace.secret_files import SecretFiles
-    from harvey.workspace.view import workspace_view
-
-    env = sandbox.scrubbed_env(scratch)
-    env.update({name: os.environ[name] for name in server.env if name in os.environ})
-    argv = [server.command or "", *server.args]
-    found = sandbox.detect(around.sandbox) if server.confine else sandbox.Confinement("none")
-    if server.confine and not found.active:
-        raise McpError(
-            f"cannot run confined here ({found.reason}); only `confine: false` in your own "
-            "harvey.yaml runs it without"
-        )
-    secrets = SecretFiles(around.secret_files)
-    view = workspace_view(around.workspace, secrets) if found.active else None
-    reads = tuple(os.path.realpath(r) for r in server.reads)
-    writes = tuple(os.path.realpath(w) for w in server.writes)
-    if view is not None:
-        for grant in (*reads, *writes):
-            problem = grant_problem(grant, view.hidden, secrets, around.harvey_home)
-            if problem:
-                raise McpError(f"the server's folder {grant} {problem}")
-    policy = sandbox.Policy(
-        os.path.realpath(around.workspace),
-        os.path.realpath(scratch),
-        read=(*sandbox.SYSTEM_DIRS, *sandbox.SYSTEM_FILES, *reads),
-        view=view,
-        limits=sandbox.command_limits(around.limits or LimitsSettings()),
-        net=server.network,
-        writes=writes,
-    )
-    launch = sandbox.launch(found, policy, argv)
-    if launch.pass_fds:
-        launch.close()
-        raise McpError("the workspace's view is too large to hand the launcher a server's policy")
-    return launch.argv, env
+        argv, env = confined(server, around, scratch)
+        async with bounded_stdio(argv, env, around.workspace, ending, guard=guard) as streams:
+            yield streams

@@ -4,24 +4,40 @@ The SDK bounds each server-sent event it buffers (``max_sse_event_size``, set he
 the stdio transport's ``MAX_MESSAGE_BYTES``) but reads an answer sent as one JSON body
 whole, however large. Here such a body is counted as it arrives and refused past the
 limit: the SDK reports the request failed (a ``StreamError`` is a parse failure to it)
-after at most that many bytes were held.
+after at most that many bytes were held. The answer to a ``tools/list`` request is read
+here whole, within what the listing has left (``listing.py``), and its tools counted
+before the SDK parses it; it must come uncompressed (a compressed one is refused: its
+size would say nothing of what it inflates to).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harvey.mcp.stdio import MAX_MESSAGE_BYTES
+from harvey.mcp.stdio import MAX_MESSAGE_BYTES, Ending
+
+if TYPE_CHECKING:
+    from harvey.mcp.listing import ListingGuard
 
 CONNECT_SECONDS = 30.0
 READ_SECONDS = 300.0  # a server may hold an event stream open between messages
 
 
-def bounded_client(headers: dict[str, str], limit: int = MAX_MESSAGE_BYTES) -> Any:
+def bounded_client(
+    headers: dict[str, str],
+    limit: int = MAX_MESSAGE_BYTES,
+    guard: ListingGuard | None = None,
+    ending: Ending | None = None,
+) -> Any:
     """An ``httpx2.AsyncClient`` (the SDK's HTTP library) whose every answer that is not
-    an event stream stops at ``limit`` bytes."""
+    an event stream stops at ``limit`` bytes, and whose answers to a listing count
+    against ``guard``."""
     import httpx2
+
+    from harvey.mcp.listing import lists_tools
+
+    said = ending or Ending()
 
     class TooLarge(httpx2.StreamError):
         """An answer over the limit."""
@@ -47,6 +63,8 @@ def bounded_client(headers: dict[str, str], limit: int = MAX_MESSAGE_BYTES) -> A
 
         async def handle_async_request(self, request: Any) -> Any:
             response = await self.inner.handle_async_request(request)
+            if guard is not None and request.method == "POST" and lists_tools(_body(request)):
+                return await self.listed(response)
             kind = response.headers.get("content-type", "").lower()
             if kind.startswith("text/event-stream"):  # the SDK bounds each event
                 return response
@@ -57,11 +75,45 @@ def bounded_client(headers: dict[str, str], limit: int = MAX_MESSAGE_BYTES) -> A
                 extensions=response.extensions,
             )
 
+        async def listed(self, response: Any) -> Any:
+            """The answer to a listing, read whole within the listing's room and counted."""
+            assert guard is not None
+            encoding = response.headers.get("content-encoding", "identity").lower()
+            body = bytearray()
+            try:
+                if encoding not in ("", "identity"):
+                    said.why = guard.why = f"its tool listing came compressed ({encoding})"
+                    raise TooLarge(said.why)
+                async for piece in response.stream:
+                    body += piece
+                    if len(body) > guard.room():
+                        said.why = guard.over_bytes()
+                        raise TooLarge(said.why)
+            finally:
+                await response.stream.aclose()
+            refused = guard.take(bytes(body))
+            if refused:
+                said.why = refused
+                raise TooLarge(refused)
+            return httpx2.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=httpx2.ByteStream(bytes(body)),
+                extensions=response.extensions,
+            )
+
         async def aclose(self) -> None:
             await self.inner.aclose()
 
     return httpx2.AsyncClient(
-        headers=headers,
+        headers={**headers, "Accept-Encoding": "identity"},
         timeout=httpx2.Timeout(CONNECT_SECONDS, read=READ_SECONDS),
         transport=Bounded(),
     )
+
+
+def _body(request: Any) -> bytes:
+    try:
+        return bytes(request.content)
+    except Exception:  # a streamed body (the SDK sends none): not a listing to count
+        return b""

@@ -21,7 +21,10 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harvey.mcp.listing import ListingGuard
 
 MAX_MESSAGE_BYTES = 8 << 20  # one JSON-RPC message; a tool's result is cut to 1 MB anyway
 _GRACE_SECONDS = 2.0
@@ -70,8 +73,10 @@ async def bounded_stdio(
     cwd: Path,
     ending: Ending,
     limit: int = MAX_MESSAGE_BYTES,
+    guard: ListingGuard | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """``(read, write)`` streams of ``SessionMessage`` for ``ClientSession``."""
+    """``(read, write)`` streams of ``SessionMessage`` for ``ClientSession``; while a
+    listing is under way (``guard``), every message counts against its bounds."""
     import anyio
     from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
@@ -94,10 +99,20 @@ async def bounded_stdio(
         async with read_in:
             try:
                 async for data in process.stdout:
+                    listing = guard is not None and guard.active
+                    lines.limit = min(limit, guard.room()) if guard and listing else limit
                     for line in lines.feed(data):
+                        refused = guard.take(line) if guard and guard.active else None
+                        if refused:
+                            ending.why = refused
+                            _kill(process.pid)
+                            return
                         await read_in.send(_parsed(line, SessionMessage))
             except Oversized:
-                ending.why = f"the server sent a message over {limit >> 20} MB: Harvey ended it"
+                if guard is not None and lines.limit < limit:
+                    ending.why = guard.over_bytes()
+                else:
+                    ending.why = f"the server sent a message over {limit >> 20} MB: Harvey ended it"
                 _kill(process.pid)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 return
