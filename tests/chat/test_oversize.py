@@ -76,7 +76,8 @@ def test_user_says_no(make_agent: AgentFactory, workspace: Path) -> None:
     outcome = agent.turn("Summarise history.md")
     assert outcome.tool_results[0].content == CANCELLED_TEXT
     alert, default = ui.alerts[0]
-    assert "Context overflow: history.md is approximately" in alert
+    assert "Context overflow: history.md is " in alert and "approximately" not in alert
+    assert "tokens a read may take now (of " in alert
     assert 'Enter instructions to process each chunk in turn, or "no" to return.' in alert
     assert default == "Summarise history.md"  # the last user message is pre-filled
 

@@ -70,7 +70,9 @@ def test_a_python_file_that_does_not_fit_still_raises_the_alert(
     (workspace / "middle.py").write_text(python_source(110))  # read and estimated: too big
     (workspace / "huge.py").write_text(python_source(400))  # too big by its size alone
     for name in ("middle.py", "huge.py"):
-        assert read(make_agent, name).startswith(f"File read cancelled: {name} is approximately")
+        said = read(make_agent, name)
+        assert said.startswith(f"File read cancelled: {name} is "), said
+        assert "KB, about " in said and "tokens a read may take now" in said
 
 
 def test_the_same_text_as_prose_is_estimated_as_prose(

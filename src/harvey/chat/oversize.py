@@ -38,6 +38,7 @@ from harvey.analysis.file_chunks import source_size
 from harvey.chat.clients import Clients, find_mention
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.config.settings import ChunkingSettings, Settings
+from harvey.context.amounts import size_text, tokens_text
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, FileRefused, HarveyError, NotAFile, UsageError, WorkspaceError
 from harvey.messages import Message
@@ -88,10 +89,18 @@ class ReadTurn:
     budget: BudgetSnapshot | None = None  # the round's budget (None: take one now)
 
 
-def overflow_alert(name: str, estimated: int, remaining: int) -> str:
+def too_big(name: str, size: int, estimated: int, allowed: int, remaining: int) -> str:
+    """Why a file is not read whole, on two lines: its size (bytes) and tokens (an
+    estimate), then that this is more than a read may take now, of what is left."""
     return (
-        f"Context overflow: {name} is approximately {estimated:,} tokens;\n"
-        f"{remaining:,} tokens remain in current context.\n"
+        f"{name} is {size_text(size)}, {tokens_text(estimated, above=allowed)}:\n"
+        f"more than the {allowed:,} tokens a read may take now (of {remaining:,} left)"
+    )
+
+
+def overflow_alert(name: str, size: int, estimated: int, allowed: int, remaining: int) -> str:
+    return (
+        f"Context overflow: {too_big(name, size, estimated, allowed, remaining)}.\n"
         'Enter instructions to process each chunk in turn, or "no" to return.'
     )
 
@@ -142,14 +151,16 @@ class ChunkedReads:
         """The alert: ask for a chunk instruction, or cancel, before reading anything.
         The ``Source`` the read decided is the one analysed: no second decision or read."""
         turn = self._turn(turn)
-        remaining = self._budget(turn).remaining(turn.pending)
+        budget = self._budget(turn)
+        remaining = budget.remaining(turn.pending)
+        allowed = min(budget.read_budget(turn.pending).tokens, remaining)
         name = source.name
-        alert = overflow_alert(name, estimated, remaining)
+        alert = overflow_alert(name, size, estimated, allowed, remaining)
         if not self.ui.interactive and not self.ui.auto_yes:
+            flat = too_big(name, size, estimated, allowed, remaining).replace("\n", " ")
             message = (
-                f"File read cancelled: {name} is approximately {estimated:,} tokens but only "
-                f"{remaining:,} remain in the context. Rerun with --yes to analyse it in chunks "
-                "with your prompt as the instruction."
+                f"File read cancelled: {flat}. "
+                "Rerun with --yes to analyse it in chunks with your prompt as the instruction."
             )
             self.ui.warn(message)
             return ChunkResult(ChunkStatus.CANCELLED, message)
