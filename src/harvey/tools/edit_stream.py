@@ -25,6 +25,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import IO
 
 BLOCK_BYTES = 1 << 20
@@ -241,10 +242,13 @@ class LineScan:
             if len(text) >= 3:
                 index.setdefault(text, []).append(j)
         votes: Counter[int] = Counter()
-        # No line in common: the line sharing most words with old_string's longest line.
+        # No line in common: the line sharing most words with old_string's longest line,
+        # else the one most like it letter by letter (a typo shares no word: "betta")
         probe = max(wanted, key=len).lower()
+        at = [w.lower() for w in wanted].index(probe)
         words = set(_WORD.findall(probe))
         best_score, best_line = 0, 0
+        like = _Likeness(probe)
         window: deque[str] = deque(maxlen=k)
         limit = max(len(t) for t in wanted) * 4 + 256
         for number, line in enumerate(iter_lines(blocks), start=1):
@@ -254,9 +258,12 @@ class LineScan:
                 if len(votes) < _MAX_VOTES or (number - j) in votes:
                     votes[number - j] += 1
             if words and not votes and stripped:
-                score = len(words.intersection(_WORD.findall(stripped.lower())))
+                lowered = stripped.lower()
+                score = len(words.intersection(_WORD.findall(lowered)))
                 if score > best_score:
-                    best_score, best_line = score, number - [w.lower() for w in wanted].index(probe)
+                    best_score, best_line = score, number - at
+                if best_score * 2 < len(words):  # shared words, when enough, decide
+                    like.see(lowered, number - at)
             if stripped == wanted[-1] and len(window) == k and _same(window, wanted):
                 self.count += 1
                 if len(self.matches) < MAX_LISTED:
@@ -268,7 +275,40 @@ class LineScan:
             self.closest = max(1, min(start for start, n in votes.items() if n == top))
         elif best_score * 2 >= len(words) > 0:
             self.closest = max(1, best_line)
+        elif like.best >= _LIKE_ENOUGH:
+            self.closest = max(1, like.line)
         return self
+
+
+#: How alike (Dice's coefficient of letter pairs) a line must be to be pointed at.
+_LIKE_ENOUGH = 0.5
+
+
+class _Likeness:
+    """The line most like ``probe`` by its letter pairs (Dice's coefficient, a line's
+    pairs counted as they come), among lines of a similar length only: one pass over
+    each such line's pairs, no set made for it."""
+
+    def __init__(self, probe: str) -> None:
+        probe = " ".join(probe.split())
+        self.pairs = frozenset(_pairs(probe))
+        self.size = max(len(probe) - 1, 1)
+        self.low, self.high = (len(probe) * 2) // 3, (len(probe) * 3) // 2 + 2
+        self.best, self.line = 0.0, 0
+
+    def see(self, lowered: str, line: int) -> None:
+        if not self.pairs or not self.low <= len(lowered) <= self.high:
+            return
+        if "  " in lowered or "\t" in lowered:
+            lowered = " ".join(lowered.split())
+        shared = len(self.pairs.intersection(pairwise(lowered)))
+        score = 2 * shared / (self.size + len(lowered) - 1)
+        if score > self.best:
+            self.best, self.line = score, line
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    return set(pairwise(text))
 
 
 def _same(window: deque[str], wanted: list[str]) -> bool:
