@@ -47,9 +47,7 @@ def offered(requests: list[dict[str, Any]]) -> list[str]:
 
 
 def results(requests: list[dict[str, Any]]) -> list[str]:
-    return [
-        m["content"] for m in requests[-1]["messages"] if m.get("role") == "tool"
-    ]
+    return [m["content"] for m in requests[-1]["messages"] if m.get("role") == "tool"]
 
 
 def test_an_edited_server_script_is_not_run_until_approved_again(

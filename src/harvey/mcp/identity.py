@@ -53,9 +53,7 @@ def server_parts(
         "variables": _digest(sorted(set(server.env))),
         "url": _digest(server.url),
         "token": _digest([server.token_env, server.token_command]),
-        "grants": _digest(
-            [server.network, sorted(set(server.reads)), sorted(set(server.writes))]
-        ),
+        "grants": _digest([server.network, sorted(set(server.reads)), sorted(set(server.writes))]),
         "files": program_files(server, workspace) if files else {},
     }
 

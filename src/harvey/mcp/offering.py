@@ -43,5 +43,3 @@ def _plain(text: str) -> str:
 
     kept = (c for c in text if c in "\n\t" or unicodedata.category(c)[0] != "C")
     return " ".join("".join(kept).split())
-
-
