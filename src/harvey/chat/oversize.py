@@ -47,7 +47,7 @@ from harvey.tools.document_read import attach_document
 from harvey.ui import AgentUI
 from harvey.workspace.files import check_readable
 from harvey.workspace.paths import looks_binary
-from harvey.workspace.source import Source
+from harvey.workspace.source import Source, binary_refusal
 
 CANCELLED_TEXT = "File read cancelled by user."
 ATTACH_LIMIT_BYTES = 1_000_000
@@ -58,6 +58,7 @@ class ChunkStatus(enum.Enum):
     CANCELLED = "cancelled"  # the person (or a missing --yes) said no; nothing was analysed
     FAILED = "failed"  # the analysis ran and failed; ``text`` says why (an ``error:`` line)
     NOT_NEEDED = "not needed"  # the file fits: it was read whole
+    REFUSED = "refused"  # not text (a binary file): nothing was read; ``text`` says why
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,8 @@ class ChunkedReads:
         name, size = source.name, source_size(source)
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
+        if _binary(source):
+            raise UsageError(binary_refusal(name, "analysis"))
         map_client, routed, using = self.collaborators(instruction, turn, alert)
         # the answer enters the conversation: its evidence may fill half of what is left
         room = self._budget(turn).remaining(turn.pending)
@@ -245,6 +248,11 @@ class ChunkedReads:
         turn = self._turn(turn)
         source = self._source(path)  # a document is read once for both
         name = source.name
+        if _binary(source):  # refused as analyze refuses it: never offered for chunking
+            why = binary_refusal(name, "Harvey")
+            return ContextRead(
+                f"[{name}: not attached: {why}]", ChunkResult(ChunkStatus.REFUSED, why)
+            )
         if chunking_of(self.settings).enabled:
             budget = self._budget(turn).read_budget(turn.pending)
             checked = budget.check(source)  # at the ratio of the file's type (prose, source)
@@ -263,6 +271,15 @@ class ContextRead:
 
 
 NOT_NEEDED = ChunkResult(ChunkStatus.NOT_NEEDED, "")
+
+
+def _binary(source: Source) -> bool:
+    """``Source.looks_binary``; a file that cannot be read is not judged here (its
+    reader says why)."""
+    try:
+        return source.looks_binary()
+    except (OSError, WorkspaceError):
+        return False
 
 
 def _attachment(source: Source) -> str:

@@ -31,8 +31,7 @@ from harvey.repl.progress import progress_for
 from harvey.terminal_text import for_terminal, unguarded
 from harvey.ui import HeadlessUI
 from harvey.workspace.files import check_readable, file_kind
-from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary
-from harvey.workspace.source import Source
+from harvey.workspace.source import Source, binary_refusal
 
 if TYPE_CHECKING:
     from harvey.analysis.api import AnalyzeOptions, Collaborators
@@ -117,12 +116,12 @@ def check_text_source(source: Source, shown: Path) -> None:
         extract_source(source)
         return
     try:
-        head = source.head(BINARY_SNIFF_BYTES)
+        binary = source.looks_binary()
     except (OSError, WorkspaceError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise UsageError(f"cannot read {shown}: {reason}") from exc
-    if looks_binary(head):
-        raise UsageError(f"{shown} looks like a binary file; analyze reads text files")
+    if binary:
+        raise UsageError(binary_refusal(str(shown), "analyze"))
 
 
 def open_executor(

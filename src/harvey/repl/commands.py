@@ -167,7 +167,10 @@ def show_todos(repl: ReplSession, _: str) -> None:
 
 
 def read(repl: ReplSession, arg: str) -> None:
+    from harvey.chat.oversize import ChunkStatus
+    from harvey.ui import printable
     from harvey.workspace.paths import safe_path
+    from harvey.workspace.source import binary_refusal
 
     if not arg:
         raise UsageError("usage: /read FILE")
@@ -175,10 +178,19 @@ def read(repl: ReplSession, arg: str) -> None:
     path = safe_path(agent.workspace, arg)
     if not path.is_file():
         raise UsageError(f"{arg}: no such file in the workspace")
-    text = agent.chunks.read_for_context(path).text
-    agent.add_context(Message("user", text))
+    read = agent.chunks.read_for_context(path)
+    status = read.chunked.status
+    if status is ChunkStatus.REFUSED:  # a binary file: as harvey analyze refuses it
+        raise UsageError(f"{binary_refusal(arg, '/read')}; nothing was added to the conversation")
+    if status in (ChunkStatus.CANCELLED, ChunkStatus.FAILED):  # declined, or the analysis failed
+        why = read.chunked.text.removeprefix("error: ").splitlines()[0]
+        repl.console.print(
+            Text(printable(f"nothing was added to the conversation: {arg} was not read ({why})"))
+        )
+        return
+    agent.add_context(Message("user", read.text))
     repl.console.print(
-        f"added {arg} to the conversation ({len(text):,} characters)", highlight=False
+        f"added {arg} to the conversation ({len(read.text):,} characters)", highlight=False
     )
 
 

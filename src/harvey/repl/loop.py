@@ -35,6 +35,7 @@ from harvey.repl.memory import mine_on_exit, offer_profile
 from harvey.repl.status import banner_line
 from harvey.repl.ui import LineReader, TerminalUI, safe_markdown
 from harvey.terminal_text import safe_console, unguarded
+from harvey.ui import printable
 
 
 class Repl:
@@ -148,14 +149,14 @@ class Repl:
                 buffer.clear()
 
         def on_tool(call: ToolCall, result: ToolResult) -> None:
-            status = "error" if result.is_error else "ok"
+            status = tool_status(result)
             stop_live()
             # redacted whole, then cut: a token in a command is hidden before the line is
             # shortened, so no cut leaves a recognisable piece of it on the screen
             args = redact(call.arguments_json())
             cut = f"{args[:120]}{'…' if len(args) > 120 else ''}"
             shown = escape(f"{redact(call.name)}({cut})")
-            self.console.print(f"[dim]→ {shown} — {status}[/]", markup=True)
+            self.console.print(f"[dim]→ {shown} — {escape(status)}[/]", markup=True)
 
         compact_if_needed(self.agent, text)  # between turns, never inside one
         self.ui.pause = stop_live
@@ -231,3 +232,14 @@ def run_repl(
             return code
         finally:
             repl.rt.close()
+
+
+def tool_status(result: ToolResult, limit: int = 160) -> str:
+    """``ok``, or ``error: `` and the first line of why (redacted, printable, cut)."""
+    if not result.is_error:
+        return "ok"
+    lines = result.content.removeprefix("error:").strip().splitlines()
+    why = printable(redact(lines[0].strip() if lines else ""))
+    if not why:
+        return "error"
+    return f"error: {why[:limit]}{'…' if len(why) > limit else ''}"

@@ -35,7 +35,7 @@ from harvey.workspace.files import (
 )
 from harvey.workspace.paths import BINARY_SNIFF_BYTES, display_path, looks_binary, safe_path
 from harvey.workspace.skipped import skipped_dir
-from harvey.workspace.source import Source
+from harvey.workspace.source import Source, binary_refusal
 
 # A page of 4 KB is ~1,000 tokens: a plain read_file(path) of any file is cheap.
 # Pass limit=0 to ask for the whole file (the pre-read guard then applies).
@@ -122,6 +122,12 @@ class ReadFileTool:
         if source.is_document:  # PDF, DOCX, HTML, EPUB: pages of their text
             chars = self.default_limit if "limit" not in args else limit
             return read_document(ctx, source, args, chars, MAX_READ_BYTES)
+        try:  # refused as analyze refuses it, before any guard offers it for chunking
+            binary = source.looks_binary()
+        except OSError as exc:
+            raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+        if binary:
+            return f"error: {binary_refusal(shown, 'read_file')}"
         if offset >= size:
             return (
                 f"[offset={offset} is at or past the end of {shown} ({size} bytes); "
@@ -162,7 +168,7 @@ def _read_page(source: Source, offset: int, wanted: int) -> str:
     try:
         with source.open() as handle:
             if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
-                return f"error: {shown} looks like a binary file (it contains NUL bytes)"
+                return f"error: {binary_refusal(shown, 'read_file')}"  # changed since
             handle.seek(offset)
             data = handle.read(wanted + 3)  # 3 spare bytes finish a split character
     except OSError as exc:

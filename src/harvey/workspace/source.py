@@ -36,7 +36,12 @@ from harvey.workspace.files import (
     secret_refused,
 )
 from harvey.workspace.kinds import DocType, detect_doc_type, document_kind
-from harvey.workspace.paths import safe_path
+from harvey.workspace.paths import BINARY_SNIFF_BYTES, looks_binary, safe_path
+
+
+def binary_refusal(name: str, reader: str) -> str:
+    """What every reader says of a file that is not text (``Source.looks_binary``)."""
+    return f"{name} looks like a binary file; {reader} reads text files"
 
 
 @dataclass(eq=False)
@@ -87,6 +92,12 @@ class Source:
     @property
     def is_document(self) -> bool:
         return self.document is not None
+
+    def looks_binary(self) -> bool:
+        """Not text, as ``harvey analyze``, ``/read`` and ``read_file`` all judge it: not a
+        document (read as its extracted text) and a NUL byte in its first 8 KB. Raises
+        ``OSError``/``WorkspaceError`` when it cannot be read."""
+        return not self.is_document and looks_binary(self.head(BINARY_SNIFF_BYTES))
 
     def head(self, count: int) -> bytes:
         """The first ``count`` bytes (from the whole read when there was one)."""
