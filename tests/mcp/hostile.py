@@ -72,7 +72,7 @@ def entry(transport: str, mode: str, arg: str = "", state: Any = None,
 
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 from harvey.config.mcp_settings import McpServerSettings
 from harvey.mcp.connection import Connection, Surroundings
@@ -92,7 +92,9 @@ try:
 except Exception as exc:
     report["error"] = str(exc)
 report["seconds"] = time.monotonic() - began
-report["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+with open("/proc/self/status") as status:  # this process's own peak (ru_maxrss would
+    peak = [line for line in status if line.startswith("VmHWM:")]  # count the forking parent's)
+report["peak_mb"] = int(peak[0].split()[1]) / 1024
 print(json.dumps(report), flush=True)
 connection.close()
 """

@@ -4,7 +4,7 @@ points 2 and 3): attacks by servers written with the official SDK
 
 A listing or a result that blocks or floods a process would take the test's with it, so
 those run Harvey in a child (``tests/mcp/hostile.py``'s ``in_child``), which reports how
-long the call took and the most memory it held (``ru_maxrss``); a child that outlives
+long the call took and the most memory it held (``VmHWM``); a child that outlives
 its limit is killed and the test fails.
 """
 
@@ -168,7 +168,7 @@ def test_a_result_cannot_close_its_own_frame(
     )  # the text after the forged end is still inside the frame
 
 
-def test_a_workspace_may_lower_the_listing_bounds_never_raise_them(
+def test_a_workspace_may_lower_the_listing_bounds_and_a_raise_waits_for_trust(
     victim_workspace: Path, isolated_env: Path
 ) -> None:
     ws = victim_workspace

@@ -74,8 +74,8 @@ class McpSettings(_Strict):
     #: the share of the window all tool schemas may take before they are found on demand
     schema_budget: Annotated[float, Workspace(limit=more_than)] = Field(0.10, gt=0, le=1)
     #: the most tools one server may list, and the most bytes its listing may take (every
-    #: page together): past either the server is refused in one line. A workspace may only
-    #: lower them; only the user's own file raises them.
+    #: page together): past either the server is refused in one line. A workspace's file
+    #: may lower them; a higher value there widens (it waits for the user's trust).
     max_tools: Annotated[int, Workspace(limit=more_than)] = Field(1000, ge=1, le=100_000)
     max_listing_bytes: Annotated[int, Workspace(limit=more_than)] = Field(
         4 << 20, ge=1024, le=64 << 20
