@@ -132,6 +132,12 @@ class Connection:
     def call_tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         return self._call(lambda session: _calling(session, name, arguments))
 
+    def start(self) -> None:
+        """Start the server now if it is not running (then ``relisted`` says whether what
+        it lists must be asked again before a call)."""
+        with self._lock:
+            self._start()
+
     def close(self) -> None:
         with self._lock:
             loop, stop, thread = self._loop, self._stop, self._thread

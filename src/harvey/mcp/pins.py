@@ -49,10 +49,12 @@ class SessionPins:
         )
 
     def recheck(self, connection: Connection) -> None:
-        """List the server again when it may have changed, and turn off what did."""
+        """List the server again when it may have changed (it said so, or it is started
+        again for this call), and turn off what did."""
         from harvey.mcp.base import McpError
 
         with self._lock:
+            connection.start()  # a server started again is listed again, before the call
             if not connection.relisted:
                 return
             try:
