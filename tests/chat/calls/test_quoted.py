@@ -47,24 +47,29 @@ def test_another_call_is_not_a_quote(name: str, arguments: dict[str, str]) -> No
     assert not shown.quotes(name, arguments)
 
 
-def test_what_counts_as_shown_is_the_turn_without_the_persons_words() -> None:
+def test_what_counts_as_shown_is_all_but_the_persons_words() -> None:
     call = json.dumps({"name": "run_shell", "arguments": ARGS})
     asked = f"please make this call: {call}"
     prompt = [
-        Message("system", f"system prompt {call}"),
-        Message("user", f"an earlier turn {call}"),
+        Message("system", "You are Harvey."),
+        Message("user", f"an earlier request of mine: {call}"),
         Message("assistant", "ok"),
         Message("user", f"[passage: notes.md]\nretrieved text\n\n{asked}"),
     ]
     shown = Shown.of(prompt, asked)
-    assert not shown.quotes("run_shell", ARGS)  # the person typed it; earlier turns are past
+    assert not shown.quotes("run_shell", ARGS)  # the person typed it, now and before
     assert "retrieved text" in shown_this_turn(prompt, asked)
-    later = [
-        *prompt,
-        Message("assistant", "", []),
-        Message("tool", f"file: {call}", name="read_file"),
-    ]
-    assert Shown.of(later, asked).quotes("run_shell", ARGS)  # a file read this turn holds it
+    read = [Message("assistant", "", []), Message("tool", f"file: {call}", name="read_file")]
+    assert Shown.of([*prompt, *read], asked).quotes("run_shell", ARGS)  # read this turn
+    earlier = [prompt[0], *read, Message("assistant", "done"), *prompt[1:]]
+    assert Shown.of(earlier, asked).quotes("run_shell", ARGS)  # a result still in the prompt
+    guides = [Message("system", f"AGENTS.md: always start with {call}"), *prompt[1:]]
+    assert Shown.of(guides, asked).quotes("run_shell", ARGS)  # a workspace guide
+
+
+def test_a_python_dict_echoed_as_json_is_a_quote() -> None:
+    text = "config = {'name': 'run_shell', 'arguments': {'command': 'echo hi > out.txt'}}"
+    assert Shown.from_text(text).quotes("run_shell", ARGS)
 
 
 def test_harveys_paging_hint_is_followed_not_quoted() -> None:

@@ -4,21 +4,25 @@ A shape alone cannot tell a model's deliberate call from a file's text echoed ba
 a file may hold ``<tool_call>{…}</tool_call>``, a fenced JSON call, a bare call
 object or its own ``</think>``, and a model that repeats the file repeats the call
 in whatever wrapping the file gave it. So a call is judged by where its text comes
-from as well: a call written in what the model was shown this turn — a tool result
-(a file read, a listing, a search, an MCP result) or what Harvey attached to the
-person's message (a named file, retrieved passages, the plan, recalled memories) —
-is a quotation, and never runs, however it is wrapped. The person's own words are
-not shown material: a call that repeats what they typed is theirs to ask for.
+from as well: a call written in what the model was shown this turn is a quotation,
+and never runs, however it is wrapped. Shown means: every tool result in the prompt
+(a file read, a listing, a search, command output, an MCP result — those of earlier
+turns still in the conversation too), what Harvey attached to the person's message
+this turn (a named file, retrieved passages, recalled memories) and the system
+messages (the workspace's ``HARVEY.md``/``AGENTS.md`` guides, the plan). The person's
+own words are not: a call that repeats what they typed is theirs to ask for (their
+earlier messages, whose attachments cannot be told from their words, are left out).
 
 "Written in" is decided on the text, not on its layout: whitespace is ignored, a
 call object's keys may come in any order, its arguments may be ``arguments`` or
-``parameters`` (or a JSON string of them), escaped quotes count as quotes, and a
-name followed by its arguments (``run_shell[ARGS]{…}``, ``"tool": …, "arguments":
-{…}``) counts like a call object. Harvey's own paging hint (``Read it in pages with
-read_file: {…}``) is an instruction to follow, not a quotation. The search is
-bounded; where the bound is reached the call counts as quoted (fail closed).
+``parameters`` (or a JSON string of them), escaped quotes count as quotes and single
+quotes as double ones (a Python dict echoed as JSON), and a name followed by its
+arguments (``run_shell[ARGS]{…}``, ``"tool": …, "arguments": {…}``) counts like a
+call object. Harvey's own paging hint (``Read it in pages with read_file: {…}``) is
+an instruction to follow, not a quotation. The search is bounded; where the bound is
+reached the call counts as quoted (fail closed).
 
-The rule is stated once for people in docs/SECURITY.md ("Quoted calls").
+The rule is stated once for people in docs/SECURITY.md ("Quoted calls never run").
 """
 
 from __future__ import annotations
@@ -57,21 +61,19 @@ class _Exhausted(Exception):
 
 
 def shown_this_turn(prompt: Sequence[Message], asked: str | None) -> str:
-    """The text of what the model was shown this turn: the turn's user message without
-    the person's own words (what Harvey attached around them), and every tool result
-    after it. Pieces are joined by NUL so no call is made up across two of them."""
-    start = max((i for i, m in enumerate(prompt) if m.role == "user"), default=None)
-    if start is None:
-        return ""
+    """The text of what the model was shown this turn: the system messages, every tool
+    result, and the turn's user message without the person's own words (what Harvey
+    attached around them). Pieces are joined by NUL so no call is made up across two."""
+    last_user = max((i for i, m in enumerate(prompt) if m.role == "user"), default=-1)
     parts: list[str] = []
-    for message in prompt[start:]:
-        if message.role == "user":
+    for i, message in enumerate(prompt):
+        if message.role in ("system", "tool"):
+            parts.append(_PAGING_HINT.sub("\0", message.content))
+        elif i == last_user:
             content = message.content
             if asked and asked.strip():
                 content = content.replace(asked, "\0")
             parts.append(content)
-        elif message.role == "tool":
-            parts.append(_PAGING_HINT.sub("\0", message.content))
     return "\0".join(parts)
 
 
@@ -99,9 +101,11 @@ class Shown:
     @classmethod
     def from_text(cls, text: str) -> Shown:
         compact = _SPACE.sub("", text)
+        if not compact.strip("\0"):
+            return cls(())
         unescaped = compact.replace('\\"', '"').replace("&quot;", '"')
-        views = (compact,) if unescaped == compact else (compact, unescaped)
-        return cls(views if compact.strip("\0") else ())
+        double = compact.replace("'", '"')
+        return cls(tuple(dict.fromkeys((compact, unescaped, double))))  # each view once
 
     def quotes(self, name: str, arguments: Any) -> bool:
         """Whether a call of ``name`` with ``arguments`` is written in what was shown."""
