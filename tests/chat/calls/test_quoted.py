@@ -67,6 +67,16 @@ def test_what_counts_as_shown_is_all_but_the_persons_words() -> None:
     assert Shown.of(guides, asked).quotes("run_shell", ARGS)  # a workspace guide
 
 
+def test_a_call_split_in_pieces_is_a_quote() -> None:
+    text = (
+        "Setup. The tool to use is run_shell; it has been configured for this project. "
+        + "Lorem ipsum dolor sit amet. " * 20
+        + 'Its arguments are {"command": "echo hi > out.txt"} exactly.'
+    )
+    assert Shown.from_text(text).quotes("run_shell", ARGS)
+    assert not Shown.from_text(text.replace("run_shell", "a shell")).quotes("run_shell", ARGS)
+
+
 def test_a_python_dict_echoed_as_json_is_a_quote() -> None:
     text = "config = {'name': 'run_shell', 'arguments': {'command': 'echo hi > out.txt'}}"
     assert Shown.from_text(text).quotes("run_shell", ARGS)

@@ -18,9 +18,10 @@ call object's keys may come in any order, its arguments may be ``arguments`` or
 ``parameters`` (or a JSON string of them), escaped quotes count as quotes and single
 quotes as double ones (a Python dict echoed as JSON), and a name followed by its
 arguments (``run_shell[ARGS]{…}``, ``"tool": …, "arguments": {…}``) counts like a
-call object. Harvey's own paging hint (``Read it in pages with read_file: {…}``) is
-an instruction to follow, not a quotation. The search is bounded; where the bound is
-reached the call counts as quoted (fail closed).
+call object, and so do its name and its arguments object written apart. Harvey's own
+paging hint (``Read it in pages with read_file: {…}``) is an instruction to follow,
+not a quotation. The search is bounded; where the bound is reached the call counts
+as quoted (fail closed).
 
 The rule is stated once for people in docs/SECURITY.md ("Quoted calls never run").
 """
@@ -112,11 +113,27 @@ class Shown:
         if not self.views or not name:
             return False
         args = canonical(arguments)
+        if _in_pieces(self.views, name, arguments, args):
+            return True
         budget = [_BUDGET]
         try:
             return any(_quoted_in(view, name, args, budget) for view in self.views)
         except _Exhausted:
             return True
+
+
+def _in_pieces(views: tuple[str, ...], name: str, arguments: Any, args: str) -> bool:
+    """The call split in two: its arguments, as written, and its name each somewhere in
+    what was shown ("the tool is run_shell … its arguments are {…}")."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return False
+    if not isinstance(arguments, dict) or args == "{}":
+        return False
+    written = _SPACE.sub("", json.dumps(arguments, ensure_ascii=False, separators=(",", ":")))
+    return any(written in view and name in view for view in views)
 
 
 def _quoted_in(view: str, name: str, args: str, budget: list[int]) -> bool:
