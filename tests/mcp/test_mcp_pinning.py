@@ -102,6 +102,7 @@ def test_a_listing_is_counted_in_json_batches_and_event_streams() -> None:
     events = b"event: message\ndata: " + body + b"\n\nevent: message\ndata: " + body + b"\n\n"
     assert count_tools(events) == 4
     assert count_tools(b"not json") == 0
+    assert count_tools(b"[" * 200_000 + b"]" * 200_000) == 0  # past Python's stack: not JSON
     assert lists_tools(b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}')
     assert not lists_tools(b'{"jsonrpc":"2.0","id":3,"method":"tools/call"}')
 

@@ -88,8 +88,11 @@ def servers(settings: Settings, paths: Paths) -> list[Server]:
         approved = recorded == identity or (origin == "user" and recorded is None)
         change = ""
         if recorded is not None and recorded != identity:
-            before = _loads(store.kept(key, "parts"), {})
-            change = ", ".join(changed_parts(before, parts)) or "what it runs"
+            before = _loads(store.kept(key, "parts"), None)
+            if not isinstance(before, dict):  # approved before the files were pinned
+                change = "approved before Harvey pinned the files it runs"
+            else:
+                change = ", ".join(changed_parts(before, parts)) or "what it runs"
         listed = _loads(store.kept(key, "tools"), None) if recorded == identity else None
         tools = tuple(str(t) for t in listed) if isinstance(listed, list) else None
         found.append(Server(name, server, identity, origin, approved, change, parts, tools))

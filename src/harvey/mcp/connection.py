@@ -182,7 +182,7 @@ class Connection:
         if self._thread is not None and self._thread.is_alive() and self._session is not None:
             return
         _sdk()
-        ready = threading.Event()
+        ready, abandoned = threading.Event(), threading.Event()
         self._failure = None
         self._ending = Ending()
         if self._started_once:  # another process: what it lists is asked again
@@ -206,6 +206,8 @@ class Connection:
                     ) as session,
                 ):  # fmt: skip
                     await session.initialize()
+                    if abandoned.is_set():  # it started after the person stopped waiting
+                        return
                     self._session = session
                     ready.set()
                     await self._stop.wait()
@@ -218,6 +220,7 @@ class Connection:
         self._thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
         self._thread.start()
         if not ready.wait(self.server.timeout):
+            abandoned.set()
             loop, stop = self._loop, self._stop
             if loop is not None and stop is not None:
                 with contextlib.suppress(RuntimeError):

@@ -84,7 +84,7 @@ def count_tools(payload: bytes) -> int:
     for text in texts:
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             continue
         for message in value if isinstance(value, list) else [value]:
             result = message.get("result") if isinstance(message, dict) else None
@@ -97,7 +97,7 @@ def lists_tools(content: bytes) -> bool:
     """Whether an HTTP request's body is a ``tools/list`` request."""
     try:
         value = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
         return False
     messages = value if isinstance(value, list) else [value]
     return any(isinstance(m, dict) and m.get("method") == "tools/list" for m in messages)
