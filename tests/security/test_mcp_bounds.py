@@ -91,14 +91,16 @@ def test_a_catastrophic_output_schema_regex_does_not_block_the_call(
 def test_the_timeout_is_the_wall_clock_limit_the_user_waits(
     victim_workspace: Path, transport: str
 ) -> None:
-    """A listing of four pages, each answered within a request's timeout (1.2 s of 3): the
-    person waits 3 s for the listing, not 4.8 (nor twice the timeout)."""
-    timeout = 3.0
-    with entry(transport, "slow", "1.2", timeout=timeout) as server:
+    """A listing of four pages, each answered within a request's timeout (2 s of 5): the
+    person waits 5 s for the listing, the server's start included, not 8 (nor twice the
+    timeout). Under load the start alone may take it all: then that is the line."""
+    timeout = 5.0
+    with entry(transport, "slow", "2", timeout=timeout) as server:
         report = in_child(
             {"entry": server, "workspace": str(victim_workspace), "action": "list"}, limit=30
         )
-    assert "timed out: no answer within 3 s" in (report["error"] or ""), report
+    error = report["error"] or ""
+    assert "no answer within 5 s" in error or "did not start within 5 s" in error, report
     assert report["seconds"] < timeout + 1.0, report
 
 

@@ -43,8 +43,8 @@ class McpServerSettings(_Strict):
     network: bool = False  # a confined stdio server may reach the network
     reads: list[str] = Field(default_factory=list)  # folders it may read besides the system's
     writes: list[str] = Field(default_factory=list)  # folders it may write besides its scratch
-    #: seconds Harvey waits for the server to start, and for each request: the longest the
-    #: person waits (a listing of many pages included), never twice that
+    #: the most seconds the person waits for one call or listing (every page of it), the
+    #: server's start included: never twice that
     timeout: float = Field(60.0, gt=0, le=3600)
 
     @field_validator("url")

@@ -9,8 +9,9 @@ entry names in ``env``; and it and every process it starts end when Harvey's ses
 does. A server that cannot run confined here is refused unless the user's own file says
 ``confine: false`` (then it runs with only the limits and the reaping) — ``launch.py``.
 
-The server's ``timeout`` is what the person waits, at most, for it to start and then for
-each request (a listing of every page is one): never twice that. Its listings are bounded
+The server's ``timeout`` is what the person waits, at most, for one call or listing
+(every page of it), its start included: never twice that (a ``deadline`` carries it
+through a start, a listing again and the call). Its listings are bounded
 before they are parsed (``listing.py``). A result's ``structuredContent`` is not checked
 against the tool's output schema: the SDK would do it inside Harvey's process, where a
 catastrophic regex in a schema blocks every thread (``re`` holds the interpreter while it
@@ -120,23 +121,32 @@ class Connection:
         self._failure: BaseException | None = None
         self._ending = Ending()  # why Harvey itself ended the server, when it did
 
-    def list_tools(self) -> list[ListedTool]:
+    def list_tools(self, deadline: float | None = None) -> list[ListedTool]:
+        """Every page of its tools; by ``deadline`` (``time.monotonic()``), else within its
+        ``timeout`` from now."""
         try:
-            tools = self._call(lambda session: listing(session, self.guard))
+            tools = self._call(lambda session: listing(session, self.guard), deadline)
         except McpError:
             self.close()  # a refused listing refuses the server: started afresh if asked again
             raise
         self.relisted = False
         return tools
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        return self._call(lambda session: _calling(session, name, arguments))
+    def call_tool(
+        self, name: str, arguments: dict[str, Any], deadline: float | None = None
+    ) -> tuple[str, bool]:
+        return self._call(lambda session: _calling(session, name, arguments), deadline)
 
-    def start(self) -> None:
+    def start(self, deadline: float | None = None) -> None:
         """Start the server now if it is not running (then ``relisted`` says whether what
         it lists must be asked again before a call)."""
         with self._lock:
-            self._start()
+            self._start(self._deadline(deadline))
+
+    def _deadline(self, deadline: float | None) -> float:
+        import time
+
+        return time.monotonic() + self.server.timeout if deadline is None else deadline
 
     def close(self) -> None:
         with self._lock:
@@ -148,12 +158,15 @@ class Connection:
         if thread is not None:
             thread.join(10)
 
-    def _call(self, work: Callable[[ClientSession], Coroutine[Any, Any, T]]) -> T:
+    def _call(
+        self, work: Callable[[ClientSession], Coroutine[Any, Any, T]], deadline: float | None
+    ) -> T:
+        """``work`` on the session, the server's start included, ended by ``deadline``."""
         import time
 
-        deadline = time.monotonic() + self.server.timeout
+        deadline = self._deadline(deadline)
         with self._lock:
-            self._start()
+            self._start(deadline)
             loop, session = self._loop, self._session
         assert loop is not None and session is not None
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work(session), loop)
@@ -174,10 +187,11 @@ class Connection:
             self.close()  # started afresh next time
             raise McpError(why) from None
 
-    def _start(self) -> None:
+    def _start(self, deadline: float) -> None:
         """Start the server and its loop (under ``_lock``), or raise why it cannot; the
-        start and its handshake take at most the server's ``timeout``."""
+        start and its handshake end by ``deadline``."""
         import threading
+        import time
 
         if self._thread is not None and self._thread.is_alive() and self._session is not None:
             return
@@ -219,7 +233,7 @@ class Connection:
 
         self._thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
         self._thread.start()
-        if not ready.wait(self.server.timeout):
+        if not ready.wait(max(0.0, deadline - time.monotonic())):
             abandoned.set()
             loop, stop = self._loop, self._stop
             if loop is not None and stop is not None:

@@ -48,17 +48,17 @@ class SessionPins:
             "it is off until the session ends; the user was told"
         )
 
-    def recheck(self, connection: Connection) -> None:
+    def recheck(self, connection: Connection, deadline: float | None = None) -> None:
         """List the server again when it may have changed (it said so, or it is started
         again for this call), and turn off what did."""
         from harvey.mcp.base import McpError
 
         with self._lock:
-            connection.start()  # a server started again is listed again, before the call
+            connection.start(deadline)  # a server started again is listed again, first
             if not connection.relisted:
                 return
             try:
-                listed = {t.name: t for t in connection.list_tools()}
+                listed = {t.name: t for t in connection.list_tools(deadline)}
             except McpError as exc:
                 self._turn_off({n: f"its listing was refused: {exc}" for n in self.offered})
                 return

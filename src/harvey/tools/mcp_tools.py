@@ -128,14 +128,20 @@ class McpTool:
         self.pin = tool_pin(listed.name, listed.description, listed.schema)
 
     def run(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        if self.pins is not None and self.connection is not None:
-            self.pins.recheck(self.connection)  # listed again if it said it changed
-        refused = self.pins.refusal(self.listed.name) if self.pins is not None else None
-        refused = refused or self.gate.refusal(ctx, self, args)
+        import time
+
+        pins = self.pins
+        refused = pins.refusal(self.listed.name) if pins is not None else None
+        refused = refused or self.gate.refusal(ctx, self, args)  # may ask the person
+        # from here on, all the person waits: a start, a listing again, the call
+        deadline = time.monotonic() + self.server.settings.timeout
+        if refused is None and pins is not None and self.connection is not None:
+            pins.recheck(self.connection, deadline)  # listed again if it may have changed
+            refused = pins.refusal(self.listed.name)
         if refused is not None:
             return f"error: {refused}"
         if self.connection is not None:
-            text, failed = self.connection.call_tool(self.listed.name, args)
+            text, failed = self.connection.call_tool(self.listed.name, args, deadline)
         else:
             text, failed = call_tool(self.server.settings, self.around, self.listed.name, args)
         data = text.encode("utf-8", "replace")
