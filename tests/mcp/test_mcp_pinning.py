@@ -34,6 +34,43 @@ def test_an_edited_script_argument_is_another_server(tmp_path: Path) -> None:
     assert changed_parts(before, after) == ["the file tools/srv.py"]
 
 
+def test_a_module_beside_the_script_is_pinned_with_it(tmp_path: Path) -> None:
+    """``tools/srv.py`` imports ``tools/helper.py`` (its folder is first on its path): an
+    edit to the helper is an edit to the server; a package there too."""
+    tools = tmp_path / "tools"
+    (tools / "lib").mkdir(parents=True)
+    (tools / "srv.py").write_text("import helper, lib\n")
+    (tools / "helper.py").write_text("TOOLS = ['add']\n")
+    (tools / "lib" / "__init__.py").write_text("")
+    (tools / "notes.txt").write_text("not code\n")
+    server = McpServerSettings(command="python3", args=["tools/srv.py"])
+    before = server_parts(server, tmp_path)
+    assert {"tools/srv.py", "tools/helper.py", "tools/lib/__init__.py"} <= set(before["files"])
+    assert "tools/notes.txt" not in before["files"]
+    (tools / "helper.py").write_text("TOOLS = ['add', 'exfiltrate']\n")
+    assert changed_parts(before, server_parts(server, tmp_path)) == ["the file tools/helper.py"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-c", "exec python3 tools/srv.py --stdio"],  # a shell's command string
+        ["tools"],  # a folder run as a program: its __main__.py
+    ],
+)
+def test_the_files_a_command_string_or_a_runnable_folder_names_are_pinned(
+    tmp_path: Path, args: list[str]
+) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "srv.py").write_text("v1\n")
+    (tools / "__main__.py").write_text("import srv\n")
+    server = McpServerSettings(command="sh", args=args)
+    before = server_parts(server, tmp_path)
+    (tools / "srv.py").write_text("v2\n")
+    assert "the file tools/srv.py" in changed_parts(before, server_parts(server, tmp_path))
+
+
 def test_a_config_file_given_as_an_option_is_pinned(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     server = McpServerSettings(command="/usr/bin/env", args=["--config=x.json"])

@@ -88,6 +88,36 @@ def test_an_edited_server_script_is_not_run_until_approved_again(
     assert "mcp__srv__exfiltrate" in offered(requests)  # seen and approved: offered
 
 
+def test_an_edited_module_the_script_imports_is_not_run_until_approved_again(
+    victim_workspace: Path, isolated_env: Path
+) -> None:
+    """The same attack one file over: ``tools/srv.py`` stays as approved, the module it
+    imports from its own folder is edited."""
+    ws = victim_workspace
+    (ws / "tools").mkdir()
+    (ws / "tools" / "srv.py").write_text(
+        "import sys\nsys.path.insert(0, sys.argv[3])\nimport helper\n"
+        "import runpy\nrunpy.run_path(helper.SERVER, run_name='__main__')\n"
+    )
+    helper = ws / "tools" / "helper.py"
+    helper.write_text(f"SERVER = {str(HOSTILE)!r}\n")
+    server = {
+        "command": sys.executable,
+        "args": ["tools/srv.py", "plain", "", str(ws / "tools")],
+        "reads": [*PYTHON_HOMES, str(HOSTILE.parent)],
+    }
+    (ws / "harvey.yaml").write_text(yaml_of({"srv": server}, "context_window: 16384\n"))
+    assert invoke_harvey("trust", cwd=ws).returncode == 0
+    assert invoke_harvey("mcp", "approve", "srv", "--yes", cwd=ws).returncode == 0
+    proc, requests = run(ws, [Reply("done")], "--allow-mcp", "srv")
+    assert "mcp__srv__add" in offered(requests), proc.stderr
+    helper.write_text(f"SERVER = {str(HOSTILE)!r}\nimport os  # and anything else\n")
+    proc, requests = run(ws, [Reply("done")], "--allow-mcp", "srv")
+    assert not [n for n in offered(requests) if n.startswith("mcp__srv__")]
+    told = [line for line in proc.stderr.splitlines() if "tools/helper.py" in line]
+    assert len(told) == 1 and "changed since it was approved" in told[0], proc.stderr
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_description_changed_on_the_next_start_is_not_offered_and_the_user_is_told(
     victim_workspace: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch, transport: str

@@ -6,11 +6,14 @@ silently. Here a server is the hash of everything that decides what runs and wha
 handed — command, arguments, the names of the variables it gets, its URL and where its
 token comes from, whether it may reach the network or write — *and the content of the
 files its command line names*: the program itself (found on ``PATH`` when it is a bare
-name), every argument that is a file (a script, ``--config=x.json``), and the module of
-``python -m MODULE`` (a package: every file in it). An edited ``tools/srv.py`` is a new
-server that asks again, though its command line reads the same. A file the program then
-opens by itself (a module the script imports) is not on its command line: name it as an
-argument, or keep it outside the workspace, to have it pinned.
+name), every argument that is a file (a script, ``--config=x.json``) with what a script
+imports from its own folder (the files of its kind there; a Python script's packages),
+the module of ``python -m MODULE`` (a package: every file in it), a folder run as a
+program (``python tools/``), the words of a shell's ``-c`` string. An edited
+``tools/srv.py``, or the ``tools/helper.py`` it imports, is a new server that asks again,
+though its command line reads the same. A file the program reaches only by itself (a
+module elsewhere on its path, a package ``npx`` fetches) is not pinned: name it as an
+argument, or keep it outside the workspace.
 
 A tool is the hash of its name, description and input schema as the server lists them:
 a description changed after approval (a "rug pull") is a new tool, off until the person
@@ -101,7 +104,11 @@ def schema_pin(schema: Any) -> str:
 
 
 def program_files(server: McpServerSettings, workspace: Path | None = None) -> dict[str, str]:
-    """The content hash of each file the server's command line names, by path."""
+    """The content hash of each file the server's command line names, by path: the
+    program, every argument that is a file (and the files beside a script that it would
+    import: the same kind in its folder, and a Python script's packages there), the files
+    of ``-m MODULE`` and of a folder run as a program (one with ``__main__.py``), the
+    words of a shell's ``-c`` string; at most ``MAX_PACKAGE_FILES`` of them."""
     if server.command is None:
         return {}
     root = Path(workspace) if workspace is not None else Path.cwd()
@@ -112,17 +119,80 @@ def program_files(server: McpServerSettings, workspace: Path | None = None) -> d
     args = list(server.args)
     for i, arg in enumerate(args):
         if i > 0 and args[i - 1] == "-m":
-            for module_file in _module(arg, root):
-                _add(found, module_file, root)
-            continue
-        candidates = [arg]
-        if arg.startswith("-") and "=" in arg:
-            candidates.append(arg.split("=", 1)[1])
-        for candidate in candidates:
-            named = _file(candidate, root)
-            if named is not None:
-                _add(found, named, root)
+            named = _module(arg, root)
+        else:
+            named = []
+            for candidate in _candidates(arg):
+                path = _file(candidate, root)
+                if path is not None:
+                    named += [path, *_beside(path)]
+                elif _runs_as_program(candidate, root):
+                    named += _package(_under(candidate, root))
+        for path in named:
+            if len(found) >= MAX_PACKAGE_FILES:
+                return found
+            _add(found, path, root)
     return found
+
+
+#: The kinds of script whose neighbours in its folder it may import.
+SCRIPTS = frozenset({".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".lua", ".sh"})
+
+
+def _candidates(arg: str) -> list[str]:
+    """The words of an argument that may name a file: itself, an option's value
+    (``--config=x.json``), and the words of a command string (``sh -c "python x.py"``)."""
+    import shlex
+
+    found = [arg]
+    if arg.startswith("-") and "=" in arg:
+        found.append(arg.split("=", 1)[1])
+    if any(c.isspace() for c in arg) and len(arg) <= 4096:
+        try:
+            words = shlex.split(arg)
+        except ValueError:
+            words = arg.split()
+        found += [w.strip(";&|()") for w in words]
+    return found
+
+
+def _beside(script: Path) -> list[Path]:
+    """What a script may import from its own folder (first on its path): the files of its
+    kind there, and for a Python script the packages there."""
+    if script.suffix not in SCRIPTS:
+        return []
+    folder, files = script.parent, []
+    try:
+        entries = sorted(folder.iterdir())[:MAX_PACKAGE_FILES]
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.suffix == script.suffix and entry != script and _file(str(entry), folder):
+            files.append(entry)
+        elif script.suffix == ".py" and entry.name not in _SKIPPED and _is_package(entry):
+            files += _package(entry)
+    return files
+
+
+def _is_package(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and (folder / "__init__.py").is_file()
+    except OSError:
+        return False
+
+
+def _under(text: str, root: Path) -> Path:
+    return Path(text) if os.path.isabs(text) else root / text
+
+
+def _runs_as_program(text: str, root: Path) -> bool:
+    """A folder an interpreter runs (``python tools/``: its ``__main__.py``)."""
+    if not text or "\0" in text or len(text) > 4096:
+        return False
+    try:
+        return (_under(text, root) / "__main__.py").is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _program(command: str, root: Path) -> Path | None:
