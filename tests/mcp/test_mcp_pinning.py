@@ -144,6 +144,24 @@ def test_a_listing_is_counted_in_json_batches_and_event_streams() -> None:
     assert not lists_tools(b'{"jsonrpc":"2.0","id":3,"method":"tools/call"}')
 
 
+def test_an_event_stream_is_read_until_its_answer_not_until_the_server_closes_it() -> None:
+    """A server may hold the stream of a listing's answer open: the answer, once a whole
+    event, ends the read (the rest would wait for the timeout)."""
+    from harvey.mcp.http import Answered
+
+    answer = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).encode()
+    seen, body = Answered(), bytearray(b": ping\r\n\r\nevent: message\r\ndata: ")
+    assert not seen.seen(body)
+    body += answer[:10]
+    assert not seen.seen(body)
+    body += answer[10:] + b"\r\n"
+    assert not seen.seen(body)  # not a whole event yet
+    body += b"\r\n"
+    assert seen.seen(body)
+    note = b'data: {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}\n\n'
+    assert not Answered().seen(bytearray(note))
+
+
 def test_the_guard_refuses_past_its_tools_or_its_bytes() -> None:
     page = json.dumps({"id": 1, "result": {"tools": [{"name": f"t{i}"} for i in range(6)]}})
     guard = ListingGuard(max_tools=10, max_bytes=1 << 20)

@@ -84,11 +84,15 @@ def bounded_client(
                 if encoding not in ("", "identity"):
                     said.why = guard.why = f"its tool listing came compressed ({encoding})"
                     raise TooLarge(said.why)
+                events = response.headers.get("content-type", "").lower()
+                answered = Answered() if events.startswith("text/event-stream") else None
                 async for piece in response.stream:
                     body += piece
                     if len(body) > guard.room():
                         said.why = guard.over_bytes()
                         raise TooLarge(said.why)
+                    if answered is not None and answered.seen(body):
+                        break  # the answer came: a stream the server holds open is not waited on
             finally:
                 await response.stream.aclose()
             refused = guard.take(bytes(body))
@@ -117,3 +121,33 @@ def _body(request: Any) -> bytes:
         return bytes(request.content)
     except Exception:  # a streamed body (the SDK sends none): not a listing to count
         return b""
+
+
+class Answered:
+    """Whether an event stream has carried a JSON-RPC response yet (each complete event
+    looked at once)."""
+
+    def __init__(self) -> None:
+        self.scanned = 0
+
+    def seen(self, body: bytearray) -> bool:
+        import json
+
+        text = bytes(body).replace(b"\r\n", b"\n")
+        end = text.rfind(b"\n\n")
+        if end < self.scanned:
+            return False
+        complete, self.scanned = text[self.scanned : end], end
+        for event in complete.split(b"\n\n"):
+            data = b"\n".join(
+                line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")
+            )
+            if b'"result"' not in data and b'"error"' not in data:
+                continue
+            try:
+                message = json.loads(data)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(message, dict) and "id" in message:
+                return True
+        return False
