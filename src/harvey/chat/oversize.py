@@ -199,8 +199,6 @@ class ChunkedReads:
         name, size = source.name, source_size(source)
         if size == 0:
             raise UsageError(f"{name} is empty: there is nothing to analyse")
-        if _binary(source):
-            raise UsageError(binary_refusal(name, "analysis"))
         map_client, routed, using = self.collaborators(instruction, turn, alert)
         # the answer enters the conversation: its evidence may fill half of what is left
         room = self._budget(turn).remaining(turn.pending)
