@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from harvey.analysis.folder_reads import collect_files
+from harvey.knowledge.ingest import collect as ingest_collect
 from harvey.llm.scripted import Reply
 from harvey.messages import ToolCall
 from harvey.tools.files import ListFilesTool
@@ -55,3 +57,7 @@ def test_every_walk_leaves_out_the_same_folders(ctx: ToolContext, folder: str) -
     assert "pkg/" not in listing  # but never entered
     walked = [p.relative_to(ws).as_posix() for p in walk_files(ws, ws)]
     assert walked == ["outside.txt"]
+    ingested, _ = ingest_collect(ws, ["."])  # harvey rag ingest
+    assert [p.relative_to(ws).as_posix() for p in ingested] == ["outside.txt"]
+    analysed = collect_files(ws, [ws]).files  # harvey analyze FOLDER
+    assert [p.relative_to(ws).as_posix() for p in analysed] == ["outside.txt"]
