@@ -16,6 +16,7 @@ import sys
 from importlib.resources import as_file, files
 
 from harvey.cli import main
+from harvey.context.amounts import size_text, tokens_text
 
 INSTRUCTION = "List every dam and reservoir, and when it was built or opened."
 
@@ -24,7 +25,7 @@ def run() -> None:
     with as_file(files("harvey") / "data" / "sample.md") as sample:
         size = os.path.getsize(sample)
         print(
-            f"Harvey demo: analysing {sample.name} ({size:,} bytes, about {size // 4:,} tokens) "
+            f"Harvey demo: analysing {sample.name} ({size_text(size)}, {tokens_text(size // 4)}) "
             f"with the embedded SmolLM2-135M model: {INSTRUCTION}",
             file=sys.stderr,
         )
