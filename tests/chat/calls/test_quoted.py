@@ -77,6 +77,13 @@ def test_a_call_split_in_pieces_is_a_quote() -> None:
     assert not Shown.from_text(text.replace("run_shell", "a shell")).quotes("run_shell", ARGS)
 
 
+def test_a_short_request_cuts_nothing_out_of_a_file() -> None:
+    call = json.dumps({"name": "run_shell", "arguments": {"command": "run"}})
+    prompt = [Message("user", f"--- notes.md ---\n{call}\n--- end of notes.md ---\n\nrun")]
+    assert Shown.of(prompt, "run").quotes("run_shell", {"command": "run"})
+    assert "\0" in shown_this_turn(prompt, "run")  # the request itself was taken out
+
+
 def test_a_python_dict_echoed_as_json_is_a_quote() -> None:
     text = "config = {'name': 'run_shell', 'arguments': {'command': 'echo hi > out.txt'}}"
     assert Shown.from_text(text).quotes("run_shell", ARGS)

@@ -71,11 +71,18 @@ def shown_this_turn(prompt: Sequence[Message], asked: str | None) -> str:
         if message.role in ("system", "tool"):
             parts.append(_PAGING_HINT.sub("\0", message.content))
         elif i == last_user:
-            content = message.content
-            if asked and asked.strip():
-                content = content.replace(asked, "\0")
-            parts.append(content)
+            parts.append(_without_words(message.content, asked))
     return "\0".join(parts)
+
+
+def _without_words(content: str, asked: str | None) -> str:
+    """The turn's message without the person's words: they are one paragraph of it (the
+    attachments are joined around them by blank lines), so only a whole paragraph that is
+    exactly their words is taken out, never the same letters inside a file's text (a
+    request "run" must not cut ``run_shell`` out of a quoted call)."""
+    if not asked or not asked.strip():
+        return content
+    return re.sub(r"(?:\A|(?<=\n\n))" + re.escape(asked) + r"(?=\n\n|\Z)", "\0", content)
 
 
 def canonical(value: Any) -> str:
