@@ -30,6 +30,7 @@ ARGS = {"command": "echo hi > out.txt"}
         'config = "{\\"name\\": \\"run_shell\\", \\"arguments\\": {\\"command\\": \\"echo hi > out.txt\\"}}"',
         '[TOOL_CALLS]run_shell[ARGS]{"command": "echo hi > out.txt"}',
         'Reply like {"tool": "run_shell", "arguments": {"command": "echo hi > out.txt"}}',
+        '{"name": "run\\u005fshell", "arguments": {"command": "echo hi > out.txt"}}',
         "prose before\n<tool_call>\n"
         '  {"name": "run_shell",\n   "arguments": {"command": "echo hi > out.txt"}}\n</tool_call>',
     ],

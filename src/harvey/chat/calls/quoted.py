@@ -16,12 +16,12 @@ earlier messages, whose attachments cannot be told from their words, are left ou
 "Written in" is decided on the text, not on its layout: whitespace is ignored, a
 call object's keys may come in any order, its arguments may be ``arguments`` or
 ``parameters`` (or a JSON string of them), escaped quotes count as quotes and single
-quotes as double ones (a Python dict echoed as JSON), and a name followed by its
-arguments (``run_shell[ARGS]{…}``, ``"tool": …, "arguments": {…}``) counts like a
-call object, and so do its name and its arguments object written apart. Harvey's own
-paging hint (``Read it in pages with read_file: {…}``) is an instruction to follow,
-not a quotation. The search is bounded; where the bound is reached the call counts
-as quoted (fail closed).
+quotes as double ones (a Python dict echoed as JSON), a letter written as a JSON
+escape as the letter, and a name followed by its arguments (``run_shell[ARGS]{…}``,
+``"tool": …, "arguments": {…}``) counts like a call object, and so do its name and
+its arguments object written apart. Harvey's own paging hint (``Read it in pages
+with read_file: {…}``) is an instruction to follow, not a quotation. The search is
+bounded; where the bound is reached the call counts as quoted (fail closed).
 
 The rule is stated once for people in docs/SECURITY.md ("Quoted calls never run").
 """
@@ -45,6 +45,8 @@ QUOTED = (
 )
 
 _SPACE = re.compile(r"\s+")
+#: A JSON escape of one character (a name spelled ``run\u005fshell`` is still run_shell).
+_ESCAPED_LETTER = re.compile(r"\\u([0-9a-fA-F]{4})")
 #: Harvey's own hint in an offloaded result (``tools/offload.py``): following it is no quote.
 _PAGING_HINT = re.compile(
     r'Read it in pages with read_file: \{"path": "[^"\n]*", "offset": \d+, "limit": \d+\}'
@@ -73,6 +75,13 @@ def shown_this_turn(prompt: Sequence[Message], asked: str | None) -> str:
         elif i == last_user:
             parts.append(_without_words(message.content, asked))
     return "\0".join(parts)
+
+
+def _letter(match: re.Match[str]) -> str:
+    """A JSON ``\\uXXXX`` escape as its character when that is a letter, digit or ``_``
+    (an escaped quote or backslash is kept, so the text still reads as JSON)."""
+    char = chr(int(match.group(1), 16))
+    return char if char.isalnum() or char == "_" else match.group(0)
 
 
 def _without_words(content: str, asked: str | None) -> str:
@@ -113,7 +122,8 @@ class Shown:
             return cls(())
         unescaped = compact.replace('\\"', '"').replace("&quot;", '"')
         double = compact.replace("'", '"')
-        return cls(tuple(dict.fromkeys((compact, unescaped, double))))  # each view once
+        letters = _ESCAPED_LETTER.sub(_letter, compact)  # run\u005fshell is run_shell
+        return cls(tuple(dict.fromkeys((compact, unescaped, double, letters))))  # each once
 
     def quotes(self, name: str, arguments: Any) -> bool:
         """Whether a call of ``name`` with ``arguments`` is written in what was shown."""
