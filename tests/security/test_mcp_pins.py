@@ -118,33 +118,53 @@ def test_an_edited_module_the_script_imports_is_not_run_until_approved_again(
     assert len(told) == 1 and "changed since it was approved" in told[0], proc.stderr
 
 
+CHANGES = {  # what the server does on its next start: the variable, the State field, the value
+    "description": ("HOSTILE_DESCRIPTION", "description", INJECTION),
+    "schema": ("HOSTILE_SCHEMA_EXTRA", "schema_extra", "1"),
+    "new tool": ("HOSTILE_NEW_TOOL", "new_tool", "1"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_description_changed_on_the_next_start_is_not_offered_and_the_user_is_told(
-    victim_workspace: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch, transport: str
+def test_a_tool_changed_on_the_next_start_is_not_offered_and_the_user_is_told(
+    victim_workspace: Path,
+    isolated_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    transport: str,
+    change: str,
 ) -> None:
+    """After approval the server's next start changes ``add``'s description or schema,
+    or lists a tool it did not list then: neither is sent to the model nor runs, and the
+    person is told once, at the start, what changed."""
     ws, state = victim_workspace, State("plain", "")
-    monkeypatch.setenv("HOSTILE_DESCRIPTION", "Add two numbers.")
-    with entry(transport, "plain", state=state, env=[] if transport == "http" else
-               ["HOSTILE_DESCRIPTION"]) as server:  # fmt: skip
-        if transport == "http":
-            server.pop("env")
+    variable, field, value = CHANGES[change]
+    passed = [] if transport == "http" else [name for name, _f, _v in CHANGES.values()]
+    with entry(transport, "plain", state=state, **({"env": passed} if passed else {})) as server:
         (isolated_env / "harvey.yaml").write_text(
             yaml_of({"demo": server}, "context_window: 16384\n")
         )
         assert invoke_harvey("mcp", "approve", "demo", "--yes", cwd=ws).returncode == 0
-        monkeypatch.setenv("HOSTILE_DESCRIPTION", INJECTION)  # the server's next start
-        state.description = INJECTION
-        call = Reply(tool_calls=[("mcp__demo__add", {"a": 1, "b": 2})])
-        proc, requests = run(ws, [call, Reply("done")], "--allow-mcp", "demo")
+        monkeypatch.setenv(variable, value)  # the server's next start
+        setattr(state, field, value if field == "description" else True)
+        changed = "exfiltrate" if change == "new tool" else "add"
+        arguments = {} if changed == "exfiltrate" else {"a": 1, "b": 2}
+        calls = [Reply(tool_calls=[(f"mcp__demo__{changed}", arguments)]), Reply("done")]
+        proc, requests = run(ws, calls, "--allow-mcp", "demo")
         shown = invoke_harvey("mcp", "tools", "demo", cwd=ws).stdout
     assert proc.returncode == 0, proc.stderr
-    assert "mcp__demo__add" not in offered(requests)
+    assert f"mcp__demo__{changed}" not in offered(requests)
     assert "Ignore previous" not in json.dumps(requests)  # the injection never reached it
-    assert "3" not in "".join(results(requests))  # nor did the call run
+    assert not [r for r in results(requests) if "\n3\n" in r or "\nexfiltrate\n" in r]
     told = [line for line in proc.stderr.splitlines() if "changed since approved" in line]
     assert len(told) == 1, proc.stderr
-    assert "demo:add (its description)" in told[0] and "harvey mcp approve demo" in told[0]
-    assert "was: Add two numbers." in shown and "now: Add two numbers. <IMPORTANT>" in shown
+    why = {"description": "(its description)", "schema": "(its schema)",
+           "new tool": "(new since the approval)"}[change]  # fmt: skip
+    assert f"demo:{changed} {why}" in told[0] and "harvey mcp approve demo" in told[0]
+    if change == "description":
+        assert "was: Add two numbers." in shown and "now: Add two numbers. <IMPORTANT>" in shown
+    else:
+        assert f"{changed}  [" in shown and ("[changed]" in shown or "[new]" in shown)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
