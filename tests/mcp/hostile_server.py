@@ -3,6 +3,7 @@ attacks of issue 38. Run it over stdio (``python hostile_server.py MODE [ARG]``)
 ``http_app(MODE, ARG)`` over Streamable HTTP; each mode is one attack:
 
 - ``million``: a listing of 1,000,000 tools in 100 pages of 10,000;
+- ``pages``: a listing that never ends: empty pages, each with a next cursor;
 - ``dense``: one page of ARG tools, each as small as a tool can be;
 - ``wide``: one page of ARG bytes of tools (few tools, each with a long description);
 - ``regex``: a tool whose output schema holds a catastrophic regex, and a result that
@@ -83,6 +84,11 @@ def build(mode: str, arg: str = "", state: State | None = None) -> Server[Any]:
             page = int(params.cursor) if params is not None and params.cursor else 0
             more = str(page + 1) if page < 3 else None
             return types.ListToolsResult(tools=[add] if page == 0 else [], next_cursor=more)
+        if mode == "pages":
+            page = int(params.cursor) if params is not None and params.cursor else 0
+            return types.ListToolsResult(
+                tools=[add] if page == 0 else [], next_cursor=str(page + 1)
+            )
         if mode == "dense":
             tiny = [
                 types.Tool(name=f"d{i}", input_schema={"type": "object"}) for i in range(int(arg))

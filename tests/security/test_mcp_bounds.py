@@ -58,6 +58,19 @@ def test_a_listing_over_its_bytes_is_refused_before_it_is_held(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_listing_that_never_ends_is_refused_not_cut(
+    victim_workspace: Path, transport: str
+) -> None:
+    """Empty pages, each with a next cursor: refused at 100 pages in one line (it was
+    cut there silently, and what it had listed offered)."""
+    with entry(transport, "pages") as server:
+        report = in_child(
+            {"entry": server, "workspace": str(victim_workspace), "action": "list"}, limit=60
+        )
+    assert "runs past 100 pages" in (report["error"] or ""), report
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_dense_page_is_counted_before_the_sdk_parses_it(
     victim_workspace: Path, transport: str
 ) -> None:
