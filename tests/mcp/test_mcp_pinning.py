@@ -71,6 +71,16 @@ def test_the_files_a_command_string_or_a_runnable_folder_names_are_pinned(
     assert "the file tools/srv.py" in changed_parts(before, server_parts(server, tmp_path))
 
 
+def test_a_changed_file_is_named_without_its_escape_sequences(tmp_path: Path) -> None:
+    name = "srv\x1b]0;pwned\x07.py"
+    (tmp_path / name).write_text("v1\n")
+    server = McpServerSettings(command="python3", args=[name])
+    before = server_parts(server, tmp_path)
+    (tmp_path / name).write_text("v2\n")
+    (said,) = changed_parts(before, server_parts(server, tmp_path))
+    assert "\x1b" not in said and "\x07" not in said and said.startswith("the file srv")
+
+
 def test_a_config_file_given_as_an_option_is_pinned(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     server = McpServerSettings(command="/usr/bin/env", args=["--config=x.json"])

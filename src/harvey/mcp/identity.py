@@ -83,13 +83,16 @@ def changed_parts(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     was, is_now = before.get("files"), now.get("files")
     old: dict[str, Any] = was if isinstance(was, dict) else {}
     new: dict[str, Any] = is_now if isinstance(is_now, dict) else {}
+    from harvey.terminal_text import for_terminal
+
     for path in sorted(set(old) | set(new)):
+        name = for_terminal(path, one_line=True)  # a file name the repository chose
         if path not in old:
-            found.append(f"a new file {path}")
+            found.append(f"a new file {name}")
         elif path not in new:
-            found.append(f"the file {path} (gone)")
+            found.append(f"the file {name} (gone)")
         elif old[path] != new[path]:
-            found.append(f"the file {path}")
+            found.append(f"the file {name}")
     return found
 
 
