@@ -234,3 +234,29 @@ def test_names_cut_at_64_characters_collide_and_are_refused() -> None:
 def test_a_tool_name_with_escape_sequences_is_named_safely() -> None:
     _refused, lines = collisions([("a", "\x1b[2J.b"), ("a", "\x1b[2J_b")])
     assert lines and "\x1b" not in lines[0]
+
+
+# -- the timeout the person waits -----------------------------------------------------
+
+
+def test_a_call_that_never_answers_ends_at_its_timeout_and_the_server_is_kept(
+    tmp_path: Path,
+) -> None:
+    """Harvey's deadline fires before the SDK's own (never at twice the timeout), says
+    so in one line, cancels the request and keeps the server: its state survives."""
+    import time
+
+    from harvey.mcp.connection import Connection, McpError, Surroundings
+    from tests.mcp.test_mcp_servers import server_entry
+
+    server = McpServerSettings(**{**server_entry(), "timeout": 2})  # type: ignore[arg-type]
+    connection = Connection(server, Surroundings(tmp_path))
+    try:
+        assert connection.call_tool("count", {})[0] == "1"
+        began = time.monotonic()
+        with pytest.raises(McpError, match=r"^the server timed out: no answer within 2 s"):
+            connection.call_tool("hang", {})
+        assert time.monotonic() - began < 3
+        assert connection.call_tool("count", {})[0] == "2"  # the same server, kept
+    finally:
+        connection.close()

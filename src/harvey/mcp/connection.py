@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from mcp import ClientSession
 
 T = TypeVar("T")
+#: How much later than Harvey's own deadline the SDK gives up on a request: Harvey's
+#: fires first, says so in one line and cancels the request, the server kept.
+_SDK_GRACE = 5.0
 
 __all__ = [
     "INSTALL_HINT", "Connection", "ListedTool", "McpError", "Surroundings", "bearer_token",
@@ -215,7 +218,7 @@ class Connection:
                 async with (
                     _streams(self.server, self.around, self._ending, self.guard) as (read, write),
                     _session_class()(
-                        read, write, read_timeout_seconds=self.server.timeout,
+                        read, write, read_timeout_seconds=self.server.timeout + _SDK_GRACE,
                         message_handler=changed,
                     ) as session,
                 ):  # fmt: skip
