@@ -81,6 +81,23 @@ def test_a_changed_file_is_named_without_its_escape_sequences(tmp_path: Path) ->
     assert "\x1b" not in said and "\x07" not in said and said.startswith("the file srv")
 
 
+@pytest.mark.parametrize("command", [["sh", "start.sh"], ["./start.sh"]])
+def test_the_script_a_shell_script_starts_is_pinned(tmp_path: Path, command: list[str]) -> None:
+    """``start.sh`` runs ``python3 tools/srv.py``: an edit to srv.py, or to what it
+    imports beside it, is an edit to the server."""
+    (tmp_path / "tools").mkdir()
+    start = tmp_path / "start.sh"
+    start.write_text("#!/bin/sh\n# the server\nexec python3 tools/srv.py --stdio\n")
+    start.chmod(0o755)
+    (tmp_path / "tools" / "srv.py").write_text("import helper\n")
+    (tmp_path / "tools" / "helper.py").write_text("v1\n")
+    server = McpServerSettings(command=command[0], args=command[1:])
+    before = server_parts(server, tmp_path)
+    assert {"start.sh", "tools/srv.py", "tools/helper.py"} <= set(before["files"])
+    (tmp_path / "tools" / "helper.py").write_text("v2\n")
+    assert changed_parts(before, server_parts(server, tmp_path)) == ["the file tools/helper.py"]
+
+
 def test_a_config_file_given_as_an_option_is_pinned(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     server = McpServerSettings(command="/usr/bin/env", args=["--config=x.json"])

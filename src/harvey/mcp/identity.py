@@ -9,7 +9,8 @@ files its command line names*: the program itself (found on ``PATH`` when it is 
 name), every argument that is a file (a script, ``--config=x.json``) with what a script
 imports from its own folder (the files of its kind there; a Python script's packages),
 the module of ``python -m MODULE`` (a package: every file in it), a folder run as a
-program (``python tools/``), the words of a shell's ``-c`` string. An edited
+program (``python tools/``), the words of a shell's ``-c`` string and the files a shell
+script names (``start.sh`` running ``python3 srv.py``). An edited
 ``tools/srv.py``, or the ``tools/helper.py`` it imports, is a new server that asks again,
 though its command line reads the same. A file the program reaches only by itself (a
 module elsewhere on its path, a package ``npx`` fetches) is not pinned: name it as an
@@ -119,6 +120,9 @@ def program_files(server: McpServerSettings, workspace: Path | None = None) -> d
     program = _program(server.command, root)
     if program is not None:
         _add(found, program, root)
+        if "/" in server.command:  # a script of its own, not a program from PATH
+            for beside in [*_beside(program), *_shell_words(program, root)]:
+                _add(found, beside, root)
     args = list(server.args)
     for i, arg in enumerate(args):
         if i > 0 and args[i - 1] == "-m":
@@ -128,7 +132,7 @@ def program_files(server: McpServerSettings, workspace: Path | None = None) -> d
             for candidate in _candidates(arg):
                 path = _file(candidate, root)
                 if path is not None:
-                    named += [path, *_beside(path)]
+                    named += [path, *_beside(path), *_shell_words(path, root)]
                 elif _runs_as_program(candidate, root):
                     named += _package(_under(candidate, root))
         for path in named:
@@ -174,6 +178,37 @@ def _beside(script: Path) -> list[Path]:
             files.append(entry)
         elif script.suffix == ".py" and entry.name not in _SKIPPED and _is_package(entry):
             files += _package(entry)
+    return files
+
+
+#: The most of a shell script read for the files it names.
+MAX_SHELL_SCRIPT = 64 << 10
+
+
+def _shell_words(script: Path, root: Path) -> list[Path]:
+    """The files a shell script names (``start.sh`` running ``python3 srv.py``), with
+    what each imports beside it; one level deep, from its first ``MAX_SHELL_SCRIPT``
+    bytes."""
+    try:
+        with open(script, "rb") as handle:
+            head = handle.read(MAX_SHELL_SCRIPT)
+    except OSError:
+        return []
+    first = head.split(b"\n", 1)[0]
+    if script.suffix not in (".sh", ".bash") and not (first.startswith(b"#!") and b"sh" in first):
+        return []
+    files: list[Path] = []
+    for line in head.decode("utf-8", "replace").splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for word in _candidates(line.strip() + " "):
+            for base in (root, script.parent):
+                named = _file(word, base)
+                if named is not None and named != script:
+                    files += [named, *_beside(named)]
+                    break
+        if len(files) >= MAX_PACKAGE_FILES:
+            break
     return files
 
 
