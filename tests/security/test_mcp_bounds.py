@@ -153,6 +153,8 @@ def test_two_tools_of_one_server_that_would_share_a_name_are_both_refused(
     end()
     assert "mcp__s__x_y" not in registry.names() and "mcp__s__x-y" in registry.names()
     assert [w for w in warned if "s:x.y and s:x_y" in w], warned
+    shown = invoke_harvey("mcp", "tools", "s", cwd=victim_workspace).stdout
+    assert "! MCP tools s:x.y and s:x_y would all be called mcp__s__x_y" in shown, shown
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

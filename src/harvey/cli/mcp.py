@@ -71,12 +71,14 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
     from harvey.mcp.approvals import tool_state
     from harvey.mcp.connection import SCHEMA_NOT_CHECKED
     from harvey.mcp.identity import tool_pin
+    from harvey.mcp.names import collisions
     from harvey.mcp.offering import listed_tokens
     from harvey.mcp.screening import flags
 
     paths, settings = load(workspace)
     around = _surroundings(paths, settings)
     counting: tuple[Callable[[str], int] | None, str] | None = None
+    listed: list[tuple[str, str]] = []  # every (server, tool), for names two would share
     for server in _chosen(paths, settings, name):
         if not server.approved:
             click.echo(f"{_safe(server.name)}: not started: {server.why_not}")
@@ -91,6 +93,7 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
             f"{_safe(server.name)}: {len(tools)} tools, schemas {mark}{total:,} tokens ({how})"
         )
         names = [t.name for t in tools]
+        listed += [(server.name, n) for n in names]
         for tool in tools:
             state = tool_state(paths.harvey_home, server.identity, tool.name,
                                tool_pin(tool.name, tool.description, tool.schema))  # fmt: skip
@@ -105,6 +108,8 @@ def list_tools(name: str | None, workspace: Path | None) -> None:
                 click.echo(f"    {SCHEMA_NOT_CHECKED}")
             for flag in flags(tool.description, [n for n in names if n != tool.name]):
                 click.echo(f"    ! {flag}")
+    for line in collisions(listed)[1]:  # a session offers none of them
+        click.echo(f"! {line}")
 
 
 def _counter(settings: Settings) -> tuple[Callable[[str], int] | None, str]:
