@@ -332,7 +332,7 @@ class FindToolsTool:
         """The tools nearest ``query`` by wordllama's embeddings; none without it."""
         if self._vectors is None:
             try:
-                from harvey.knowledge.embedders import LocalEmbedder
+                from harvey.retrieval.embedders import LocalEmbedder
 
                 self._embedder = LocalEmbedder()
                 texts = [
