@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.corpora import Documents, code_corpus, prose_corpus, total_bytes
-from harvey.analysis.chunking import ChunkConfig, chunk_document
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.workspace.kinds import DocType
 
 LIMIT = 6000

@@ -27,9 +27,9 @@ from typing import Any
 from tests.fakes.base import _Handler
 from tests.fakes.servers import FakeOpenAI
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
+from harvey.chunks.chunking import ChunkConfig
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply
 

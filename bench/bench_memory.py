@@ -232,7 +232,7 @@ def latency_section() -> tuple[str, bool]:
         found = recall(store, Path(ws), QUERIES[0], context_window=32_768)
         rows.append(("FTS5 (`memory.embedder: none`, the default)", _timed(store, ws, None), True))
         if importlib.util.find_spec("wordllama") is not None:
-            from harvey.knowledge.embedders import LocalEmbedder
+            from harvey.retrieval.embedders import LocalEmbedder
 
             embedder = LocalEmbedder()  # loaded once per process, before any timing
             vectors = MemoryVectors(store, embedder)

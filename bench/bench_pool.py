@@ -39,9 +39,9 @@ from pathlib import Path
 
 from tests.fakes.llamacpp import FakeLlamaCpp
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
+from harvey.chunks.chunking import ChunkConfig
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.pool import EndpointSpec
 from harvey.llm.pool_setup import build_pool

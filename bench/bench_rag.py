@@ -48,11 +48,11 @@ from bench.rag_questions import (
     QUESTIONS,
     UNANSWERABLE,
 )
-from harvey.knowledge.embedders import LocalEmbedder
 from harvey.knowledge.floor import BACKGROUND, MIN_VOCABULARY_CHUNKS, Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk, create_store
+from harvey.retrieval.embedders import LocalEmbedder
 
 MB = 1024 * 1024
 BIG = 100_000

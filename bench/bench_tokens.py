@@ -35,10 +35,10 @@ from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
 
-from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.mapper import EvidenceMapper, MapRequest, Piece
 from harvey.analysis.progress import NullProgress
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.context.budget import FIXED_CHUNK_BYTES, Calibration, auto_chunk_bytes
 from harvey.context.tokens import TokenCounter
 from harvey.demo import INSTRUCTION

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from bench.corpora import code_corpus
-from harvey.analysis.chunking import ChunkConfig, chunk_document
-from harvey.analysis.source_boundaries import definition_levels
+from harvey.chunks.chunking import ChunkConfig, chunk_document
+from harvey.chunks.source_boundaries import definition_levels
 from harvey.knowledge.ingest import TREE_SITTER_LANGUAGES
 from harvey.workspace.kinds import DocType
 

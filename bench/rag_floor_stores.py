@@ -23,12 +23,12 @@ from bench.rag_questions import (
     QUESTIONS,
     UNANSWERABLE,
 )
-from harvey.knowledge.embedders import LocalEmbedder
 from harvey.knowledge.floor import BACKGROUND, FLOORS, MIN_VOCABULARY_CHUNKS, Floor
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, create_store
-from harvey.stopwords import STOPWORDS
+from harvey.retrieval.embedders import LocalEmbedder
+from harvey.retrieval.words import STOPWORDS
 
 NO_WORD = replace(BACKGROUND, unknown_word_cosine=0.0)  # without the unknown-word gate
 PLAIN = Floor(unknown_share=0.0)  # the default floor without its unknown-word check

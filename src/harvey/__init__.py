@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harvey.analysis.answer import Answer, Citation
     from harvey.analysis.api import AnalyzeOptions, Collaborators, FileAnalysis, analyze_file
-    from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
     from harvey.analysis.engine import AnalysisResult, ChunkAnalysisParams, run_chunked_analysis
     from harvey.analysis.evidence import Record
     from harvey.analysis.folder_reads import FolderOutcome, analyze_paths
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
         contain_tags,
         reduce_plan,
     )
+    from harvey.chunks.chunking import Chunk, ChunkConfig, chunk_document
     from harvey.context.budget import estimate_tokens, file_exceeds_budget, remaining_context
     from harvey.errors import (
         BackendError,
@@ -61,10 +61,10 @@ _EXPORTS: dict[str, str] = {
     "estimate_tokens": "harvey.context.budget",
     "file_exceeds_budget": "harvey.context.budget",
     "remaining_context": "harvey.context.budget",
-    "Chunk": "harvey.analysis.chunking",
-    "ChunkConfig": "harvey.analysis.chunking",
+    "Chunk": "harvey.chunks.chunking",
+    "ChunkConfig": "harvey.chunks.chunking",
     "DocType": "harvey.workspace.kinds",
-    "chunk_document": "harvey.analysis.chunking",
+    "chunk_document": "harvey.chunks.chunking",
     "detect_doc_type": "harvey.workspace.kinds",
     "DYNAMIC_BUDGET": "harvey.chat.plan_budget",
     "HANDOVER_BUDGET": "harvey.chat.plan_budget",

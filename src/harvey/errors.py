@@ -149,7 +149,7 @@ class HookDenied(ToolError):
 class GrammarUnavailable(HarveyError):
     """No usable tree-sitter grammar for a language.
 
-    Internal: ``analysis/source_boundaries.py`` raises it and the chunker then
+    Internal: ``chunks/source_boundaries.py`` raises it and the chunker then
     falls back to its heuristic, so it never reaches a person.
     """
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from harvey.analysis import source_boundaries
-from harvey.analysis.chunking import Chunk, ChunkConfig, boundary_name, chunk_document
+from harvey.chunks import source_boundaries
+from harvey.chunks.chunking import Chunk, ChunkConfig, boundary_name, chunk_document
 from harvey.workspace.kinds import DocType, detect_doc_type, language_for_path
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
+from harvey.chunks.chunking import Chunk, ChunkConfig, chunk_document
 from harvey.workspace.kinds import DocType
 
 ALPHABET = st.sampled_from([*list("ab cd.!?\n\n\n\t#=}é日😀\r"), "ab", "# ", "\n\n", ". "])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.analysis.chunking import ChunkConfig
-from harvey.analysis.document_chunks import chunk_sections, section_starts
+from harvey.chunks.chunking import ChunkConfig
+from harvey.chunks.document_chunks import chunk_sections, section_starts
 from harvey.documents.model import Document, Heading, TextBuilder
 
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta\n", "é", "\n\n"]), max_size=80)

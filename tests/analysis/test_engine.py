@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, SynthesisError, run_chunked_analysis
 from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.errors import BackendError, Cancelled
 from harvey.messages import Message
 from harvey.protocols import LLMClient, ModelCapabilities, StreamEvent, TextDelta, Usage

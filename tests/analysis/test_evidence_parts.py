@@ -12,7 +12,7 @@ from harvey.analysis.finder import Query, candidates
 from harvey.analysis.quotes import Location
 from harvey.analysis.sizes import answer_kind, evidence_style, is_small
 from harvey.analysis.synthesis import check
-from harvey.analysis.units import split_units
+from harvey.chunks.units import split_units
 
 
 def kinds(text: str) -> list[tuple[str, str]]:

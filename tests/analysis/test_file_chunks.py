@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harvey.analysis import file_chunks
-from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.file_chunks import chunks_of, source_size
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.errors import WorkspaceError
 from harvey.workspace.kinds import DocType
 from harvey.workspace.source import Source

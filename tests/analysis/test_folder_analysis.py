@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.folder_analysis import FolderRun, per_file_markdown
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import NullProgress, PlainProgress, make_progress
+from harvey.chunks.chunking import ChunkConfig
 from harvey.errors import Cancelled, SynthesisError, WorkspaceError
 from harvey.session.records import ChunkFileNote
 from tests.analysis.test_engine import FnClient, Stored

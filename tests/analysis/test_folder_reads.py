@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.file_chunks import chunks_of
 from harvey.analysis.folder_reads import _Recut, collect_files, folder_label
+from harvey.chunks.chunking import ChunkConfig
 from harvey.errors import UsageError
 from harvey.workspace.source import Source
 from tests.fakes.evidence import chunk_of, file_of, records

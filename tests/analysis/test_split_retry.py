@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
 from harvey.analysis.split_retry import MAX_SPLIT_DEPTH, split_in_two
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.errors import Cancelled, SynthesisError
 from harvey.llm.openai import OpenAIClient
 from harvey.llm.scripted import Reply

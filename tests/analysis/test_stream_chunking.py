@@ -8,8 +8,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvey.analysis.chunking import ChunkConfig, chunk_document
-from harvey.analysis.stream_chunking import count_chunks, iter_chunks, utf8_windows
+from harvey.chunks.chunking import ChunkConfig, chunk_document
+from harvey.chunks.stream_chunking import count_chunks, iter_chunks, utf8_windows
 from harvey.workspace.kinds import DocType
 from tests.analysis.test_chunking_properties import ALPHABET, DOC_TYPES, OVERLAPS, check_invariants
 

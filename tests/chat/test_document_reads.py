@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harvey.analysis.chunking import ChunkConfig
-from harvey.analysis.document_chunks import chunk_sections
+from harvey.chunks.chunking import ChunkConfig
+from harvey.chunks.document_chunks import chunk_sections
 from harvey.documents import extract
 from harvey.llm.scripted import Reply
 from harvey.ui import HeadlessUI

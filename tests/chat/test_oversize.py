@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.chat.oversize import CANCELLED_TEXT
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.config.settings import ChunkingSettings, Settings
 from harvey.llm.scripted import Reply
 from harvey.session.fountain import parse_session

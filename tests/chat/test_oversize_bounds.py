@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harvey.analysis import file_chunks
-from harvey.analysis.chunking import ChunkConfig, chunk_document
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
 from harvey.chat.oversize import CANCELLED_TEXT, ChunkResult, ChunkStatus
+from harvey.chunks.chunking import ChunkConfig, chunk_document
 from harvey.config.settings import ChunkingSettings, Settings
 from harvey.errors import UsageError, WorkspaceError
 from harvey.llm.scripted import ScriptedClient

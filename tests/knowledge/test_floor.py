@@ -128,10 +128,10 @@ def test_the_floor_admits_nothing_under_it_and_keeps_the_order(
 
 @pytest.fixture(scope="module")
 def searchers(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    from harvey.knowledge.embedders import LocalEmbedder
     from harvey.knowledge.ingest import Ingester
     from harvey.knowledge.search import Searcher
     from harvey.knowledge.store import create_store
+    from harvey.retrieval.embedders import LocalEmbedder
     from tests.knowledge.conftest import NOTES
 
     ws = tmp_path_factory.mktemp("floor-ws")

@@ -113,9 +113,9 @@ def docs_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow  # wordllama and a 150-chunk store
 def test_a_large_store_reads_cosines_against_its_background(docs_ws: Path) -> None:
-    from harvey.knowledge.embedders import LocalEmbedder
     from harvey.knowledge.search import Searcher
     from harvey.knowledge.store import open_store
+    from harvey.retrieval.embedders import LocalEmbedder
 
     embedder = LocalEmbedder()
     with open_store(docs_ws, "d") as store:
@@ -138,9 +138,9 @@ def test_a_large_store_reads_cosines_against_its_background(docs_ws: Path) -> No
 def test_a_small_store_keeps_the_plain_floor(notes_ws: Path) -> None:
     """Under ``MIN_BACKGROUND_CHUNKS`` chunks (a store made by any Harvey: nothing is
     stored for the background) the background levels change nothing."""
-    from harvey.knowledge.embedders import LocalEmbedder
     from harvey.knowledge.search import Searcher
     from harvey.knowledge.store import open_store
+    from harvey.retrieval.embedders import LocalEmbedder
 
     assert invoke_harvey("rag", "new", "n", "--embedder", "local", cwd=notes_ws).returncode == 0
     assert invoke_harvey("rag", "ingest", "n", "notes", cwd=notes_ws).returncode == 0

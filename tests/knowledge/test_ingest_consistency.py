@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from harvey.knowledge import ingest as ingest_module
-from harvey.knowledge.embedders import LocalEmbedder, local_available
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk, create_store
+from harvey.retrieval.embedders import LocalEmbedder, local_available
 from tests.conftest import missing_dependency
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harvey.analysis import chunking
+from harvey.chunks import chunking
 from harvey.knowledge import ingest as ingest_module
 from harvey.knowledge.ingest import TREE_SITTER_LANGUAGES, Ingester
 from harvey.knowledge.store import KnowledgeStore, create_store

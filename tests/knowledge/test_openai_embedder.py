@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from harvey.errors import KnowledgeError
-from harvey.knowledge.embedders import OpenAIEmbedder
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import create_store
+from harvey.retrieval.embedders import OpenAIEmbedder
 from tests.fakes.embeddings import FakeEmbeddings, fake_vector
 from tests.harvey_process import invoke_harvey
 

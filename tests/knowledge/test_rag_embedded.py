@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harvey.knowledge.embedders import local_available
+from harvey.retrieval.embedders import local_available
 from tests.conftest import missing_dependency
 from tests.knowledge.conftest import run_wrapped
 

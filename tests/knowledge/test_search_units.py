@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvey.knowledge.retrieval import merge, render
-from harvey.knowledge.search import Hit, bm25_score, fts_query, fuse, prune_terms
+from harvey.knowledge.search import Hit, bm25_score, fuse, prune_terms
 from harvey.knowledge.store import ChunkRow, create_store
+from harvey.retrieval.words import coverage, fts_query
 
 
 def test_fts_query_quotes_every_word() -> None:
@@ -83,7 +84,7 @@ def test_a_clear_match_in_a_two_note_store_is_not_scored_zero(tmp_path: Path) ->
     """BM25's IDF is log 1 = 0 for a word in one of two chunks; the coverage floor keeps
     the matching note above ``floor.MIN_SCORE`` (0.1) while the order stays BM25's."""
     from harvey.knowledge.ingest import Ingester
-    from harvey.knowledge.search import COVERAGE_WEIGHT, Searcher, coverage
+    from harvey.knowledge.search import COVERAGE_WEIGHT, Searcher
 
     ws = tmp_path / "ws"
     (ws / "notes").mkdir(parents=True)
@@ -129,8 +130,7 @@ def test_when_every_word_is_common_the_two_rarest_together_rank_first(
 def test_coverage_matches_comparing_every_word(query: list[str], words: list[str]) -> None:
     """Comparing a query word only with the words that begin as it does finds what
     comparing it with every word finds."""
-    from harvey.knowledge.search import coverage
-    from harvey.stopwords import same_word
+    from harvey.retrieval.words import same_word
 
     text = " ".join(words)
     found = sum(1 for q in query if any(same_word(q, w) for w in set(words)))

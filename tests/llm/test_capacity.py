@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
+from harvey.chunks.chunking import ChunkConfig
 from harvey.llm.capacity import Capacity, Ramp, discover, is_llama_cpp_python
 from harvey.llm.local import LocalClient
 from harvey.llm.openai import OpenAIClient

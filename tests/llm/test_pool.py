@@ -8,9 +8,9 @@ from contextlib import ExitStack
 
 import pytest
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.progress import NullProgress
+from harvey.chunks.chunking import ChunkConfig
 from harvey.errors import BackendUnavailable, ConfigError, SynthesisError
 from harvey.llm.base import chat
 from harvey.llm.openai import OpenAIClient

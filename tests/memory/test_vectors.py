@@ -31,7 +31,7 @@ QUESTION = "where is the schema migration folder?"  # no word in common with MIG
 def embedder() -> object:
     if importlib.util.find_spec("wordllama") is None:
         missing_dependency("wordllama is not installed (pip install 'harvey-agent[local]')")
-    from harvey.knowledge.embedders import LocalEmbedder
+    from harvey.retrieval.embedders import LocalEmbedder
 
     return LocalEmbedder()
 

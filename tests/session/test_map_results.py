@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
 from harvey.analysis.params import result_key
 from harvey.analysis.progress import NullProgress
+from harvey.chunks.chunking import ChunkConfig
 from harvey.llm.openai import OpenAIClient
 from harvey.session.map_results import StoredResults
 from harvey.session.store import SessionStore

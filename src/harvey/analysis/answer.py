@@ -114,6 +114,8 @@ def merge(
     exhaustive: bool,
     budget_chars: int | None = None,
     order: Sequence[str] = (),
+    keep: int = TOP_RECORDS,
+    relative_floor: float = RELATIVE_FLOOR,
 ) -> Merged:
     """The records an answer rests on (see the module docstring), in the files' ``order``
     (the run's) and each file's own; ``budget_chars`` bounds their quotes' length."""
@@ -121,9 +123,9 @@ def merge(
     if not unique:
         return Merged([])
     best = max(r.relevance for r in unique)
-    chosen = [r for r in unique if r.relevance >= RELATIVE_FLOOR * best]
+    chosen = [r for r in unique if r.relevance >= relative_floor * best]
     if not exhaustive:
-        chosen = sorted(chosen, key=lambda r: (-r.relevance, r.id))[:TOP_RECORDS]
+        chosen = sorted(chosen, key=lambda r: (-r.relevance, r.id))[:keep]
     if budget_chars is not None:
         ranked = sorted(chosen, key=lambda r: (-r.relevance, r.id))
         fitted: list[Record] = []
@@ -169,6 +171,11 @@ def evidence_answer(merged: Merged, why: str, dropped: int = 0) -> Answer:
         text = f"{FRAMING}nothing in the text answers the instruction: {reason}."
         return Answer(text, [], "evidence", text)
     lines = [note]
+    if all(r.closest for r in records):
+        lines.append(
+            f"{FRAMING}no sentence clearly answers the instruction; the closest passages "
+            "are below, cited, as the nearest the text comes, not as its answer."
+        )
     if merged.left_out:
         lines.append(
             f"{FRAMING}{merged.left_out} less relevant quotes are left out; "

@@ -130,6 +130,16 @@ def chunking_of(settings: Settings | ChunkingSettings) -> ChunkingSettings:
     return settings.chunking if isinstance(settings, Settings) else settings
 
 
+def _home() -> Path | None:
+    """Where a document's index and the embedder's converted weights are kept."""
+    from harvey.config.settings import default_harvey_home
+
+    try:
+        return default_harvey_home()
+    except OSError:
+        return None
+
+
 def answer_plan(
     settings: Settings | ChunkingSettings, model: str, options: AnalyzeOptions
 ) -> tuple[Style, AnswerKind]:
@@ -166,7 +176,6 @@ def analyze_file(
     ``UsageError`` for an empty file, ``WorkspaceError`` for one that cannot be read,
     ``SynthesisError`` and ``Cancelled`` from the analysis.
     """
-    from harvey.analysis.chunking import boundary_name
     from harvey.analysis.engine import ChunkAnalysisParams, run_chunked_analysis
     from harvey.analysis.file_chunks import (
         chunk_config,
@@ -175,6 +184,8 @@ def analyze_file(
         document_pages,
         source_size,
     )
+    from harvey.analysis.semantic import finder_for
+    from harvey.chunks.chunking import boundary_name
     from harvey.errors import UsageError
     from harvey.messages import Message
     from harvey.workspace.source import Source
@@ -232,6 +243,7 @@ def analyze_file(
         evidence=evidence,
         answer=answer,
         answer_chars=options.answer_chars,
+        finder=finder_for(instruction, [source], style=evidence, harvey_home=_home()),
     )
     result = run_chunked_analysis(
         client,

@@ -108,7 +108,9 @@ class AnalysisRun:
         self.synth_model = synthesis_client.model if separate else params.model
         self.context_window = context_window
         self.bytes_per_token = bytes_per_token
-        self.mapper = EvidenceMapper(params.instruction, params.evidence, params.names())
+        self.mapper = EvidenceMapper(
+            params.instruction, params.evidence, params.names(), params.finder
+        )
         self.served: int | None = None  # endpoints of a pool that completed map calls
         self._pieces: dict[int, Piece] = {}  # the chunks in flight: a split, a call's answer
         self.first_failure = ""  # the first failed map call's reason, for "all failed"
@@ -249,6 +251,8 @@ class AnalysisRun:
             instruction=p.instruction,
             kind=p.answer,
             exhaustive=self.mapper.query.exhaustive,
+            keep=self.mapper.finder.keep,
+            relative_floor=self.mapper.finder.relative_floor,
             why=evidence_reason(self.synth_model, p.answer),
             budget_chars=p.answer_chars,
             order=p.names(),

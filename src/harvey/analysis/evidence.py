@@ -24,7 +24,7 @@ from harvey.analysis.quotes import Location
 
 #: The stored map result's format; part of every stored-result key (a result made
 #: for another format is never reused).
-FORMAT = "evidence-1"
+FORMAT = "evidence-2"
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Record:
     offset: int = 0  # where the quote starts in its file's text (order and duplicates)
     fact: str = ""
     id: int = 0
+    closest: bool = False  # nothing clearly answered: the nearest passage, shown as such
 
     def numbered(self, number: int) -> Record:
         return replace(self, id=number)
@@ -57,6 +58,8 @@ class Record:
             out["pages"] = [loc.first_page, loc.last_page]
         if self.fact:
             out["fact"] = self.fact
+        if self.closest:
+            out["closest"] = True
         return out
 
     @classmethod
@@ -70,6 +73,7 @@ class Record:
             float(data.get("relevance", 1.0)),
             int(data.get("offset", 0)),
             str(data.get("fact", "")),
+            closest=bool(data.get("closest", False)),
         )
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO
 
-from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
-from harvey.analysis.document_chunks import chunk_sections
-from harvey.analysis.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
+from harvey.chunks.chunking import Chunk, ChunkConfig, chunk_document
+from harvey.chunks.document_chunks import chunk_sections
+from harvey.chunks.stream_chunking import WINDOW_BYTES, count_chunks, iter_chunks, utf8_windows
 from harvey.config.settings import ChunkingSettings
 from harvey.context.budget import BYTES_PER_TOKEN, FIXED_CHUNK_BYTES, auto_chunk_bytes
 from harvey.documents.extraction import estimated_source_text_bytes, extract_source

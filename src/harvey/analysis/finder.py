@@ -29,10 +29,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from harvey.analysis.atoms import Kind, atoms
-from harvey.analysis.units import Unit
-from harvey.stopwords import STOPWORDS, same_word
+from harvey.analysis.piece import Piece
+from harvey.chunks.units import Unit, split_units
+from harvey.retrieval.words import STOPWORDS, holds, index
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: A candidate holds at least this share of what the instruction names (its topical words,
@@ -133,19 +135,7 @@ class Candidate:
     unit: Unit
     relevance: float
     kinds: frozenset[Kind] = field(default_factory=frozenset)
-
-
-def _words(text: str) -> tuple[set[str], dict[str, list[str]]]:
-    words = set(_WORD.findall(text.lower()))
-    heads: dict[str, list[str]] = {}
-    for word in words:
-        if len(word) >= 4:
-            heads.setdefault(word[:4], []).append(word)
-    return words, heads
-
-
-def _holds(term: str, words: set[str], heads: dict[str, list[str]]) -> bool:
-    return term in words or any(same_word(term, w) for w in heads.get(term[:4], ()))
+    closest: bool = False  # not an answer: the nearest passage when nothing clears the floor
 
 
 def _weights(terms: Sequence[str], found: list[list[bool]]) -> list[float]:
@@ -161,7 +151,7 @@ def _weights(terms: Sequence[str], found: list[list[bool]]) -> list[float]:
 _YEAR = re.compile(r"(?:1[0-9]|20|21)\d\d")
 
 
-def _kinds(text: str) -> frozenset[Kind]:
+def kinds_of(text: str) -> frozenset[Kind]:
     """The kinds of fact ``text`` holds; a year on its own (``in 1881``) is a date too."""
     found = atoms(text)
     kinds = {a.kind for a in found}
@@ -193,15 +183,15 @@ def candidates(query: Query, units: Sequence[Unit]) -> list[Candidate]:
     every" it is the plain share, since every match is wanted."""
     if query.headings or query.outline:
         return _outline(units, lead=not query.headings)
-    indexed = [_words(u.text) for u in units]
-    found = [[_holds(t, words, heads) for t in query.terms] for words, heads in indexed]
+    indexed = [index(u.text) for u in units]
+    found = [[holds(t, words, heads) for t in query.terms] for words, heads in indexed]
     weights = _weights(query.terms, found)
     total = sum(weights)
     items = len(query.terms) + len(query.kinds)
     floor = MIN_COVERAGE_EVERY if query.exhaustive else MIN_COVERAGE
     out: list[Candidate] = []
     for unit, row in zip(units, found, strict=True):
-        asked = _kinds(unit.text) & query.kinds
+        asked = kinds_of(unit.text) & query.kinds
         if not query.terms:  # kinds alone: any asked kind of fact
             if asked:
                 out.append(Candidate(unit, 1.0 + KIND_BONUS * (len(asked) - 1), asked))
@@ -218,4 +208,68 @@ def candidates(query: Query, units: Sequence[Unit]) -> list[Candidate]:
     return out
 
 
-__all__ = ["KIND_BONUS", "MIN_COVERAGE", "MIN_COVERAGE_EVERY", "Candidate", "Query", "candidates"]
+#: A non-exhaustive instruction keeps at most this many of a chunk's candidates.
+MAX_PER_CHUNK = 8
+#: A question's answer keeps its best few records; "list every …" all its matches.
+TOP_RECORDS = 8
+RELATIVE_FLOOR = 0.6
+
+
+class Finder(Protocol):
+    """What finds a chunk's evidence for one instruction: its reading of the instruction
+    (``query``: the intent the reduce is told), and the units of a piece it asks about.
+    ``keep`` and ``relative_floor`` say how many of the run's records an answer keeps:
+    the finder that chose them knows how it scored them."""
+
+    query: Query
+    keep: int
+    relative_floor: float
+
+    def candidates(self, piece: Piece) -> list[Candidate]: ...
+
+    def worth_reading(self, piece: Piece) -> bool:
+        """Whether a model that reads whole chunks should read this one."""
+        ...
+
+
+class WordFinder:
+    """The instruction's own words, and the kinds of fact it asks for (module docstring):
+    every unit that holds enough of them, the best ``MAX_PER_CHUNK`` of a chunk for a
+    question."""
+
+    keep = TOP_RECORDS
+    relative_floor = RELATIVE_FLOOR
+
+    def __init__(self, instruction: str, names: Sequence[str] = ()) -> None:
+        self.query = Query.of(instruction, names)
+
+    def candidates(self, piece: Piece) -> list[Candidate]:
+        found = candidates(self.query, split_units(piece.chunk.text, source=piece.source))
+        if self.query.exhaustive or len(found) <= MAX_PER_CHUNK:
+            return found
+        best = sorted(found, key=lambda c: -c.relevance)[:MAX_PER_CHUNK]
+        return sorted(best, key=lambda c: c.unit.start)
+
+    def worth_reading(self, piece: Piece) -> bool:
+        """A word of the instruction occurs in the chunk, or it names no word to look for
+        ("summarise"); one pass, not the finder's."""
+        if self.query.outline:
+            return True
+        text = piece.chunk.text.lower()
+        return any(term in text for term in self.query.terms) or bool(self.candidates(piece))
+
+
+__all__ = [
+    "KIND_BONUS",
+    "MAX_PER_CHUNK",
+    "MIN_COVERAGE",
+    "MIN_COVERAGE_EVERY",
+    "RELATIVE_FLOOR",
+    "TOP_RECORDS",
+    "Candidate",
+    "Finder",
+    "Query",
+    "WordFinder",
+    "candidates",
+    "kinds_of",
+]

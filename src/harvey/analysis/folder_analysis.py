@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harvey.analysis.answer import FRAMING, Answer, merge, one_line
-from harvey.analysis.chunking import ChunkConfig
 from harvey.analysis.engine import every_call_failed
 from harvey.analysis.evidence import Record
 from harvey.analysis.folder_map import (
@@ -43,6 +42,7 @@ from harvey.analysis.params import AnalysisRecorder, AnswerKind
 from harvey.analysis.phases import MapOutcome, run_map_phase
 from harvey.analysis.reduce import ReduceSpec, reduce_evidence
 from harvey.analysis.sizes import evidence_reason
+from harvey.chunks.chunking import ChunkConfig
 from harvey.context.budget import BYTES_PER_TOKEN
 from harvey.errors import Cancelled, HarveyError, SynthesisError
 from harvey.protocols import LLMClient, ProgressReporter

@@ -17,10 +17,10 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from harvey.analysis.chunking import Chunk
 from harvey.analysis.evidence import FORMAT
 from harvey.analysis.mapper import Piece
 from harvey.analysis.params import ChunkAnalysisParams, as_chunk
+from harvey.chunks.chunking import Chunk
 from harvey.errors import WorkspaceError
 from harvey.protocols import ProgressReporter
 

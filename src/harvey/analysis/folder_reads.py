@@ -41,7 +41,6 @@ from harvey.analysis.api import (
     answer_plan,
     chunking_of,
 )
-from harvey.analysis.chunking import Chunk, ChunkConfig, boundary_name
 from harvey.analysis.file_chunks import (
     chunk_config,
     chunks_of,
@@ -52,6 +51,7 @@ from harvey.analysis.file_chunks import (
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
+from harvey.chunks.chunking import Chunk, ChunkConfig, boundary_name
 from harvey.documents.extraction import extract_source
 from harvey.errors import DocumentError, FileRefused, NotAFile, UsageError, WorkspaceError
 from harvey.workspace.files import (

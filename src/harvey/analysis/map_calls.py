@@ -43,7 +43,7 @@ from harvey.messages import Message
 from harvey.protocols import LLMClient, Usage
 
 if TYPE_CHECKING:
-    from harvey.analysis.chunking import ChunkConfig
+    from harvey.chunks.chunking import ChunkConfig
     from harvey.llm.capacity import Ramp
 
 OnStart = Callable[[int], None]  # call j (0-based, in the order the tasks were yielded) began

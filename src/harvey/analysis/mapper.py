@@ -27,43 +27,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harvey.analysis.atoms import Source, atoms
-from harvey.analysis.chunking import Chunk
 from harvey.analysis.evidence import ChunkEvidence, Dropped, Record
-from harvey.analysis.finder import Candidate, Query, candidates
-from harvey.analysis.quotes import Locator, verify
-from harvey.analysis.units import split_units
+from harvey.analysis.finder import Candidate, Finder, WordFinder
+from harvey.analysis.piece import Piece
+from harvey.analysis.quotes import verify
 
 Style = Literal["harvey", "choose", "model"]
 #: The most candidates a ``choose`` call is shown, and records a ``model`` call may write.
 MAX_CHOICES = 24
 MAX_RECORDS = 16
-#: A non-exhaustive instruction keeps at most this many of a chunk's candidates.
-MAX_PER_CHUNK = 8
 #: A quote longer than this is not evidence of one thing: a model that quotes it is
 #: dropped, and Harvey's own run of neighbouring sentences starts a new record.
 MAX_QUOTE_CHARS = 1200
-
-
-@dataclass(frozen=True)
-class Piece:
-    """A chunk and where it is: its file's name, its number in that file, a PDF's pages."""
-
-    chunk: Chunk
-    path: str
-    index: int = 1
-    total: int = 1
-    page_starts: Sequence[int] = ()
-    source: bool = False  # code: a unit is a line
-
-    def locator(self) -> Locator:
-        c = self.chunk
-        return Locator(self.path, c.text, c.start_line, c.start, self.page_starts)
-
-    def record(self, start: int, end: int, relevance: float, fact: str = "") -> Record:
-        text = self.chunk.text[start:end]
-        return Record(
-            text, self.locator().locate(start, end), relevance, self.chunk.start + start, fact
-        )
 
 
 @dataclass(frozen=True)
@@ -77,17 +52,20 @@ class MapRequest:
 class EvidenceMapper:
     """Plans each chunk's map step and reads its answer (see the module docstring)."""
 
-    def __init__(self, instruction: str, style: Style = "harvey", names: Sequence[str] = ()):
+    def __init__(
+        self,
+        instruction: str,
+        style: Style = "harvey",
+        names: Sequence[str] = (),
+        finder: Finder | None = None,
+    ):
         self.instruction = instruction
         self.style = style
-        self.query = Query.of(instruction, names)
+        self.finder: Finder = finder or WordFinder(instruction, names)
+        self.query = self.finder.query
 
     def _candidates(self, piece: Piece) -> list[Candidate]:
-        found = candidates(self.query, split_units(piece.chunk.text, source=piece.source))
-        if self.query.exhaustive or len(found) <= MAX_PER_CHUNK:
-            return found
-        best = sorted(found, key=lambda c: -c.relevance)[:MAX_PER_CHUNK]
-        return sorted(best, key=lambda c: c.unit.start)
+        return self.finder.candidates(piece)
 
     def plan(self, piece: Piece) -> ChunkEvidence | MapRequest:
         """The chunk's evidence when no call is needed (``harvey``, or nothing to find),
@@ -104,13 +82,9 @@ class EvidenceMapper:
         return _choose_request(self.instruction, piece, found[:MAX_CHOICES])
 
     def _worth_reading(self, piece: Piece) -> bool:
-        """``model``: a chunk is read when a word of the instruction occurs in it (the
-        model may see what the finder's threshold misses), or the instruction names no
-        word to look for ("summarise"); this costs one pass, not the finder's."""
-        if self.query.outline:
-            return True
-        text = piece.chunk.text.lower()
-        return any(term in text for term in self.query.terms)
+        """``model``: a chunk is read when its finder says so (the model may see what the
+        finder's own floor leaves out)."""
+        return self.finder.worth_reading(piece)
 
     def read(self, piece: Piece, reply: str) -> ChunkEvidence:
         """The records a model's ``reply`` to this chunk's request proves."""
@@ -132,11 +106,15 @@ def _merged(piece: Piece, found: Sequence[Candidate]) -> list[Record]:
     def flush() -> None:
         if run:
             best = max(c.relevance for c in run)
-            records.append(piece.record(run[0].unit.start, run[-1].unit.end, best))
+            closest = all(c.closest for c in run)
+            records.append(
+                piece.record(run[0].unit.start, run[-1].unit.end, best, closest=closest)
+            )
             run.clear()
 
     for cand in found:
         apart = bool(run) and bool(text[run[-1].unit.end : cand.unit.start].strip())
+        apart = apart or (bool(run) and run[-1].closest != cand.closest)
         if apart or (run and cand.unit.end - run[0].unit.start > MAX_QUOTE_CHARS):
             flush()
         run.append(cand)

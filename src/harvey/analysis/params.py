@@ -17,12 +17,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from harvey.analysis.chunking import Chunk, ChunkConfig
 from harvey.analysis.evidence import FORMAT
+from harvey.chunks.chunking import Chunk, ChunkConfig
 
 if TYPE_CHECKING:
     from harvey.analysis.answer import Answer
     from harvey.analysis.evidence import ChunkEvidence, Dropped, Record
+    from harvey.analysis.finder import Finder
     from harvey.analysis.mapper import Piece, Style
     from harvey.session.records import ChunkFileNote
 
@@ -78,6 +79,7 @@ def result_key(model: str, params: ChunkAnalysisParams, index: int, total: int, 
         params.boundary,
         cfg.chunk_size_bytes,
         cfg.overlap,
+        getattr(params.finder, "signature", "words"),  # which finder numbered the candidates
     ]
     return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -129,6 +131,7 @@ class ChunkAnalysisParams:
     evidence: Style = "harvey"  # how a chunk's evidence is found (``mapper.py``)
     answer: AnswerKind = "evidence"  # the evidence itself, or a checked synthesis
     answer_chars: int | None = None  # bounds the evidence an answer shows (a chat turn)
+    finder: Finder | None = None  # what finds a chunk's evidence; None: the word finder
 
     def piece(self, index: int, total: int, chunk: Chunk | str) -> Piece:
         """Chunk ``index`` of ``total`` (1-based) with its place in its file."""

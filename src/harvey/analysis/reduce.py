@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harvey.analysis.answer import Answer, evidence_answer, merge
+from harvey.analysis.answer import RELATIVE_FLOOR, TOP_RECORDS, Answer, evidence_answer, merge
 from harvey.analysis.evidence import Record
 from harvey.analysis.params import AnswerKind
 from harvey.analysis.synthesis import synthesis_prompt, synthesise
@@ -41,6 +41,8 @@ class ReduceSpec:
     budget_chars: int | None = None  # bounds the evidence shown (an answer for a chat turn)
     order: Sequence[str] = ()  # the files, in the run's order
     dropped: int = 0  # records the map phase dropped (said when no record is left)
+    keep: int = TOP_RECORDS  # a question's answer keeps its best this many records
+    relative_floor: float = RELATIVE_FLOOR  # and those at least this share as relevant
 
 
 def synthesis_budget(
@@ -65,7 +67,12 @@ def reduce_evidence(
     """The answer over ``records``; raises ``SynthesisError`` when a synthesis call fails."""
     if spec.kind == "evidence":
         merged = merge(
-            records, exhaustive=spec.exhaustive, budget_chars=spec.budget_chars, order=spec.order
+            records,
+            exhaustive=spec.exhaustive,
+            budget_chars=spec.budget_chars,
+            order=spec.order,
+            keep=spec.keep,
+            relative_floor=spec.relative_floor,
         )
         return evidence_answer(merged, spec.why, spec.dropped)
     budget = synthesis_budget(spec.instruction, context_window, bytes_per_token)
@@ -73,7 +80,14 @@ def reduce_evidence(
         budget = spec.budget_chars if budget is None else min(budget, spec.budget_chars)
     counter = _counter(client) if context_window is not None else None
     for _ in range(SHRINKS):
-        merged = merge(records, exhaustive=spec.exhaustive, budget_chars=budget, order=spec.order)
+        merged = merge(
+            records,
+            exhaustive=spec.exhaustive,
+            budget_chars=budget,
+            order=spec.order,
+            keep=spec.keep,
+            relative_floor=spec.relative_floor,
+        )
         if not merged.records:
             return evidence_answer(merged, spec.why, spec.dropped)
         over = _over(counter, spec.instruction, merged.records, context_window)

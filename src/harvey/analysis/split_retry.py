@@ -17,9 +17,9 @@ import math
 import threading
 from dataclasses import dataclass, replace
 
-from harvey.analysis.chunking import MIN_CHUNK_SIZE, Chunk, ChunkConfig, chunk_document
 from harvey.analysis.evidence import ChunkEvidence
 from harvey.analysis.mapper import EvidenceMapper, Piece
+from harvey.chunks.chunking import MIN_CHUNK_SIZE, Chunk, ChunkConfig, chunk_document
 from harvey.errors import ContextTooLong
 from harvey.llm.base import chat
 from harvey.messages import Message

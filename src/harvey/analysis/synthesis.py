@@ -36,7 +36,7 @@ from harvey.analysis.answer import (
 )
 from harvey.analysis.atoms import Source, atoms
 from harvey.analysis.evidence import Record
-from harvey.analysis.units import split_units
+from harvey.chunks.units import split_units
 from harvey.errors import Cancelled, HarveyError, SynthesisError
 from harvey.llm.base import chat
 from harvey.messages import Message

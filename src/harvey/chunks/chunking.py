@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from harvey.analysis.cut_points import Cutter, Defs
+from harvey.chunks.cut_points import Cutter, Defs
 from harvey.config.choices import OVERLAPS, Overlap
 from harvey.workspace.kinds import DocType
 
@@ -178,7 +178,7 @@ def chunk_document(
     data = content.encode("utf-8", errors="surrogatepass")
     defs: Defs | None = None
     if doc_type is DocType.SOURCE and language is not None and len(data) > cfg.chunk_size_bytes:
-        from harvey.analysis.source_boundaries import definition_levels
+        from harvey.chunks.source_boundaries import definition_levels
 
         defs = definition_levels(data, language, cfg.chunk_size_bytes)
     return _to_chunks(content, data, _byte_spans(data, cfg, doc_type, defs))

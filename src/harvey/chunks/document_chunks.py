@@ -11,7 +11,7 @@ page range of a chunk is ``document.pages_of(chunk.start, chunk.end)``.
 
 from __future__ import annotations
 
-from harvey.analysis.chunking import Chunk, ChunkConfig, chunk_document
+from harvey.chunks.chunking import Chunk, ChunkConfig, chunk_document
 from harvey.documents.model import Document
 from harvey.workspace.kinds import DocType
 

@@ -28,8 +28,8 @@ import codecs
 from collections.abc import Iterable, Iterator
 from typing import IO
 
-from harvey.analysis.chunking import Chunk, ChunkConfig
-from harvey.analysis.cut_points import Cutter
+from harvey.chunks.chunking import Chunk, ChunkConfig
+from harvey.chunks.cut_points import Cutter
 from harvey.workspace.kinds import DocType
 
 WINDOW_BYTES = 4 * 1024 * 1024  # read from the file this much at a time

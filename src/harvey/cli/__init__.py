@@ -12,6 +12,7 @@ attached here, so the command modules never import the group.
 from __future__ import annotations
 
 from harvey.cli.app import main
+from harvey.cli.cache import cache
 from harvey.cli.doctor import doctor
 from harvey.cli.mcp import mcp
 from harvey.cli.memory import memory
@@ -22,7 +23,7 @@ from harvey.cli.sessions import sessions
 from harvey.cli.trust import trust
 from harvey.cli.undo import undo
 
-for _command in (run, analyze, models, doctor, sessions, rag, memory, mcp, trust, undo):
+for _command in (run, analyze, models, doctor, sessions, rag, memory, mcp, trust, undo, cache):
     main.add_command(_command)
 
 __all__ = ["main"]

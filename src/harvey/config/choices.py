@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-#: How chunk N+1 starts inside chunk N (``analysis/chunking.py``).
+#: How chunk N+1 starts inside chunk N (``chunks/chunking.py``).
 Overlap = Literal["paragraph", "sentence", "none"]
 OVERLAPS: tuple[Overlap, ...] = get_args(Overlap)
 

@@ -61,8 +61,8 @@ def hit_row(hit: Hit) -> dict[str, object]:
 
 def create(workspace: Path, name: str, embedder: str | None) -> str:
     """Make the empty store ``name`` bound to an embedder; the line to show."""
-    from harvey.knowledge.embedders import LocalEmbedder, check_spec, default_spec
     from harvey.knowledge.store import check_name, create_store
+    from harvey.retrieval.embedders import LocalEmbedder, check_spec, default_spec
 
     check_name(name)
     spec = check_spec(embedder or default_spec())

@@ -34,13 +34,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvey.analysis.chunking import ChunkConfig, chunk_document
-from harvey.analysis.document_chunks import chunk_sections
+from harvey.chunks.chunking import ChunkConfig, chunk_document
+from harvey.chunks.document_chunks import chunk_sections
 from harvey.documents import Document
 from harvey.documents.extraction import MAX_DOCUMENT_BYTES, extract_source
 from harvey.errors import DocumentError, FileRefused, UsageError, WorkspaceError
-from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.store import FileRow, KnowledgeStore, NewChunk
+from harvey.retrieval.embedders import Embedder
 from harvey.workspace.files import (
     GitIgnore,
     matches_any,

@@ -32,12 +32,10 @@ every word is past it, the chunks holding the two rarest together are ranked.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from harvey.knowledge.embedders import Embedder
 from harvey.knowledge.floor import (
     CALIBRATED_EMBEDDER,
     MIN_BACKGROUND_CHUNKS,
@@ -50,7 +48,9 @@ from harvey.knowledge.floor import (
     unknown_share,
 )
 from harvey.knowledge.store import ChunkRow, KnowledgeStore
-from harvey.stopwords import STOPWORDS, same_word
+from harvey.retrieval.embedders import Embedder
+from harvey.retrieval.fusion import minmax
+from harvey.retrieval.words import coverage, fts_terms
 
 POOL = 50  # candidates taken from each list before fusing
 # Rows FTS5 may score per query (see prune_terms): a few ms on the benchmark's 2 cores.
@@ -61,9 +61,7 @@ POOL = 50  # candidates taken from each list before fusing
 ROW_BUDGET = 4_000
 BM25_HALF = 5.0  # the BM25 at which a BM25-only score is 0.5
 COVERAGE_WEIGHT = 0.5  # a BM25-only chunk holding every query word scores at least this
-_WORD = re.compile(r"\w+", re.UNICODE)
-_MAX_TERMS = 32
-# Words that carry no topic (harvey.stopwords) are dropped from the FTS query (unless
+# Words that carry no topic (harvey.retrieval.words) are dropped from the FTS query (unless
 # nothing else is left), since OR-ing "how do I" into it scans nearly every posting list
 # for no ranking gain.
 
@@ -72,21 +70,6 @@ _MAX_TERMS = 32
 class Hit:
     chunk: ChunkRow
     score: float
-
-
-def fts_terms(text: str) -> list[str]:
-    """The query's words, each double-quoted (a safe FTS5 phrase), stopwords left out."""
-    words: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        if word not in words:
-            words.append(word)
-    topical = [w for w in words if w not in STOPWORDS]
-    return [f'"{w}"' for w in (topical or words)[:_MAX_TERMS]]
-
-
-def fts_query(text: str) -> str:
-    """``text`` as a safe FTS5 query: each word quoted, joined by OR ("" when none)."""
-    return " OR ".join(fts_terms(text))
 
 
 def prune_terms(terms: list[str], counts: list[int], budget: int) -> list[str]:
@@ -105,25 +88,6 @@ def prune_terms(terms: list[str], counts: list[int], budget: int) -> list[str]:
         kept.append(term)
         total += count
     return kept
-
-
-def coverage(query_words: list[str], text: str) -> float:
-    """The share of ``query_words`` found in ``text`` (0–1).
-
-    Two words of the same stem share their first four letters (``same_word``), so each
-    query word is compared only with the text's words that begin as it does: comparing
-    it with every word of every candidate was half of an FTS-only search's time."""
-    if not query_words:
-        return 0.0
-    words = set(_WORD.findall(text.lower()))
-    by_head: dict[str, list[str]] = {}
-    for word in words:
-        if len(word) >= 4:
-            by_head.setdefault(word[:4], []).append(word)
-    found = sum(
-        1 for q in query_words if q in words or any(same_word(q, w) for w in by_head.get(q[:4], ()))
-    )
-    return found / len(query_words)
 
 
 def bm25_score(bm25: float) -> float:
@@ -333,15 +297,6 @@ class Searcher:
         return self.store.fts(" OR ".join(terms), limit) if terms else []
 
 
-def _minmax(scored: list[tuple[int, float]]) -> dict[int, float]:
-    """Each score as its place between the list's worst (0) and best (1)."""
-    if not scored:
-        return {}
-    hi = max(s for _c, s in scored)
-    lo = min(s for _c, s in scored)
-    return {c: (s - lo) / (hi - lo) if hi > lo else 1.0 for c, s in scored}
-
-
 def fuse(
     lexical: list[tuple[int, float]], dense: list[tuple[int, float]], files: dict[int, str]
 ) -> list[tuple[int, float]]:
@@ -354,7 +309,7 @@ def fuse(
     file by one passage and the other by another; at chunk level each gets
     half the credit and neither makes the top five. The file's other chunks
     keep their own score, so the list stays sorted by score, best first."""
-    lex, vec = _minmax(lexical), _minmax(dense)
+    lex, vec = minmax(lexical), minmax(dense)
     chunk = {c: (lex.get(c, 0.0) + vec.get(c, 0.0)) / 2 for c in {*lex, *vec}}
     best_lex: dict[str, float] = {}
     best_vec: dict[str, float] = {}

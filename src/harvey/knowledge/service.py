@@ -13,12 +13,12 @@ from pathlib import Path
 
 from harvey.config.settings import Settings, base_url_for
 from harvey.errors import UsageError
-from harvey.knowledge.embedders import Embedder, check_spec, make_embedder
 from harvey.knowledge.floor import FLOORS
 from harvey.knowledge.ingest import Ingester
 from harvey.knowledge.search import Searcher
 from harvey.knowledge.store import KnowledgeStore, open_store
 from harvey.llm.keys import key_for
+from harvey.retrieval.embedders import Embedder, check_spec, make_embedder
 
 
 def build_embedder(spec: str, settings: Settings) -> Embedder | None:

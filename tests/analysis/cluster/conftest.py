@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from harvey.analysis.chunking import Chunk
 from harvey.analysis.map_calls import MapTask
 from harvey.analysis.mapper import EvidenceMapper, MapRequest, Piece
+from harvey.chunks.chunking import Chunk
 from tests.cli.conftest import Run, harvey_process, workspace
 from tests.conftest import missing_dependency
 from tests.fakes.evidence import part_of, records

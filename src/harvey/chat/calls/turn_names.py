@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harvey.stopwords import STOPWORDS
+from harvey.retrieval.words import STOPWORDS
 from harvey.workspace.mentions import WORD, is_name, named_paths
 
 if TYPE_CHECKING:
