@@ -130,7 +130,7 @@ class Connection:
         try:
             tools = self._call(lambda session: listing(session, self.guard), deadline)
         except McpError:
-            self.close()  # a refused listing refuses the server: started afresh if asked again
+            self.close(wait=False)  # a refused listing refuses the server (afresh if asked)
             raise
         self.relisted = False
         return tools
@@ -151,14 +151,17 @@ class Connection:
 
         return time.monotonic() + self.server.timeout if deadline is None else deadline
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """End the server (and every process it started); ``wait=False`` returns at once,
+        its thread ending it in the background (a refusal is said without the grace a
+        server gets to leave)."""
         with self._lock:
             loop, stop, thread = self._loop, self._stop, self._thread
             self._loop = self._session = self._stop = self._thread = None
         if loop is not None and stop is not None:
             with contextlib.suppress(RuntimeError):  # its loop already ended
                 loop.call_soon_threadsafe(stop.set)
-        if thread is not None:
+        if thread is not None and wait:
             thread.join(10)
 
     def _call(
@@ -187,7 +190,7 @@ class Connection:
             ) from None
         except Exception as exc:
             why = self._ending.why or f"the server failed: {_first_line(exc)}"
-            self.close()  # started afresh next time
+            self.close(wait=False)  # started afresh next time
             raise McpError(why) from None
 
     def _start(self, deadline: float) -> None:
