@@ -191,6 +191,28 @@ def test_a_description_changed_mid_session_under_allow_mcp_turns_the_tool_off(
     assert len(told) == 1 and "demo:add (its description)" in told[0], proc.stderr
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_listing_refused_mid_session_turns_the_servers_tools_off(
+    victim_workspace: Path, isolated_env: Path, transport: str
+) -> None:
+    """After the first call the server says its tools changed and then lists a million:
+    the listing again is refused within its bounds, and every tool of it is off."""
+    ws = victim_workspace
+    with entry(transport, "flood") as server:
+        (isolated_env / "harvey.yaml").write_text(
+            yaml_of({"demo": server}, "context_window: 16384\n")
+        )
+        calls = [Reply(tool_calls=[("mcp__demo__add", {"a": 1, "b": 2})]),
+                 Reply(tool_calls=[("mcp__demo__add", {"a": 2, "b": 2})]), Reply("done")]  # fmt: skip
+        proc, requests = run(ws, calls, "--allow-mcp", "demo")
+    first, second = results(requests)[-2:]
+    assert "\n3\n" in first
+    assert second.startswith("error: the MCP tool demo:add changed during this session")
+    assert "its listing was refused" in second and "over 1,000 tools" in second
+    told = [line for line in proc.stderr.splitlines() if "during this session" in line]
+    assert len(told) == 1, proc.stderr
+
+
 def test_a_server_started_again_mid_session_is_listed_again_before_the_call(
     victim_workspace: Path, isolated_env: Path, tmp_path: Path
 ) -> None:
