@@ -35,6 +35,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("map_phase", "bench.bench_map_phase", "Map phase"),
     ("analysis_quality", "bench.bench_analysis_quality", "Faithful analysis"),
     ("reader_questions", "bench.bench_reader_questions", "Reader questions"),
+    ("finder_cost", "bench.bench_finder_cost", "What finding by meaning costs"),
     ("guard", "bench.bench_guard", "Pre-read guard"),
     ("estimator", "bench.bench_estimator", "Token estimator"),
     ("tokens", "bench.bench_tokens", "Token counting and window-sized chunks"),

@@ -108,3 +108,26 @@ def test_a_unit_first_in_every_list_scores_1_and_weights_count() -> None:
     assert fused[1] == 1.0 and fused[2] == 0.0
     leaning = combine([{1: 1.0, 2: 0.0}, {1: 0.0, 2: 1.0}], [1.0, 3.0])
     assert leaning[2] == 0.75 and leaning[1] == 0.25
+
+
+def test_loading_wordllama_leaves_the_user_s_logging_alone() -> None:
+    """wordllama's import calls logging.basicConfig(INFO): httpx's request lines would
+    then reach the user's stderr from every analysis."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from harvey.retrieval.embedders import local_available
+
+    if not local_available():
+        pytest.skip("wordllama is not installed")
+    code = (
+        "import logging\n"
+        "from harvey.retrieval.embedders import shared_local\n"
+        "assert shared_local() is not None\n"
+        "root = logging.getLogger()\n"
+        "print(len(root.handlers), root.level)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", str(30)]  # no handler added, WARNING as Python starts

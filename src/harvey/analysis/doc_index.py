@@ -3,7 +3,7 @@
 Asking a second question about a megabyte of text should not read it again:
 the units (whole sentences and lines, ``chunks.units``) of a document, the
 wordllama vector of every unit, and the MiniLM vector of every unit a question
-has sent to it are kept under ``HARVEY_HOME/cache/documents/``, keyed by the
+has sent to it are kept under ``HARVEY_HOME/cache/indexes/``, keyed by the
 hash of the text, the unit splitter and the embedders. The lexical index is
 rebuilt from the units on load (milliseconds; it would cost more to store).
 The folder is bounded (``MAX_CACHE_BYTES``, the least recently used dropped
@@ -33,7 +33,7 @@ from harvey.retrieval.lexical import LexicalIndex
 
 #: Part of every key: a change to how units are cut or what is embedded makes new ones.
 INDEX_FORMAT = "units-2"
-CACHE_FOLDER = ("cache", "documents")
+CACHE_FOLDER = ("cache", "indexes")
 #: The cache folder's bound; past it the least recently used indexes go.
 MAX_CACHE_BYTES = 512 * 1024 * 1024
 #: Indexes kept in this process (a REPL asking about the same file again).

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harvey.analysis.doc_index import DocumentIndex, IndexCache, build_index, index_key
-from harvey.analysis.finder import Candidate, Query, kinds_of
+from harvey.analysis.finder import MIN_COVERAGE_EVERY, Candidate, Query, kinds_of
 from harvey.analysis.piece import Piece
 from harvey.chunks.units import Unit
 from harvey.retrieval.embedders import Embedder, shared_local, shared_minilm
@@ -206,9 +206,10 @@ def question(ranking: Ranking) -> list[Scored]:
 
 
 def every(ranking: Ranking, query: Query) -> list[Scored]:
-    """Every unit that is one of the things listed: it holds most of what the instruction
-    names (``STRONG_SHARE`` of its words and kinds), or it is near in meaning and holds
-    some of it (``EVERY_FLOOR``, ``SOME_SHARE``), or it is very near (``NEAR_FLOOR``)."""
+    """Every unit that is one of the things listed (module docstring): it holds what the
+    instruction names, by its words and kinds of fact (``_listed_by_words``), or it is
+    near in meaning and holds some of it (``EVERY_FLOOR``, ``SOME_SHARE``), or it is very
+    near (``NEAR_FLOOR``)."""
     units = ranking.index.units
     items = len(query.terms) + len(query.kinds)
     kept: dict[int, float] = {}
@@ -218,11 +219,26 @@ def every(ranking: Ranking, query: Query) -> list[Scored]:
             continue  # a title is listed only when it names the thing asked for
         deep = ranking.deep.get(i)
         near = deep is not None and deep >= EVERY_FLOOR and share >= SOME_SHARE
-        if share >= STRONG_SHARE or near or (deep is not None and deep >= NEAR_FLOOR):
+        very_near = deep is not None and deep >= NEAR_FLOOR
+        if _listed_by_words(query, unit.text, share, deep) or near or very_near:
             kept[i] = max(share, ranking.fused.get(i, 0.0))
     if not kept:
         return question(ranking)
     return [Scored(units[i], score) for i, score in sorted(kept.items())]
+
+
+def _listed_by_words(query: Query, text: str, share: float, deep: float | None) -> bool:
+    """The word finder's rule for "list every": an asked kind of fact when that is all the
+    instruction names ("every version and date"); else most of what it names — and, when
+    it names more than two words, a unit the deep model finds near (``EVERY_FLOOR``: "a
+    new estate built above the reservoir" holds the words, and is not a reservoir)."""
+    if not query.terms:
+        return bool(kinds_of(text) & query.kinds)
+    if share >= STRONG_SHARE:
+        return True
+    if share < MIN_COVERAGE_EVERY:
+        return False
+    return len(query.terms) <= 2 or deep is None or deep >= EVERY_FLOOR
 
 
 def _item_share(query: Query, text: str, items: int) -> float:
@@ -427,7 +443,7 @@ def finder_for(
     harvey_home: Path | None,
 ) -> SemanticFinder:
     """The finder by meaning for one run over ``sources`` (each read whole once, when its
-    first chunk is looked at), kept under ``harvey_home``'s cache."""
+    first chunk is looked at), its indexes kept under ``harvey_home``'s cache."""
     from harvey.analysis.mapper import MAX_CHOICES
 
     by_name = {s.name: s for s in sources}
@@ -439,13 +455,14 @@ def finder_for(
             texts[name] = whole_text(source) if source is not None else None
         return texts[name]
 
-    cache_dir = harvey_home / "cache" / "models" if harvey_home is not None else None
+    from harvey.llm.local_weights import cache_folder
+
     return SemanticFinder(
         instruction,
         [s.name for s in sources],
         documents=documents,
         cache=IndexCache(harvey_home),
-        models=Models.shared(cache_dir),
+        models=Models.shared(cache_folder()),  # the converted weights: one copy a user
         breadth=0 if style == "harvey" else MAX_CHOICES,
     )
 

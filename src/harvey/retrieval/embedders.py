@@ -49,6 +49,24 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
     return (vectors / norms).astype(np.float32)
 
 
+def _wordllama_inference() -> Any:
+    """wordllama's inference class, imported without its side effect: its modules call
+    ``logging.basicConfig(level=INFO)``, which would print every HTTP request httpx logs
+    (and any library's INFO line) on the user's stderr."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        from wordllama.inference import WordLlamaInference
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
+    return WordLlamaInference
+
+
 def local_available() -> bool:
     return importlib.util.find_spec("wordllama") is not None
 
@@ -73,7 +91,8 @@ class LocalEmbedder:
             raise KnowledgeError(f"wordllama's weights are missing from {root}")
         from safetensors import safe_open
         from tokenizers import Tokenizer
-        from wordllama.inference import WordLlamaInference
+
+        WordLlamaInference = _wordllama_inference()
 
         with safe_open(str(weights), framework="np", device="cpu") as fh:
             table = fh.get_tensor("embedding.weight")
