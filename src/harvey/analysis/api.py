@@ -130,7 +130,7 @@ def chunking_of(settings: Settings | ChunkingSettings) -> ChunkingSettings:
     return settings.chunking if isinstance(settings, Settings) else settings
 
 
-def _home() -> Path | None:
+def harvey_home_or_none() -> Path | None:
     """Where a document's index and the embedder's converted weights are kept."""
     from harvey.config.settings import default_harvey_home
 
@@ -243,7 +243,7 @@ def analyze_file(
         evidence=evidence,
         answer=answer,
         answer_chars=options.answer_chars,
-        finder=finder_for(instruction, [source], style=evidence, harvey_home=_home()),
+        finder=finder_for(instruction, [source], style=evidence, harvey_home=harvey_home_or_none()),
     )
     result = run_chunked_analysis(
         client,

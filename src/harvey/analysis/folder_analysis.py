@@ -29,6 +29,7 @@ from typing import Any
 from harvey.analysis.answer import FRAMING, Answer, merge, one_line
 from harvey.analysis.engine import every_call_failed
 from harvey.analysis.evidence import Record
+from harvey.analysis.finder import Finder
 from harvey.analysis.folder_map import (
     FileChunks,
     FileProgress,
@@ -107,6 +108,7 @@ class FolderRun:
     evidence: Style = "harvey"
     answer: AnswerKind = "evidence"
     answer_chars: int | None = None
+    finder: Finder | None = None  # what finds each chunk's evidence (None: the words)
 
     @property
     def synth(self) -> LLMClient:
@@ -195,6 +197,7 @@ class FolderRun:
             answer_chars=self.answer_chars,
             files=list(files),
             starts=starts,
+            finder=self.finder,
         )
 
     def _spec(self, params: FolderParams, outcome: MapOutcome) -> ReduceSpec:
@@ -208,6 +211,7 @@ class FolderRun:
             budget_chars=self.answer_chars,
             order=params.names(),
             dropped=sum(len(e.dropped) for e in outcome.evidence if e is not None),
+            **_kept(outcome),
         )
 
     def _start_note(self, files: Sequence[FileChunks], n: int) -> None:
@@ -241,7 +245,7 @@ class FolderRun:
                 for r in e.records
             ]
             status = "error: every chunk failed" if len(bad) == len(numbers) else "ok"
-            kept = merge(mine, exhaustive=exhaustive).records
+            kept = merge(mine, exhaustive=exhaustive, **_kept(outcome)).records
             answers.append(FileAnswer(file.name, kept, numbers[0], numbers[-1], bad, status))
         return answers
 
@@ -270,6 +274,14 @@ def per_file_markdown(result: FolderResult) -> str:
     parts = [f"## {a.name}\n\n{a.text.strip()}\n" for a in result.files]
     parts.append(f"## Overall\n\n{result.text.strip()}\n")
     return "\n".join(parts)
+
+
+def _kept(outcome: MapOutcome) -> dict[str, Any]:
+    """How many records an answer keeps, as the finder that chose them says."""
+    finder = outcome.run.mapper.finder if outcome.run is not None else None
+    if finder is None:
+        return {}
+    return {"keep": finder.keep, "relative_floor": finder.relative_floor}
 
 
 __all__ = ["FileAnswer", "FolderResult", "FolderRun", "per_file_markdown"]

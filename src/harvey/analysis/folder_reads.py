@@ -40,6 +40,7 @@ from harvey.analysis.api import (
     Sizing,
     answer_plan,
     chunking_of,
+    harvey_home_or_none,
 )
 from harvey.analysis.file_chunks import (
     chunk_config,
@@ -51,6 +52,7 @@ from harvey.analysis.file_chunks import (
 from harvey.analysis.folder_analysis import FolderResult, FolderRun
 from harvey.analysis.folder_map import FileChunks
 from harvey.analysis.progress import make_progress
+from harvey.analysis.semantic import finder_for
 from harvey.chunks.chunking import Chunk, ChunkConfig, boundary_name
 from harvey.documents.extraction import extract_source
 from harvey.errors import DocumentError, FileRefused, NotAFile, UsageError, WorkspaceError
@@ -303,6 +305,12 @@ def analyze_paths(
         evidence=evidence,
         answer=answer,
         answer_chars=options.answer_chars,
+        finder=finder_for(
+            instruction,
+            [source for source, _size, _cfg in plan],
+            style=evidence,
+            harvey_home=harvey_home_or_none(),
+        ),
     )
     result = run.run(chunked, make_progress(using.progress))
     if result.reused and using.warn is not None:

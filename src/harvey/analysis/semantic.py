@@ -357,6 +357,10 @@ class SemanticFinder:
 
     def _chosen_for(self, piece: Piece) -> tuple[Choice, int]:
         """The document's choice and the offset its units' starts are counted from."""
+        with self._lock:
+            kept = self._chosen.get(piece.path)
+        if kept is not None:
+            return kept, 0
         whole = self.documents(piece.path)
         if whole is None:  # a file too big to hold whole: each chunk is its own document,
             # ranked and dropped (kept, a 100 MB file's indexes would be gigabytes)
@@ -447,13 +451,10 @@ def finder_for(
     from harvey.analysis.mapper import MAX_CHOICES
 
     by_name = {s.name: s for s in sources}
-    texts: dict[str, str | None] = {}
 
-    def documents(name: str) -> str | None:
-        if name not in texts:
-            source = by_name.get(name)
-            texts[name] = whole_text(source) if source is not None else None
-        return texts[name]
+    def documents(name: str) -> str | None:  # asked once a file: its choice is kept
+        source = by_name.get(name)
+        return whole_text(source) if source is not None else None
 
     from harvey.llm.local_weights import cache_folder
 
