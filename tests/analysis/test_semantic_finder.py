@@ -233,3 +233,22 @@ def test_the_demo_question_lists_the_upper_stennet_embankment_and_tollard_down(
     assert "Tollard Down a covered service reservoir" in claims
     assert "moved to a new estate" not in claims
     assert "nothing in the text answers" not in result.text
+
+
+def test_a_gloss_in_parentheses_is_not_more_to_look_for() -> None:
+    """Asked in other words, "list every PEP" must not demand that each PEP's sentence
+    also says "Python Enhancement Proposal" (1 of 11 found before)."""
+    from harvey.analysis.finder import Query
+
+    query = Query.of(
+        "List every PEP (Python Enhancement Proposal) this text describes, with its number "
+        "and what it changes"
+    )
+    assert query.terms == ("pep", "changes") and query.exhaustive
+    # a call's arguments are not a gloss: "open(path, mode)" keeps its words
+    assert Query.of("What does open(path, mode) return?").terms == (
+        "open",
+        "path",
+        "mode",
+        "return",
+    )

@@ -37,6 +37,7 @@ from harvey.chunks.units import Unit, split_units
 from harvey.retrieval.words import STOPWORDS, holds, index
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_GLOSS = re.compile(r"(?<=\w)\s+\([^()]{3,80}\)")
 #: A candidate holds at least this share of what the instruction names (its topical words,
 #: and each kind of fact it asks for); "list every …" asks for more than half.
 MIN_COVERAGE = 0.5
@@ -97,7 +98,9 @@ class Query:
     def of(cls, instruction: str, names: Sequence[str] = ()) -> Query:
         """``names``: the files analysed, whose own words ("make", "changelog") name the
         document rather than a topic in it."""
-        words = [w for w in _WORD.findall(instruction.lower()) if len(w) > 1 or w.isdigit()]
+        # "(Python Enhancement Proposal)" glosses the word before it: not more to look for
+        plain = _GLOSS.sub(" ", instruction)
+        words = [w for w in _WORD.findall(plain.lower()) if len(w) > 1 or w.isdigit()]
         naming = {w for name in names for w in _WORD.findall(name.lower())}
         asked = set(words)
         if "when" in asked and not _when_asks_a_date(words):
