@@ -145,16 +145,26 @@ def test_a_summary_is_each_section_s_central_sentence_not_its_headings(
 
 
 def test_a_sentence_wrapped_over_lines_is_one_unit_quoted_once(tmp_path: Path) -> None:
-    wrapped = (
-        "Decoding\n========\n\n"
-        "If the data being deserialized is not a valid JSON document, a\n"
-        ":exc:`JSONDecodeError` will be raised.\n\n"
-        "Other paragraphs follow here about encoders and other unrelated things.\n"
+    """json.rst wraps this sentence before a role (``:exc:``), and says it under three
+    functions: it was quoted three times, cut at the line break."""
+    section = (
+        "{name}\n========\n\n"
+        "   If the data being deserialized is not a valid JSON document, a\n"
+        "   :exc:`JSONDecodeError` will be raised.\n\n"
+        "   Other paragraphs follow here about encoders and other unrelated things.\n\n"
     )
-    text = answer_of("What happens when the document is not valid?", wrapped * 1, tmp_path)
-    claims = claims_of(text)
+    text = "".join(section.format(name=n) for n in ("load", "loads", "decode"))
+    claims = claims_of(answer_of("What happens when the document is not valid?", text, tmp_path))
     assert claims.count("If the data being deserialized") == 1
     assert "is not a valid JSON document, a :exc:`JSONDecodeError` will be raised." in claims
+
+
+def test_a_field_list_line_still_starts_a_unit() -> None:
+    from harvey.chunks.units import split_units
+
+    units = split_units(":param x: the first of the arguments it takes\n:returns: a value\n")
+    assert [u.text for u in units] == [":param x: the first of the arguments it takes",
+                                       ":returns: a value"]  # fmt: skip
 
 
 def test_a_document_asked_twice_is_indexed_once(tmp_path: Path) -> None:

@@ -22,8 +22,11 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from harvey.analysis.evidence import Record
+from harvey.analysis.matching import normalise
 from harvey.analysis.quotes import Location
 
+#: Records compared word for word with each other for pieces of one another (quadratic).
+_COMPARED = 400
 #: A question keeps its best few records; "list every …" keeps all its matches.
 TOP_RECORDS = 8
 #: An answer keeps only records at least this share as relevant as the best one.
@@ -91,8 +94,24 @@ def _union(first: Record, second: Record) -> Record:
 
 
 def _deduplicated(records: Sequence[Record]) -> list[Record]:
-    """One record per place: the same words found in two overlapping chunks kept once,
-    overlapping records joined (nothing of either is lost), under the first one's number."""
+    """One record per place, and the same words quoted once: the same words found in two
+    overlapping chunks kept once, overlapping records joined (nothing of either is lost),
+    under the first one's number; words a file repeats elsewhere (a sentence every
+    function's docs share) quoted once."""
+    kept = _one_per_place(records)
+    seen: dict[str, set[str]] = {}  # a file's words quoted so far (two files may agree)
+    out: list[Record] = []
+    for record in sorted(kept, key=lambda r: (-len(r.quote), -r.relevance, r.id, r.offset)):
+        words = normalise(record.quote)
+        said = seen.setdefault(record.location.path, set())
+        if words in said or (len(kept) <= _COMPARED and any(words in w for w in said)):
+            continue  # said already: whole, or this is a piece of it (cut at a chunk's end)
+        said.add(words)
+        out.append(record)
+    return sorted(out, key=lambda r: (r.location.path, r.offset))
+
+
+def _one_per_place(records: Sequence[Record]) -> list[Record]:
     kept: list[Record] = []
     for record in sorted(records, key=lambda r: (r.location.path, r.offset, -len(r.quote))):
         last = kept[-1] if kept else None

@@ -32,7 +32,7 @@ from harvey.retrieval.embedders import Embedder
 from harvey.retrieval.lexical import LexicalIndex
 
 #: Part of every key: a change to how units are cut or what is embedded makes new ones.
-INDEX_FORMAT = "units-2"
+INDEX_FORMAT = "units-3"
 CACHE_FOLDER = ("cache", "indexes")
 #: The cache folder's bound; past it the least recently used indexes go.
 MAX_CACHE_BYTES = 512 * 1024 * 1024
