@@ -32,8 +32,9 @@ _ABBREVIATIONS = frozenset(
 )
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?][\"')\]\u201d\u2019]*$")
 _ITEM = re.compile(
-    r"^\s*(?:[-*+\u2022]\s|\d+[.)]\s|[a-z][.)]\s|#{1,6}\s|--\s|\.\.\s|:\w[\w -]*:(?!`)|[|>]|=+$|-+$|~+$|\w[\w.-]*\s*\(|"
-    r"[A-Z][A-Z0-9 _-]{2,}$)"
+    r"^\s*(?:[-*+\u2022]\s|\d+[.)]\s|[a-z][.)]\s|#{1,6}\s|--\s|\.\.\s|"
+    r":\w[\w -]*:(?!`)|"  # a field list's ":param x:", not a role's ":exc:`...`" mid-sentence
+    r"[|>]|=+$|-+$|~+$|\w[\w.-]*\s*\(|[A-Z][A-Z0-9 _-]{2,}$)"
 )
 
 
