@@ -125,6 +125,18 @@ def test_a_chat_turn_rejected_for_length_is_one_line_and_keeps_history(tmp_path:
     assert len(lines) == 1, proc.stderr
     assert "rejected the prompt as too long" in lines[0]
     assert "-token context" in lines[0] and "Traceback" not in proc.stderr
+    # what to do, in the command the person is in: no REPL command in a one-shot run
+    assert "/clear" not in lines[0] and "harvey run sends this prompt" in lines[0]
     db = sqlite3.connect(Path(os.environ["HARVEY_HOME"]) / "sessions.db")
     contents = [row[0] for row in db.execute("SELECT content FROM messages ORDER BY id")]
     assert contents == ["short question", "first answer"]
+
+
+def test_the_repl_says_what_to_do_in_the_repl() -> None:
+    from harvey.llm.too_long import with_advice
+    from harvey.repl.loop import REPL_TOO_LONG
+
+    said = str(
+        with_advice(ContextTooLong("the model rejected the prompt as too long"), REPL_TOO_LONG)
+    )
+    assert "/compact or /clear the history" in said

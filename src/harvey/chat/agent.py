@@ -29,6 +29,7 @@ from harvey.chat.history_fit import FittedHistory, omitted_notice
 from harvey.chat.mentioned_files import MentionedFiles
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.chat.turn_recording import TurnRecorder, TurnState
+from harvey.chat.turn_room import fit_result
 from harvey.config.settings import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
@@ -140,6 +141,7 @@ class Agent:
             turn_context if turn_context is not None else []
         )
         self.turn_context.append(MentionedFiles(workspace, budget, lambda: self.chunks))
+        budget.tool_schemas = executor.schemas  # what a request says about them is counted
 
     @property
     def client(self) -> LLMClient:
@@ -293,11 +295,13 @@ class Agent:
         )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds
-            budget = self.budget.snapshot(client, state.context_texts)  # once per round
+            budget = self.budget.snapshot(client, state.context_texts, offer=not last_round)
             prompt = self.build_prompt(budget, state.new_messages)
+            prompt = budget.fit_prompt(prompt, len(state.new_messages))  # never over the window
             result = rounds.ask(client, prompt, not last_round, on_text, cancel)
             usage = result.usage
-            self.budget.calibrate(client, prompt, usage)
+            # the tools' description went in the system prompt: in the usage, so in the sample
+            self.budget.calibrate(client, [*prompt, Message("system", budget.tools)], usage)
             if not result.tool_calls or last_round:
                 reply = result.text
                 state.new_messages.append(Message("assistant", reply))
@@ -318,6 +322,8 @@ class Agent:
                 except TurnAnswered as answered:  # the round's other calls still run
                     assert answered.result is not None, "the registry adds the call's result"
                     res, answer, by_harvey = answered.result, answered.reply, answered.by_harvey
+                # fitted to what the turn has left before its next request (turn_room.py)
+                res = fit_result(call, res, budget.room(state.new_messages))
                 state.results.append(res)
                 if state.on_tool is not None:
                     state.on_tool(call, res)

@@ -28,14 +28,18 @@ without reading the store or HARVEY.md again.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harvey.chat.history_fit import FittedHistory, fit_history
 from harvey.chat.prompts import build_system_prompt
+from harvey.chat.turn_room import Room, fit_prompt, tools_text
 from harvey.config.settings import Settings
 from harvey.context.budget import (
+    DEFAULT_MARGIN,
     BudgetReport,
     ReadBudget,
     budget_report,
@@ -86,6 +90,8 @@ class PromptBudget:
             store, context_window=settings.context_window, main_client=main_client
         )
         self._counters: dict[str, TokenCounter | None] = {}
+        # the schemas a request offers (the agent sets it): what it says about them is sent
+        self.tool_schemas: Callable[[], Sequence[dict[str, Any]]] | None = None
         self._system_prompts: dict[bool, str] = {}
 
     def _client(self, client: LLMClient | None) -> LLMClient:
@@ -108,12 +114,12 @@ class PromptBudget:
             except HarveyError as exc:  # counting is an improvement, never a requirement
                 log.warning("exact token counting unavailable: %s", exc)
                 tokenizer = None
-            ratio = self.bytes_per_token(client)
-            self._counters[key] = (
-                None
-                if tokenizer is None
-                else TokenCounter(tokenizer, lambda text: estimate_tokens(text, ratio))
-            )
+            if tokenizer is None:
+                self._counters[key] = None
+            else:
+                ratio = self.bytes_per_token(client)
+                fallback = lambda text: estimate_tokens(text, ratio)  # noqa: E731
+                self._counters[key] = TokenCounter(tokenizer, fallback)
         return self._counters[key]
 
     def counting_method(self, client: LLMClient | None = None) -> str:
@@ -168,11 +174,20 @@ class PromptBudget:
         retrieved passages ride in their turn's user message: ``chat/plan_context.py``)."""
         return [self._session_text] if self._session_text else []
 
+    def tools_text(self, client: LLMClient | None = None) -> str:
+        """What a request to ``client`` says about the tools besides its messages (their
+        description in the system prompt, ``turn_room.tools_text``); ``""`` without."""
+        if self.tool_schemas is None:
+            return ""
+        mode = self.tool_mode(client)
+        return "" if mode == "off" else tools_text(mode, self.tool_schemas())
+
     def snapshot(
-        self, client: LLMClient | None = None, turn_texts: Sequence[str] = ()
+        self, client: LLMClient | None = None, turn_texts: Sequence[str] = (), offer: bool = True
     ) -> BudgetSnapshot:
         """This moment's budget for ``client``, with the turn's own texts (sent ahead of
-        its prompt) counted as injected: what one round asks, read once."""
+        its prompt) and what the request says about the tools (``offer=False``: a round
+        that offers none) counted as injected: what one round asks, read once."""
         client = self._client(client)
         injected = tuple(self.injected_texts())
         ratio = self.bytes_per_token(client)
@@ -185,6 +200,7 @@ class PromptBudget:
             injected=injected,
             turn_texts=tuple(turn_texts),
             history=tuple(self._history),
+            tools=self.tools_text(client) if offer else "",
             _ratios={("prose", "units"): ratio},
         )
 
@@ -226,6 +242,7 @@ class BudgetSnapshot:
     injected: tuple[str, ...]
     turn_texts: tuple[str, ...]
     history: tuple[Message, ...]
+    tools: str = ""  # what the round's request says about the tools, sent with it
     _ratios: dict[tuple[str, str], float] = field(default_factory=dict, compare=False)
 
     def ratio(self, doc_type: str, measure: str = "units") -> float:
@@ -249,7 +266,7 @@ class BudgetSnapshot:
                 window,
                 history=history,
                 system_prompt=self.system_prompt,
-                injected=self.injected + self.turn_texts,
+                injected=(*self.injected, *self.turn_texts, self.tools),
                 bytes_per_token=ratio,
                 counter=counter,
             )
@@ -282,6 +299,31 @@ class BudgetSnapshot:
     def remaining(self, pending: Sequence[Message] = ()) -> int:
         """Tokens left for new content once the prompt so far and ``pending`` are counted."""
         return self._counted(self._sent_history(pending) + list(pending)).remaining
+
+    def room(self, pending: Sequence[Message] = ()) -> Room:
+        """What the turn in progress (``pending``) may still send, older history giving way
+        to it (``fitted_history``), and the count to measure a text with: the backend's own
+        tokenizer where it can count, else the estimate."""
+        counter = self.owner.counter(self.client)
+        ratio = self.bytes_per_token
+        count = counter.count if counter is not None else lambda t: estimate_tokens(t, ratio)
+        return Room(self._counted(list(pending)).remaining, count, counter is not None)
+
+    def fit_prompt(self, prompt: list[Message], pending: int) -> list[Message]:
+        """The round's request, counted whole (with what it says about the tools) and
+        fitted to the window less the reply's margin: the turn's own tool results (the
+        last ``pending`` messages) are cut if it would not fit."""
+        room = self.room()
+        limit = self.window - math.ceil(self.window * DEFAULT_MARGIN)
+        return fit_prompt(
+            prompt,
+            extra=self.tools,
+            limit=limit,
+            count=room.count,
+            first_cut=len(prompt) - pending,
+            where=self.client.model,
+            exact=room.exact,
+        )
 
     def read_budget(self, pending: Sequence[Message] = ()) -> ReadBudget:
         """What one file read may use: the remaining room times ``chunking.threshold``,

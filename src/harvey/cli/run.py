@@ -26,12 +26,19 @@ from harvey.cli.options import (
 )
 from harvey.cli.output import JSON_FORMATS, JsonErrorsCommand, JsonOutput, output_format_option
 from harvey.config.choices import OVERLAPS
-from harvey.errors import UsageError
+from harvey.errors import ContextTooLong, UsageError
 from harvey.inputs import clean_text, read_stdin
 
 if TYPE_CHECKING:
     from harvey.cli.oneshot import AnalyzeRequest
     from harvey.config.settings import Paths, Settings
+
+#: What to do about a prompt too long for the model, in ``harvey run``.
+RUN_TOO_LONG = (
+    "harvey run sends this prompt with the files and results it needs: ask about less "
+    "(one file, a narrower question), leave out --continue, or pick a model with a larger "
+    "context window (--model, --backend)"
+)
 
 
 @click.command(cls=JsonErrorsCommand)
@@ -125,9 +132,15 @@ def run(
         if allow_mcp:  # this run's own allowance, beside the user's mcp.allow
             settings.mcp.allow = [*settings.mcp.allow, *allow_mcp]
         record = not (no_record or shared.get("no_record"))
-        sys.exit(
-            _run(paths, settings, prompt, output, yes, record, allow_writes, raw, latest, resume_id)
-        )
+        try:
+            code = _run(
+                paths, settings, prompt, output, yes, record, allow_writes, raw, latest, resume_id
+            )
+        except ContextTooLong as exc:  # said with what to do here, not the REPL's /clear
+            from harvey.llm.too_long import with_advice
+
+            raise with_advice(exc, RUN_TOO_LONG) from exc
+        sys.exit(code)
 
 
 def _run(

@@ -94,6 +94,12 @@ def describe(where: str, prompt: int | None, window: int | None) -> str:
     else:
         sizes = "longer than its context"
     return (
-        f"{where} rejected the prompt as too long ({sizes}) — shorten it, /clear the "
-        "history, or use a model with a larger context window"
+        f"{where} rejected the prompt as too long ({sizes}) — send less, or use a model "
+        "with a larger context window"
     )
+
+
+def with_advice(exc: ContextTooLong, advice: str) -> ContextTooLong:
+    """``exc`` with what to do in the command the person is in (the REPL's ``/clear``
+    means nothing in ``harvey run``): each front end adds its own words."""
+    return ContextTooLong(f"{exc}; {advice}", exc.prompt_tokens, exc.window)

@@ -26,8 +26,9 @@ from harvey.chat.agent import Agent, TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config.settings import Paths, Settings
-from harvey.errors import Cancelled, HarveyError, TurnNotSaved, UsageError
+from harvey.errors import Cancelled, ContextTooLong, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
+from harvey.llm.too_long import with_advice
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import debug_enabled, redact, redacted_traceback
 from harvey.repl.commands import find_command
@@ -36,6 +37,9 @@ from harvey.repl.status import banner_line
 from harvey.repl.ui import LineReader, TerminalUI, safe_markdown
 from harvey.terminal_text import safe_console, unguarded
 from harvey.ui import printable
+
+#: What to do about a prompt too long for the model, in the REPL.
+REPL_TOO_LONG = "/compact or /clear the history, or /model one with a larger context window"
 
 
 class Repl:
@@ -94,6 +98,8 @@ class Repl:
                 self.console.print("\n[yellow]cancelled[/]", markup=True)
             except Cancelled:
                 self.console.print("\n[yellow]cancelled[/]", markup=True)
+            except ContextTooLong as exc:  # said with what to do here, in the REPL
+                self.error(exc, str(with_advice(exc, REPL_TOO_LONG)))
             except HarveyError as exc:
                 self.error(exc, str(exc))
             except OSError as exc:  # a file name the system refuses (too long, ...)
