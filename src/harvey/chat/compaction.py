@@ -203,7 +203,7 @@ def _run(
 ) -> CompactionNote:
     before = sum(turn_tokens(t, agent.budget.bytes_per_token(client)) for t in plan.summarised)
     try:
-        summary = _summarise(agent, client, plan, instruction, cancel)
+        summary, by = _checked(agent, client, plan, instruction, cancel)
     except Cancelled:
         raise
     except HarveyError as exc:
@@ -213,22 +213,55 @@ def _run(
     after = turn_tokens(head, agent.budget.bytes_per_token(client))
     agent.history[:] = head + plan.kept  # in place: the budget reads this list
     row = StoredCompaction(
-        plan.first, plan.last, plan.covered, summary, client.model, before, after, instruction
+        plan.first, plan.last, plan.covered, summary, by, before, after, instruction
     )
     if agent.store is not None and plan.covered:
         try:
             agent.store.add_compaction(agent.session_id, row)
         except StoreError as exc:
             agent.ui.warn(f"the summary was not saved (a resumed session sends the turns): {exc}")
-    return CompactionNote(plan.first, plan.last, before, after, client.model, "ok", summary)
+    return CompactionNote(plan.first, plan.last, before, after, by, "ok", summary)
 
 
 def _told(note: CompactionNote, client: LLMClient) -> str:
+    by = client.model if note.model == client.model else "quoted from the conversation"
     return (
         f"compacted turns {note.first_turn}–{note.last_turn} into a summary "
-        f"({note.tokens_before:,} → {note.tokens_after:,} tokens, {client.model}); "
+        f"({note.tokens_before:,} → {note.tokens_after:,} tokens, {by}); "
         "sessions.db keeps the originals and recall_turns reads them back"
     )
+
+
+def _checked(
+    agent: Agent,
+    client: LLMClient,
+    plan: _Plan,
+    instruction: str,
+    cancel: threading.Event | None,
+) -> tuple[str, str]:
+    """The summary and who made it. A small model's is built from the conversation, no
+    model asked; a larger model's must be in the conversation (``grounded_summary``), else
+    the built one stands in for it, and the person is told."""
+    from harvey.analysis.sizes import is_small
+    from harvey.chat.grounded_summary import (
+        BUILT_BY,
+        built_summary,
+        conversation_text,
+        grounded,
+    )
+
+    chars = int(plan.summary_tokens * agent.budget.bytes_per_token(client) * 0.8)
+    if is_small(client.model):
+        return built_summary(plan.summarised, chars, plan.first), BUILT_BY
+    summary = _summarise(agent, client, plan, instruction, cancel)
+    check = grounded(summary, conversation_text([*plan.summarised, plan.kept]))
+    if check.ok:
+        return summary, client.model
+    agent.ui.warn(
+        f"{client.model}'s summary is not in the conversation ({check.said()}); "
+        "the summary quotes the conversation instead"
+    )
+    return built_summary(plan.summarised, chars, plan.first), BUILT_BY
 
 
 def _summarise(
