@@ -14,6 +14,7 @@ A task succeeds when the answer contains every expected word (case-insensitive).
 The table gives the success rate of each, the tool calls made and the wall time.
 Skipped, and said so, when the embedded model is absent.
 
+``HARVEY_BENCH_TOOL_MODES=constrained`` runs one mode only (the embedded model's own);
 ``HARVEY_BENCH_TOOL_TASKS=N`` runs the first N tasks only (the full set takes
 minutes per task on a loaded two-core machine).
 
@@ -139,7 +140,10 @@ def measure(count: int | None = None) -> list[Result]:
         workspace = _workspace(Path(tmp) / "ws")
         home = Path(tmp) / "home"
         home.mkdir()
-        for block, mode in ((b, m) for b in blocks for m in ("constrained", "off")):
+        modes = [
+            m for m in MODES if m in os.environ.get("HARVEY_BENCH_TOOL_MODES", "constrained,off")
+        ]
+        for block, mode in ((b, m) for b in blocks for m in modes):
             for index in block:
                 task, number = TASKS[index], index + 1
                 start = time.perf_counter()
@@ -159,6 +163,7 @@ def measure(count: int | None = None) -> list[Result]:
     return results
 
 
+MODES = ("constrained", "off")
 LABEL = {"constrained": "constrained tool calls", "off": "no tools (named files attached)"}
 KINDS = ("named-file question", "find a definition", "list a folder")
 

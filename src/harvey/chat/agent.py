@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harvey.chat.calls.harvey_replies import for_client
 from harvey.chat.calls.tool_rounds import ToolRounds
 from harvey.chat.clients import Clients, split_mention
 from harvey.chat.history_fit import FittedHistory, omitted_notice
@@ -292,6 +293,7 @@ class Agent:
             session=self.session_id,
             workspace=self.workspace,
             asked=state.asked,
+            replies=for_client(client, self.settings, self.workspace, state.asked),
         )
         for _round in range(self.settings.tools.max_rounds + 1):
             last_round = _round == self.settings.tools.max_rounds
@@ -305,7 +307,9 @@ class Agent:
             if not result.tool_calls or last_round:
                 reply = result.text
                 state.new_messages.append(Message("assistant", reply))
-                return TurnOutcome(reply, state.results, usage, client.model)
+                return TurnOutcome(
+                    reply, state.results, usage, client.model, by_harvey=rounds.by_harvey
+                )
             calls = [
                 c if c.id else ToolCall(f"call_{uuid.uuid4().hex[:12]}", c.name, c.arguments)
                 for c in result.tool_calls

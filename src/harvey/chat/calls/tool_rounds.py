@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harvey.chat.calls.harvey_replies import HarveyReplies
 from harvey.chat.calls.quoted import QUOTED, Shown
 from harvey.chat.calls.stream_holdback import HoldBack
 from harvey.chat.calls.text_tool_calls import find_calls
@@ -50,7 +51,7 @@ from harvey.mcp import FOUND
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.protocols import ChatResult, LLMClient
 from harvey.session.records import ToolNote
-from harvey.tools.registry import ToolContext, ToolExecutor
+from harvey.tools.registry import ToolContext, ToolExecutor, TurnAnswered
 from harvey.workspace.mentions import named_folders
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,12 @@ class ToolRounds:
         session: str | None = None,
         workspace: Path | None = None,
         asked: str | None = None,
+        replies: HarveyReplies | None = None,
     ) -> None:
         self.mode = mode if schemas else "off"
+        # a small model's turn: Harvey writes the reply from what its chosen tool found
+        self.replies = replies
+        self.by_harvey = False  # the reply returned as the model's was Harvey's
         self.session = session  # the chat session its requests belong to (its llama.cpp slot)
         self.workspace = workspace  # where a constrained listing's folders must exist
         self.asked = asked  # the person's words, without the plan or passages sent with them
@@ -105,9 +110,18 @@ class ToolRounds:
         ``offer=False`` (the last round) asks for an answer without tools. Its requests
         belong to the session, so a llama.cpp server keeps them on the session's slot."""
         self.shown = Shown.of(prompt, self.asked)
-        with session_scope(self.session):
-            result = self._ask(client, prompt, offer, on_text, cancel)
+        shown_later = on_text if self.replies is not None else None
+        if self.replies is not None:
+            self.replies.history = _before_turn(prompt)
+        with session_scope(self.session):  # a small model's words are not shown as they come
+            result = self._ask(client, prompt, offer, None if shown_later else on_text, cancel)
         self._refuse_quoted(result)
+        if self.replies is not None and not result.tool_calls:
+            # a small model's own answer is not the reply: Harvey's is (harvey_replies.py)
+            result.text = self.replies.instead_of_answer(_before_turn(prompt))
+            self.by_harvey = True
+            if shown_later is not None:
+                shown_later(result.text)
         return result
 
     def _ask(
@@ -144,7 +158,13 @@ class ToolRounds:
         if why is not None:
             hint = "Call only the tools offered, with arguments their schema allows."
             return ToolResult(call.id, call.name, f"error: {why}. {hint}")
-        return executor.execute(ctx, call)
+        if self.replies is None:
+            return executor.execute(ctx, call)
+        result = executor.execute(self.replies.context(ctx), call)
+        reply = self.replies.after_tool(call, result.content, ctx)
+        if reply is None:
+            return result
+        raise TurnAnswered(reply, result, by_harvey=True)
 
     def note(self, call: ToolCall, content: str, character: str | None) -> ToolNote:
         note = ToolNote.from_result(call, content, character=character)
@@ -228,6 +248,8 @@ class ToolRounds:
         words = turn_words(prompt, self.asked)
         folders = named_folders(words, self.workspace) if self.workspace is not None else []
         schema = choice_schema(self.choices, turn_paths(prompt, self.asked), words, folders)
+        if self.replies is not None:
+            schema = self.replies.narrowed(schema)
         result = chat(client, prompt, None, None, cancel, response_schema=schema)
         choice = read_choice(result.text)
         cut_short = unfinished_answer(result.text) if choice is None else None
@@ -287,6 +309,13 @@ class ToolRounds:
         if on_text is not None:
             on_text(result.text)
         return result
+
+
+def _before_turn(prompt: Sequence[Message]) -> list[Message]:
+    """The conversation before this turn's user message (the system prompt left out)."""
+    users = [i for i, m in enumerate(prompt) if m.role == "user"]
+    end = users[-1] if users else len(prompt)
+    return [m for m in prompt[:end] if m.role != "system"]
 
 
 def found_schemas(
