@@ -51,6 +51,7 @@ def doctor(workspace: Path | None) -> None:
     click.echo("environment: only PATH, LANG, LC_*, TERM (no keys or tokens)")
     click.echo("PATH: system folders only; a program from the workspace asks, by its path")
     click.echo(f"evidence finder: {_finder()}")
+    _model(workspace)
     _mcp_servers(workspace)
 
 
@@ -66,6 +67,28 @@ def _finder() -> str:
     missing += [] if local_available() else ["pip install wordllama"]
     line = " + ".join(rankers) + ", offline"
     return line + (f"; by meaning needs: {'; '.join(missing)}" if missing else "")
+
+
+def _model(workspace: Path | None) -> None:
+    """The model turns would go to, and what a small one can do (``backend: auto`` asks
+    Ollama for half a second, as a session does)."""
+    from harvey.chat.calls.harvey_replies import model_notice
+    from harvey.llm.backends import LOCAL_MODEL
+    from harvey.llm.factory import resolve_backend
+
+    try:
+        settings = load(workspace)[1]
+        backend = resolve_backend(settings)
+    except HarveyError:
+        return
+    model = settings.model or (LOCAL_MODEL if backend == "local" else "")
+    if not model:
+        click.echo(f"model: the {backend} server's first model")
+        return
+    click.echo(f"model: {model} ({backend})")
+    notice = model_notice(backend, model)
+    if notice is not None:
+        click.echo(notice)
 
 
 def _mcp_servers(workspace: Path | None) -> None:

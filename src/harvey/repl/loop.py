@@ -23,6 +23,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from harvey.chat.agent import Agent, TurnOutcome
+from harvey.chat.calls.harvey_replies import model_notice
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config.settings import Paths, Settings
@@ -65,6 +66,9 @@ class Repl:
             "Type /help for commands, Ctrl-D or /exit to quit.",
             markup=True,
         )
+        notice = model_notice(self.agent.client.backend, self.agent.client.model)
+        if notice is not None:
+            self.console.print(f"[yellow]{escape(notice)}[/]", markup=True)
         if self.rt.recorder is not None and self.rt.recorder.enabled:
             self.console.print(
                 f"[dim]recording to {escape(str(self.rt.recorder.path))}[/]", markup=True
