@@ -37,7 +37,7 @@ def compact_after_three_turns(
     tmp_path: Path, model: str, script: list[Reply]
 ) -> tuple[str, list[dict[str, object]], str | None, str]:
     """Three turns and ``/compact``: what was shown, the requests, the summary recorded
-    and the model the note names."""
+    and the model the note names; every line the summary quotes was said."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     with FakeOpenAI(script) as srv:
@@ -45,6 +45,7 @@ def compact_after_three_turns(
         try:
             for line in LINES:
                 assert repl.dispatch(line)
+            said = "\n".join(m.content for m in repl.rt.store.messages(repl.agent.session_id))
             assert repl.dispatch("/compact")
             recording = repl.rt.recorder.path if repl.rt.recorder else None
         finally:
@@ -53,16 +54,20 @@ def compact_after_three_turns(
     assert recording is not None
     notes = [s.compaction for s in parse_session(recording).turns if s.compaction is not None]
     assert len(notes) == 1 and notes[0] is not None and notes[0].ok
-    return out.getvalue(), requests, notes[0].summary, notes[0].model
+    summary = notes[0].summary
+    if summary is not None and summary.startswith(HEADING):
+        in_conversation(summary, said)
+    return out.getvalue(), requests, summary, notes[0].model
 
 
-def in_conversation(summary: str) -> None:
-    """Every quoted line of ``summary`` is in the conversation, word for word."""
-    said = normalise("\n".join([*LINES, *REPLIES]))
+def in_conversation(summary: str, conversation: str) -> None:
+    """Every quoted line of ``summary`` is in the conversation, word for word (a line
+    cut short ends in "…": the part before it)."""
+    said = normalise(conversation)
     quoted = [line.split(": ", 1)[1].strip('"') for line in summary.splitlines()[1:]]
     assert quoted, summary
     for quote in quoted:
-        assert find_words(normalise(quote), said) >= 0, quote
+        assert find_words(normalise(quote.rstrip('…"')), said) >= 0, quote
 
 
 def test_a_small_models_summary_is_built_from_the_conversation_with_no_model_call(
@@ -72,9 +77,9 @@ def test_a_small_models_summary_is_built_from_the_conversation_with_no_model_cal
     shown, requests, summary, model = compact_after_three_turns(tmp_path, "qwen2.5:0.5b", script)
     assert len(requests) == 3, "the summary asked the model nothing"
     assert summary is not None and summary.startswith(HEADING)
-    assert '"My cat is Tom."' in summary and '"Noted: the cat is Tom."' in summary
+    assert '- turn 1, asked: "My cat is Tom."' in summary
+    assert "- turn 1, answered: " in summary
     assert model == BUILT_BY
-    in_conversation(summary)
     assert "quoted from the conversation" in shown
 
 
@@ -86,7 +91,7 @@ def test_a_summary_none_of_whose_content_is_in_the_conversation_is_never_recorde
     assert len(requests) == 4, "the 8B model was asked for its summary"
     assert summary is not None and INVENTED not in summary
     assert summary.startswith(HEADING) and model == BUILT_BY
-    in_conversation(summary)
+    assert '"Noted: the cat is Tom."' in summary
     assert "not in the conversation" in shown
 
 

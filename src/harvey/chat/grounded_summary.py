@@ -122,8 +122,11 @@ def built_summary(turns: Sequence[Sequence[Message]], chars: int, first: int = 1
 
 
 def _quoted(text: str) -> str:
+    """``text`` on one line in quotes; a long one cut at a word's end, with "…"."""
     line = " ".join(text.split())
-    return f'"{line[:LINE_CHARS]}{"…" if len(line) > LINE_CHARS else ""}"'
+    if len(line) <= LINE_CHARS:
+        return f'"{line}"'
+    return f'"{line[:LINE_CHARS].rsplit(" ", 1)[0]}…"'
 
 
 __all__ = ["BUILT_BY", "HEADING", "Check", "built_summary", "conversation_text", "grounded"]
