@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 DEEP_ALL = 2500
 POOL = 600
 #: A file too big to index whole is ranked chunk by chunk, each chunk's best this many
-#: units sent to the deep embedder (a 10 MB file: 400 chunks, about 10,000 sentences).
-CHUNK_POOL = 24
+#: units sent to the deep embedder (a 10 MB file: about 400 chunks, 5,000 sentences).
+CHUNK_POOL = 12
 #: A chunk ranked alone gets quick vectors up to this size (a 2 MB chunk of short lines
 #: would take wordllama most of a minute; BM25 alone picks its pool).
 MAX_QUICK_CHUNK = 256 * 1024
@@ -59,6 +59,11 @@ MAX_QUICK_CHUNK = 256 * 1024
 #: ranker's best 2 (measured on the reader questions: BENCHMARKS.md, "Reader questions").
 QUOTAS = (6, 2, 2)
 KEEP = sum(QUOTAS)
+#: The characters a question's quotes may take, best first (the same hits at 1,000 as
+#: unbounded on the reader questions, the median answer 1,140 characters with sources).
+QUOTE_BUDGET = 1000
+#: Trailing characters that do not change what an instruction asks ("?" does, to MiniLM).
+STRIPPED = " .;:!"
 #: Weights of the fused scores: lexical, quick, deep (measured: BENCHMARKS.md, "Reader
 #: questions").
 WEIGHTS = (1.0, 0.5, 2.0)
@@ -131,9 +136,8 @@ class Ranking:
         deep_all: int = DEEP_ALL,
     ):
         self.index = index
-        instruction = " ".join(instruction.split()).rstrip(
-            " .!?;:"
-        )  # the same ask, the same vector
+        # the same ask, the same vector: "… opened." and "… opened" are one instruction
+        instruction = " ".join(instruction.split()).rstrip(STRIPPED)
         lexical_text = " ".join(query.terms) or instruction
         self.bm25 = index.lexical.scores(lexical_text)
         self.share = index.lexical.share(lexical_text)
@@ -175,10 +179,15 @@ class Ranking:
             rankers = [(scores_of["quick"], deep), (scores_of["lexical"], lexical + quick)]
         units = self.index.units
         picked: dict[int, float] = {}
+        used = 0
         for scores, quota in rankers:
             ranked = [i for i in sorted(scores, key=lambda i: (-scores[i], i))]
             ranked = [i for i in ranked if not units[i].heading and i not in picked]
             for i in ranked[:quota]:
+                cost = len(units[i].text)
+                if picked and used + cost > QUOTE_BUDGET:
+                    continue  # a shorter one further down may still fit
+                used += cost
                 # absolute where it can be (a chunk's picks meet other chunks' in the reduce)
                 picked[i] = self.deep.get(i, 1.0 - 0.01 * len(picked))
         return picked
