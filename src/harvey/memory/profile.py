@@ -26,8 +26,8 @@ from harvey.memory.scrub import scrub
 from harvey.memory.store import Memory, MemoryStore
 from harvey.messages import Message
 from harvey.protocols import LLMClient
+from harvey.workspace.skipped import SKIPPED_DIRS, skipped_dir
 
-SKIP_DIRS = {".git", ".harvey", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache"}
 MAX_FILES = 5000  # a walk over a huge tree stops here: the proportions are what matters
 HEAD_LINES = 30
 LANGUAGES = {
@@ -51,7 +51,7 @@ def languages(workspace: Path) -> list[tuple[str, int]]:
         subdirs: list[str] = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
+                if not skipped_dir(entry.name, entry.path) and not entry.name.startswith("."):
                     subdirs.append(entry.path)
                 continue
             language = LANGUAGES.get(Path(entry.name).suffix.lower())
@@ -100,7 +100,7 @@ def facts(workspace: Path) -> str:
         entries = sorted(p.name + ("/" if p.is_dir() else "") for p in workspace.iterdir())
     except OSError:
         entries = []
-    entries = [e for e in entries if e.rstrip("/") not in SKIP_DIRS][:60]
+    entries = [e for e in entries if e.rstrip("/") not in SKIPPED_DIRS][:60]
     parts = [f"Top level: {', '.join(entries) or '(empty)'}"]
     langs = ", ".join(f"{name} ({n} files)" for name, n in languages(workspace))
     parts.append(f"Languages: {langs or 'none recognised'}")
