@@ -304,10 +304,19 @@ class BudgetSnapshot:
         """What the turn in progress (``pending``) may still send, older history giving way
         to it (``fitted_history``), and the count to measure a text with: the backend's own
         tokenizer where it can count, else the estimate."""
-        counter = self.owner.counter(self.client)
-        ratio = self.bytes_per_token
-        count = counter.count if counter is not None else lambda t: estimate_tokens(t, ratio)
-        return Room(self._counted(list(pending)).remaining, count, counter is not None)
+        owner, client, ratio = self.owner, self.client, self.bytes_per_token
+
+        def estimate(text: str) -> int:
+            return estimate_tokens(text, ratio)
+
+        def count(text: str) -> int:  # the counter is asked for (probed) only when needed
+            counter = owner.counter(client)
+            return estimate(text) if counter is None else counter.count(text)
+
+        def exact() -> bool:
+            return owner.counter(client) is not None
+
+        return Room(self._counted(list(pending)).remaining, count, exact, estimate)
 
     def fit_prompt(self, prompt: list[Message], pending: int) -> list[Message]:
         """The round's request, counted whole (with what it says about the tools) and
@@ -322,7 +331,8 @@ class BudgetSnapshot:
             count=room.count,
             first_cut=len(prompt) - pending,
             where=self.client.model,
-            exact=room.exact,
+            exact=lambda: room.exact,
+            estimate=room.estimate,
         )
 
     def read_budget(self, pending: Sequence[Message] = ()) -> ReadBudget:

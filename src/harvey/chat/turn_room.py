@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from harvey.errors import ContextTooLong
@@ -41,6 +41,9 @@ RESULT_SHARE = 0.8
 MIN_SHOWN_TOKENS = 24
 # What the note after a cut result costs, at most (it is counted before the cut).
 NOTE_TOKENS = 80
+# Under this share of the limit by the estimate, a text is not counted: the estimate would
+# have to be off by half (the budget's own rule, ``prompt_budget.COUNT_ABOVE_SHARE``).
+QUICK_SHARE = 0.5
 # Chat templates frame each message: counted here where the estimate has no template.
 FRAMING_TOKENS = 8
 
@@ -48,13 +51,28 @@ FRAMING_TOKENS = 8
 Count = Callable[[str], int]
 
 
-@dataclass(frozen=True)
 class Room:
-    """What a turn may still send: ``tokens`` for new content, measured with ``count``."""
+    """What a turn may still send: ``tokens`` for new content, measured with ``count``.
 
-    tokens: int
-    count: Count
-    exact: bool = False
+    ``exact`` says whether ``count`` is the backend's own tokenizer (a function: asked
+    only when needed, since finding out may probe a server); ``estimate`` is the cheap
+    estimate that decides alone while a text is far from the limit."""
+
+    def __init__(
+        self,
+        tokens: int,
+        count: Count,
+        exact: bool | Callable[[], bool] = False,
+        estimate: Count | None = None,
+    ) -> None:
+        self.tokens = tokens
+        self.count = count
+        self._exact = exact
+        self.estimate = estimate or count
+
+    @property
+    def exact(self) -> bool:
+        return self._exact() if callable(self._exact) else self._exact
 
 
 def cut_text(text: str, tokens: int, count: Count) -> str:
@@ -93,10 +111,12 @@ def _note(call: ToolCall, shown: int, total: int, kept: str) -> str:
 def fit_result(call: ToolCall, result: ToolResult, room: Room) -> ToolResult:
     """``result`` as it fits in ``RESULT_SHARE`` of ``room``: whole, cut with a note,
     or replaced by a note when no useful part fits."""
-    if call.name == "read_file" and not room.exact:
-        return result  # the read guard measured it at its file type's ratio: a finer estimate
     allowed = int(room.tokens * RESULT_SHARE) - FRAMING_TOKENS
     content = result.content
+    if room.estimate(content) <= allowed * QUICK_SHARE:
+        return result  # it would have to be off by half not to fit: nothing to count
+    if call.name == "read_file" and not room.exact:
+        return result  # the read guard measured it at its file type's ratio: a finer estimate
     total = room.count(content)
     if total <= allowed:
         return result
@@ -132,13 +152,17 @@ def fit_prompt(
     count: Count,
     first_cut: int,
     where: str,
-    exact: bool = True,
+    exact: bool | Callable[[], bool] = True,
+    estimate: Count | None = None,
 ) -> list[Message]:
     """``messages`` fitted to ``limit`` tokens (with ``extra``): the tool results from
     index ``first_cut`` on (the turn's own) are cut, largest first, until the request
     fits. When it cannot, raises ``ContextTooLong`` (``where`` names the model) if
     ``count`` is the backend's own (``exact``); an estimate may be wrong either way,
-    so the request is then sent as cut and the server has the last word."""
+    so the request is then sent as cut and the server has the last word. While the
+    ``estimate`` is under ``QUICK_SHARE`` of the limit, nothing is counted."""
+    if estimate is not None and prompt_tokens(messages, extra, estimate) <= limit * QUICK_SHARE:
+        return messages
     used = prompt_tokens(messages, extra, count)
     if used <= limit:
         return messages
@@ -163,7 +187,7 @@ def fit_prompt(
         used = prompt_tokens(fitted, extra, count)
         if used <= limit:
             return fitted
-    if not exact:
+    if not (exact() if callable(exact) else exact):
         log.info("the prompt is estimated at %d tokens, over %d: sent as cut", used, limit)
         return fitted
     raise ContextTooLong(
