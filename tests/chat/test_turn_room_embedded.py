@@ -78,7 +78,7 @@ def test_the_embedded_model_accepts_every_request_whatever_the_results(
         ]
     )
     agent = make_agent([])
-    agent.clients.current = client  # type: ignore[misc]
+    agent.clients.current = client
     agent.executor.inner.register(EmitTool())  # type: ignore[attr-defined]
     agent.settings.tools.max_rounds = 4
     outcome = agent.turn("emit some text")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harvey.cli.status_line import PREFIX as STATUS_PREFIX
 from tests.harvey_process import invoke_harvey, run_harvey
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -54,7 +55,9 @@ def harvey_process(workspace: Path) -> Run:
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
     assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    # what the turn was doing meanwhile (cli/status_line.py) is not part of the error
+    said = proc.stderr.splitlines()
+    lines = [line for line in said if line.strip() and not line.startswith(STATUS_PREFIX)]
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("harvey: ")
     for needle in needles:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harvey.cli.status_line import PREFIX as STATUS_PREFIX
 from harvey.errors import BackendHTTPError, ContextTooLong
 from harvey.llm.base import chat
 from harvey.llm.http import Endpoint, status_error
@@ -121,7 +122,7 @@ def test_a_chat_turn_rejected_for_length_is_one_line_and_keeps_history(tmp_path:
         assert ok.returncode == 0, ok.stderr
         proc = invoke_harvey(*base, "long " * 2000, cwd=ws)
     assert proc.returncode == 1
-    lines = proc.stderr.strip().splitlines()
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith(STATUS_PREFIX)]
     assert len(lines) == 1, proc.stderr
     assert "rejected the prompt as too long" in lines[0]
     assert "-token context" in lines[0] and "Traceback" not in proc.stderr

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from harvey.chat.calls.harvey_replies import for_client
 from harvey.chat.calls.tool_rounds import ToolRounds
 from harvey.chat.clients import Clients, split_mention
+from harvey.chat.doing import tool_doing
 from harvey.chat.history_fit import FittedHistory, omitted_notice
 from harvey.chat.mentioned_files import MentionedFiles
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
@@ -34,6 +35,7 @@ from harvey.chat.turn_room import fit_result
 from harvey.config.settings import Settings
 from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
+from harvey.llm import activity
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.protocols import LLMClient, ModelCapabilities, TurnContextProvider, TurnQuery, Usage
 from harvey.session.location import default_user_name
@@ -264,6 +266,7 @@ class Agent:
             cancel = self.cancel_event
             cancel.clear()
         state = TurnState(client=client, route=route, user_text=user_text, on_tool=on_tool)
+        activity.report("preparing the prompt")  # a front end shows it from the first second
         gathered = self._gather_context(state, text)
         # The turn's context (plan, passages) rides ahead of its words, named files after
         # them, and the history keeps the message as sent: the next request then extends
@@ -300,6 +303,7 @@ class Agent:
             budget = self.budget.snapshot(client, state.context_texts, offer=not last_round)
             prompt = self.build_prompt(budget, state.new_messages)
             prompt = budget.fit_prompt(prompt, len(state.new_messages))  # never over the window
+            activity.report(f"asking {client.model}")
             result = rounds.ask(client, prompt, not last_round, on_text, cancel)
             usage = result.usage
             # the tools' description went in the system prompt: in the usage, so in the sample
@@ -321,6 +325,7 @@ class Agent:
             for call in calls:
                 if cancel.is_set():
                     raise Cancelled("cancelled")
+                activity.report(tool_doing(call))
                 try:
                     res = rounds.execute(self.executor, ctx, call)
                 except TurnAnswered as answered:  # the round's other calls still run

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
+from harvey.cli.status_line import status_on_stderr
 from harvey.config.settings import ChunkingSettings, Paths, Settings
 from harvey.documents.extraction import extract_source
 from harvey.errors import TurnNotSaved, UsageError, WorkspaceError
@@ -66,9 +67,10 @@ def run_once(
     unsaved: TurnNotSaved | None = None
     try:
         try:
-            if runtime.resumed:  # --continue: the same fit-the-window rules as the REPL
-                compact_if_needed(runtime.agent, prompt)
-            outcome: TurnOutcome = runtime.agent.turn(prompt)
+            with status_on_stderr():  # what it is doing, from the first second; never stdout
+                if runtime.resumed:  # --continue: the same fit-the-window rules as the REPL
+                    compact_if_needed(runtime.agent, prompt)
+                outcome: TurnOutcome = runtime.agent.turn(prompt)
         except TurnNotSaved as exc:
             outcome, unsaved = exc.outcome, exc
     finally:

@@ -18,6 +18,7 @@ from harvey.chat.agent import TurnOutcome
 from harvey.chat.compaction import compact_if_needed
 from harvey.chat.runtime import open_runtime
 from harvey.cli.output import JsonOutput
+from harvey.cli.status_line import status_on_stderr
 from harvey.config.settings import Paths, Settings
 from harvey.errors import Cancelled, TurnNotSaved, UsageError
 from harvey.llm.metering import metered
@@ -70,11 +71,12 @@ def run_json(
     try:
         output.started(runtime.agent.session_id, runtime.client.model, runtime.resumed)
         try:
-            if runtime.resumed:  # --continue: the same fit-the-window rules as the REPL
-                compact_if_needed(runtime.agent, prompt)
-            outcome: TurnOutcome = runtime.agent.turn(
-                prompt, on_text=output.text, on_tool=output.tool
-            )
+            with status_on_stderr():  # on stderr: the JSON on stdout stays the result alone
+                if runtime.resumed:  # --continue: the same fit-the-window rules as the REPL
+                    compact_if_needed(runtime.agent, prompt)
+                outcome: TurnOutcome = runtime.agent.turn(
+                    prompt, on_text=output.text, on_tool=output.tool
+                )
         except TurnNotSaved as exc:
             output.reply = exc.outcome.reply
             raise

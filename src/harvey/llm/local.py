@@ -21,12 +21,13 @@ import importlib.util
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harvey.errors import BackendError
+from harvey.llm import activity
 from harvey.llm.llama_logs import INSTALL_HINT, import_llama
 from harvey.llm.local_weights import fast_weights
 from harvey.llm.too_long import too_long_error
@@ -216,6 +217,41 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, str]]:
     return wire
 
 
+def _reporting_evaluation(llama: Any) -> Callable[[], None]:
+    """Until the returned function is called, ``llama`` evaluates a prompt ``n_batch``
+    tokens at a time and says how far it got after each batch ("evaluating the prompt:
+    512 of 3,085 tokens", the cached prefix counted as done), then each token it writes.
+
+    llama-cpp-python's ``generate`` calls ``eval`` with the whole uncached prompt, then
+    with each sampled token; ``eval`` itself decodes in batches of ``n_batch``, so calling
+    it a batch at a time evaluates the same tokens in the same steps."""
+    original = llama.eval
+    step = max(1, int(getattr(llama, "n_batch", 512) or 512))
+    calls = 0
+
+    def eval_in_steps(tokens: Sequence[int]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 1:  # a token the model wrote
+            original(tokens)
+            activity.report("writing", calls - 1)
+            return
+        cached = int(getattr(llama, "n_tokens", 0) or 0)
+        total = cached + len(tokens)
+        for start in range(0, len(tokens), step):
+            activity.report("evaluating the prompt", cached + start, total)
+            original(tokens[start : start + step])
+        activity.report("evaluating the prompt", total, total)
+
+    llama.eval = eval_in_steps
+
+    def restore() -> None:
+        with contextlib.suppress(AttributeError):
+            del llama.eval  # the class's own method again
+
+    return restore
+
+
 STRUCTURED_MAX_TOKENS = 1024  # a structured answer's cap (memory mining: a few short items)
 
 
@@ -285,6 +321,7 @@ class LocalClient:
             llama = loaded.llama
             # the instance is shared: the window is read when this call's sampler is built
             llama.last_n_tokens_size = self.repeat_window
+            restore = _reporting_evaluation(llama) if activity.active() else None
             try:
                 stream = llama.create_chat_completion(
                     messages=wire,
@@ -310,6 +347,9 @@ class LocalClient:
                 if too_long is not None:
                     raise too_long from exc
                 raise BackendError(f"the embedded model failed: {exc}") from exc
+            finally:
+                if restore is not None:
+                    restore()
             evaluated = int(getattr(llama, "n_tokens", 0) or 0)
             yield Finish(str(reason))
             yield Usage(max(0, evaluated - completion) or None, completion)

@@ -29,9 +29,11 @@ from harvey.chat.runtime import Runtime, open_runtime
 from harvey.config.settings import Paths, Settings
 from harvey.errors import Cancelled, ContextTooLong, HarveyError, TurnNotSaved, UsageError
 from harvey.inputs import shown_name
+from harvey.llm.activity import listening
 from harvey.llm.too_long import with_advice
 from harvey.messages import Message, ToolCall, ToolResult
 from harvey.redact import debug_enabled, redact, redacted_traceback
+from harvey.repl.activity_line import ActivityLine
 from harvey.repl.commands import find_command
 from harvey.repl.memory import mine_on_exit, offer_profile
 from harvey.repl.status import banner_line
@@ -147,13 +149,17 @@ class Repl:
             redirect_stderr=False,
         )
 
+        line = ActivityLine(self.console)  # what Harvey is doing, until the reply streams
+
         def on_text(delta: str) -> None:
             if not buffer:
+                line.stop()
                 live.start()
             buffer.append(delta)
             live.update(safe_markdown(redact("".join(buffer))))  # whole text: a key spans deltas
 
         def stop_live() -> None:
+            line.stop()
             if buffer:
                 live.stop()
                 buffer.clear()
@@ -167,16 +173,20 @@ class Repl:
             cut = f"{args[:120]}{'…' if len(args) > 120 else ''}"
             shown = escape(f"{redact(call.name)}({cut})")
             self.console.print(f"[dim]→ {shown} — {escape(status)}[/]", markup=True)
+            line.start()
 
-        compact_if_needed(self.agent, text)  # between turns, never inside one
         self.ui.pause = stop_live
         unsaved: TurnNotSaved | None = None
+        line.start()
         try:
-            outcome: TurnOutcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
+            compact_if_needed(self.agent, text)  # between turns, never inside one
+            with listening(line):
+                outcome: TurnOutcome = self.agent.turn(text, on_text=on_text, on_tool=on_tool)
         except TurnNotSaved as exc:  # the reply first, then the error (the loop prints it)
             outcome, unsaved = exc.outcome, exc
         finally:
             self.ui.pause = None
+            line.stop()
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
             self.console.print(safe_markdown(redact(outcome.reply) or "(no reply)"))
