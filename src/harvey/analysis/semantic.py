@@ -147,7 +147,8 @@ def central(index: DocumentIndex, models: Models, per_section: int = PER_SECTION
 
 
 def _section_vectors(index: DocumentIndex, ids: list[int], models: Models) -> np.ndarray | None:
-    if models.deep is not None and len(ids) <= POOL:
+    """The deep vectors of a document small enough to embed whole, else the quick ones."""
+    if models.deep is not None and len(index) <= DEEP_ALL:
         return index.ensure_deep(ids, models.deep)
     if index.quick is not None:
         return np.asarray(index.quick[ids])
