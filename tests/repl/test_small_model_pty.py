@@ -75,3 +75,18 @@ def test_the_embedded_models_banner_says_it_is_the_135m_one(spawn: Spawn) -> Non
     child.expect(PROMPT, timeout=120)
     send_line(child, "/exit")
     child.expect(pexpect.EOF, timeout=60)
+
+
+def test_harveys_reply_is_shown_line_by_line_not_as_markdown(spawn: Spawn, workspace: Path) -> None:
+    (workspace / "src").mkdir()
+    for name in ("dates.py", "money.py"):
+        (workspace / "src" / name).write_text("x = 1\n")
+    script = [Reply(tool_calls=[("list_files", {"path": "src"})]), Reply(PARAPHRASE)]
+    with FakeOpenAI(script) as srv:
+        child = spawn("--backend", "openai", "--base-url", srv.url, "--model", "qwen2.5:0.5b")
+        child.expect(PROMPT)
+        send_line(child, "List the files in the src folder.")
+        child.expect(r"src/\s*\r\n\s*dates\.py\s*\r\n\s*money\.py")  # not "src/ dates.py money.py"
+        child.expect(PROMPT)
+        send_line(child, "/exit")
+        child.expect(pexpect.EOF)

@@ -21,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
+from rich.text import Text
 
 from harvey.chat.agent import Agent, TurnOutcome
 from harvey.chat.calls.harvey_replies import model_notice
@@ -189,7 +190,9 @@ class Repl:
             line.stop()
             live.stop()
         if not buffer or "".join(buffer) != outcome.reply:
-            self.console.print(safe_markdown(redact(outcome.reply) or "(no reply)"))
+            shown = redact(outcome.reply) or "(no reply)"
+            # Harvey's own reply (a listing, cited lines, a diff) is shown as it is, line by line
+            self.console.print(Text(shown) if outcome.by_harvey else safe_markdown(shown))
         if unsaved is not None:
             raise unsaved
 
