@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("harvey.llama")
@@ -67,4 +68,13 @@ def plain_cpu_buffers(llama_cpp: Any) -> Iterator[None]:
         low.llama_model_default_params = original
 
 
-__all__ = ["plain_cpu_buffers", "quiet"]
+def cache_folder() -> Path:
+    """``models/`` in the platform's user cache folder (``~/.cache/harvey/models`` on
+    Linux): the model files Harvey writes for llama.cpp (the embedded model's F16 copy,
+    all-MiniLM-L6-v2 as GGUF), one copy a user, made again when missing."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("harvey", appauthor=False)) / "models"
+
+
+__all__ = ["cache_folder", "plain_cpu_buffers", "quiet"]

@@ -323,7 +323,7 @@ def finder_for(
         source = by_name.get(name)
         return whole_text(source) if source is not None else None
 
-    from harvey.llm.local_weights import cache_folder
+    from harvey.llama_native import cache_folder
 
     return SemanticFinder(
         instruction,

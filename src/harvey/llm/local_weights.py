@@ -35,6 +35,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from harvey.llama_native import cache_folder as native_cache_folder
+
 log = logging.getLogger(__name__)
 
 MAX_SOURCE_BYTES = 256 * 1024 * 1024
@@ -45,9 +47,7 @@ _FTYPE_F16 = 1
 
 def cache_folder() -> Path:
     """``models/`` in the platform's user cache folder (``~/.cache/harvey`` on Linux)."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("harvey", appauthor=False)) / "models"
+    return native_cache_folder()
 
 
 def fast_weights(source: Path, llama_cpp: Any) -> Path:
