@@ -69,10 +69,14 @@ def test_with_no_room_left_a_result_is_left_out_and_the_model_told() -> None:
     assert "40 tokens left" in fitted.content
 
 
-def test_an_error_stays_an_error_when_cut() -> None:
+def test_an_error_stays_an_error_when_cut_or_left_out() -> None:
     call = ToolCall("c1", "run_shell", {"command": "x"})
     result = ToolResult("c1", "run_shell", "error: " + words(5000))
     assert fit_result(call, result, Room(800, count)).content.startswith("error:")
+    assert fit_result(call, result, Room(40, count)).content.startswith("error: [the result")
+    prompt = [Message("user", "q"), Message("tool", result.content, tool_call_id="c1")]
+    fitted = fit_prompt(prompt, extra="", limit=60, count=count, first_cut=1, where="m")
+    assert fitted[1].content.startswith("error: [left out to fit the context window")
 
 
 def test_cut_text_never_exceeds_its_tokens() -> None:

@@ -110,6 +110,9 @@ def test_paging_through_secret_files_returns_not_one_byte(
 ) -> None:
     ws = victim_workspace
     plant_secrets(ws, outside)
+    # 151 results in one turn: a window they all fit, or the turn cuts them (turn_room.py)
+    with (ws / "harvey.yaml").open("a") as config:
+        config.write("context_window: 65536\n")
     targets = [
         *SECRET_NAMES,
         "notes.txt",  # a link to .env

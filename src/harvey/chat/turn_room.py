@@ -126,6 +126,8 @@ def fit_result(call: ToolCall, result: ToolResult, room: Room) -> ToolResult:
             f"[the result of {call.name} was left out: its {total:,} tokens do not fit "
             f"the {left:,} tokens left in the context window; answer with what you have]"
         )
+        if content.startswith("error:"):
+            text = f"error: {text}"
         return ToolResult(result.call_id, result.name, text)
     kept = cut_text(content, allowed - NOTE_TOKENS, room.count)
     shown = room.count(kept)
@@ -183,6 +185,8 @@ def fit_prompt(
             else f"[left out to fit the context window: {size:,} tokens]"
         )
         text = f"{kept}\n\n{note}" if kept else note
+        if message.content.startswith("error:") and not text.startswith("error:"):
+            text = f"error: {text}"  # a failure cut short is still said to be one
         fitted[i] = replace(message, content=text)
         used = prompt_tokens(fitted, extra, count)
         if used <= limit:
