@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -67,3 +68,5 @@ def test_a_question_about_a_file_is_answered_with_cited_quotes(harvey: Run, json
     out = ask(harvey, "What does jsonpkg/decoder.py do?")
     assert "jsonpkg/decoder.py:L" in out
     assert "too small to write a faithful answer" in out  # no model wrote it
+    assert "jsonpkg/decoder.py defines:" in out  # and what the code defines, cited
+    assert re.search(r"jsonpkg/decoder\.py:L\d+  class JSONDecoder\(object\):", out)

@@ -276,7 +276,11 @@ class Agent:
         state.new_messages.append(Message("user", sent))
         state.context_texts.clear()  # in the message now: counted there, not twice
         if gathered.answer is not None:  # a tool-less model's file was chunk-analysed
-            outcome = self._answered(state, gathered.answer, Usage(), gathered.answer_by_harvey)
+            answer = gathered.answer
+            replies = for_client(client, self.settings, self.workspace, text)
+            if replies is not None and gathered.answer_by_harvey:  # what a source file defines
+                answer = replies.with_outline(answer)
+            outcome = self._answered(state, answer, Usage(), gathered.answer_by_harvey)
         else:
             outcome = self._run_rounds(state, on_text, cancel)
         if cancel.is_set():

@@ -183,6 +183,16 @@ class HarveyReplies:
         joined = "\n\n".join(p for p in (text, outline) if p)
         return joined or None
 
+    def with_outline(self, answer: str) -> str:
+        """``answer`` (a named file's chunk analysis, made before the model was asked) with
+        the definitions of the source files the request asks what they do."""
+        from harvey.workspace.mentions import named_paths
+
+        if not _ABOUT_FILE.search(self.asked):
+            return answer
+        outlines = [self.outline(p) for p in named_paths(self.asked)]
+        return "\n\n".join([answer, *(o for o in outlines if o)])
+
     def outline(self, path: str) -> str | None:
         """A source file's definitions, cited, for "what does it do / define"."""
         from harvey.analysis.definitions import workspace_definitions
