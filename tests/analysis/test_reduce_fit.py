@@ -4,6 +4,7 @@ to a server that drops an overlong request mid-stream (llama-cpp-python does).""
 
 from __future__ import annotations
 
+from harvey.analysis.answer import Intent
 from harvey.analysis.evidence import Record
 from harvey.analysis.quotes import Location
 from harvey.analysis.reduce import ReduceSpec, reduce_evidence
@@ -43,7 +44,7 @@ def records() -> list[Record]:
 
 def test_a_counted_synthesis_prompt_fits_before_it_is_sent() -> None:
     client = Counting([Reply("Versions were released [1].")], context_window=WINDOW)
-    spec = ReduceSpec("List every version", "synthesis", exhaustive=True, why="")
+    spec = ReduceSpec("List every version", "synthesis", intent=Intent(exhaustive=True), why="")
     reduce_evidence(records(), spec, client, context_window=WINDOW, bytes_per_token=4.0)
     (sent,) = client.seen
     assert Dense().count(sent.messages[0].content) + 4 <= remaining_context(WINDOW)
@@ -51,7 +52,7 @@ def test_a_counted_synthesis_prompt_fits_before_it_is_sent() -> None:
 
 def test_without_a_counter_the_estimate_decides() -> None:
     client = ScriptedClient([Reply("Versions were released [1].")], context_window=WINDOW)
-    spec = ReduceSpec("List every version", "synthesis", exhaustive=True, why="")
+    spec = ReduceSpec("List every version", "synthesis", intent=Intent(exhaustive=True), why="")
     reduce_evidence(records(), spec, client, context_window=WINDOW, bytes_per_token=4.0)
     (sent,) = client.seen
     assert Dense().count(sent.messages[0].content) > remaining_context(WINDOW)  # what it overran

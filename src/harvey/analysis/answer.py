@@ -37,6 +37,17 @@ _MARKER = re.compile(r"\s*\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 @dataclass(frozen=True)
+class Intent:
+    """What an instruction asks of its answer, as the finder that read it says: every
+    match ("list every …"), or the best ``keep``, each at least ``relative_floor`` as
+    relevant as the best (a finder that chose and floored its records itself says 0)."""
+
+    exhaustive: bool = False
+    keep: int = TOP_RECORDS
+    relative_floor: float = RELATIVE_FLOOR
+
+
+@dataclass(frozen=True)
 class Citation:
     """One record an answer cites: its number, place and words; ``verified`` says its
     words were found, by string match, in the chunk that place is in."""
@@ -243,6 +254,7 @@ __all__ = [
     "SOURCES",
     "Answer",
     "Citation",
+    "Intent",
     "Merged",
     "citations_of",
     "cited_ids",

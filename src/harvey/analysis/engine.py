@@ -250,9 +250,7 @@ class AnalysisRun:
         return ReduceSpec(
             instruction=p.instruction,
             kind=p.answer,
-            exhaustive=self.mapper.query.exhaustive,
-            keep=self.mapper.finder.keep,
-            relative_floor=self.mapper.finder.relative_floor,
+            intent=self.mapper.finder.intent,
             why=evidence_reason(self.synth_model, p.answer),
             budget_chars=p.answer_chars,
             order=p.names(),

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from harvey.analysis.answer import Intent
 from harvey.analysis.atoms import Kind, atoms
 from harvey.analysis.piece import Piece
 from harvey.chunks.units import Unit, split_units
@@ -213,20 +214,18 @@ def candidates(query: Query, units: Sequence[Unit]) -> list[Candidate]:
 
 #: A non-exhaustive instruction keeps at most this many of a chunk's candidates.
 MAX_PER_CHUNK = 8
-#: A question's answer keeps its best few records; "list every …" all its matches.
-TOP_RECORDS = 8
-RELATIVE_FLOOR = 0.6
 
 
 class Finder(Protocol):
     """What finds a chunk's evidence for one instruction: its reading of the instruction
-    (``query``: the intent the reduce is told), and the units of a piece it asks about.
-    ``keep`` and ``relative_floor`` say how many of the run's records an answer keeps:
-    the finder that chose them knows how it scored them."""
+    (``query``), the units of a piece it asks about, and what the answer should keep of
+    them (``intent``, told to the reduce: the finder that chose them knows how it scored
+    them)."""
 
     query: Query
-    keep: int
-    relative_floor: float
+
+    @property
+    def intent(self) -> Intent: ...
 
     def candidates(self, piece: Piece) -> list[Candidate]: ...
 
@@ -240,11 +239,13 @@ class WordFinder:
     every unit that holds enough of them, the best ``MAX_PER_CHUNK`` of a chunk for a
     question."""
 
-    keep = TOP_RECORDS
-    relative_floor = RELATIVE_FLOOR
-
     def __init__(self, instruction: str, names: Sequence[str] = ()) -> None:
         self.query = Query.of(instruction, names)
+
+    @property
+    def intent(self) -> Intent:
+        """Every match for "list every …", else the best few, as relevant as the best."""
+        return Intent(self.query.exhaustive)
 
     def candidates(self, piece: Piece) -> list[Candidate]:
         found = candidates(self.query, split_units(piece.chunk.text, source=piece.source))
@@ -267,8 +268,6 @@ __all__ = [
     "MAX_PER_CHUNK",
     "MIN_COVERAGE",
     "MIN_COVERAGE_EVERY",
-    "RELATIVE_FLOOR",
-    "TOP_RECORDS",
     "Candidate",
     "Finder",
     "Query",

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harvey.analysis.answer import FRAMING, Answer, merge, one_line
+from harvey.analysis.answer import FRAMING, Answer, Intent, merge, one_line
 from harvey.analysis.engine import every_call_failed
 from harvey.analysis.evidence import Record
 from harvey.analysis.finder import Finder
@@ -201,17 +201,15 @@ class FolderRun:
         )
 
     def _spec(self, params: FolderParams, outcome: MapOutcome) -> ReduceSpec:
-        exhaustive = outcome.run.mapper.query.exhaustive if outcome.run is not None else True
         model = self.synth.model if self.synthesis_client is not None else self.model
         return ReduceSpec(
             instruction=self.instruction,
             kind=self.answer,
-            exhaustive=exhaustive,
+            intent=_intent(outcome),
             why=evidence_reason(model, self.answer),
             budget_chars=self.answer_chars,
             order=params.names(),
             dropped=sum(len(e.dropped) for e in outcome.evidence if e is not None),
-            **_kept(outcome),
         )
 
     def _start_note(self, files: Sequence[FileChunks], n: int) -> None:
@@ -233,7 +231,7 @@ class FolderRun:
     def _per_file(self, params: FolderParams, outcome: MapOutcome) -> list[FileAnswer]:
         """Each file's share of the evidence, merged as the answer merges it."""
         failed = set(outcome.failures)
-        exhaustive = outcome.run.mapper.query.exhaustive if outcome.run is not None else True
+        intent = _intent(outcome)
         answers: list[FileAnswer] = []
         for file, start in zip(params.files, params.starts, strict=True):
             numbers = list(range(start + 1, start + file.total + 1))
@@ -245,7 +243,12 @@ class FolderRun:
                 for r in e.records
             ]
             status = "error: every chunk failed" if len(bad) == len(numbers) else "ok"
-            kept = merge(mine, exhaustive=exhaustive, **_kept(outcome)).records
+            kept = merge(
+                mine,
+                exhaustive=intent.exhaustive,
+                keep=intent.keep,
+                relative_floor=intent.relative_floor,
+            ).records
             answers.append(FileAnswer(file.name, kept, numbers[0], numbers[-1], bad, status))
         return answers
 
@@ -276,12 +279,10 @@ def per_file_markdown(result: FolderResult) -> str:
     return "\n".join(parts)
 
 
-def _kept(outcome: MapOutcome) -> dict[str, Any]:
-    """How many records an answer keeps, as the finder that chose them says."""
-    finder = outcome.run.mapper.finder if outcome.run is not None else None
-    if finder is None:
-        return {}
-    return {"keep": finder.keep, "relative_floor": finder.relative_floor}
+def _intent(outcome: MapOutcome) -> Intent:
+    """What the instruction asks of the answer, as the run's finder read it (with no run,
+    every record: nothing was chosen)."""
+    return outcome.run.mapper.finder.intent if outcome.run is not None else Intent(True)
 
 
 __all__ = ["FileAnswer", "FolderResult", "FolderRun", "per_file_markdown"]

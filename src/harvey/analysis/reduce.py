@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harvey.analysis.answer import RELATIVE_FLOOR, TOP_RECORDS, Answer, evidence_answer, merge
+from harvey.analysis.answer import Answer, Intent, evidence_answer, merge
 from harvey.analysis.evidence import Record
 from harvey.analysis.params import AnswerKind
 from harvey.analysis.synthesis import synthesis_prompt, synthesise
@@ -36,13 +36,11 @@ class ReduceSpec:
 
     instruction: str
     kind: AnswerKind
-    exhaustive: bool
+    intent: Intent
     why: str  # the evidence answer's first line: why no model wrote it
     budget_chars: int | None = None  # bounds the evidence shown (an answer for a chat turn)
     order: Sequence[str] = ()  # the files, in the run's order
     dropped: int = 0  # records the map phase dropped (said when no record is left)
-    keep: int = TOP_RECORDS  # a question's answer keeps its best this many records
-    relative_floor: float = RELATIVE_FLOOR  # and those at least this share as relevant
 
 
 def synthesis_budget(
@@ -68,11 +66,11 @@ def reduce_evidence(
     if spec.kind == "evidence":
         merged = merge(
             records,
-            exhaustive=spec.exhaustive,
+            exhaustive=spec.intent.exhaustive,
             budget_chars=spec.budget_chars,
             order=spec.order,
-            keep=spec.keep,
-            relative_floor=spec.relative_floor,
+            keep=spec.intent.keep,
+            relative_floor=spec.intent.relative_floor,
         )
         return evidence_answer(merged, spec.why, spec.dropped)
     budget = synthesis_budget(spec.instruction, context_window, bytes_per_token)
@@ -82,11 +80,11 @@ def reduce_evidence(
     for _ in range(SHRINKS):
         merged = merge(
             records,
-            exhaustive=spec.exhaustive,
+            exhaustive=spec.intent.exhaustive,
             budget_chars=budget,
             order=spec.order,
-            keep=spec.keep,
-            relative_floor=spec.relative_floor,
+            keep=spec.intent.keep,
+            relative_floor=spec.intent.relative_floor,
         )
         if not merged.records:
             return evidence_answer(merged, spec.why, spec.dropped)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harvey.analysis.answer import Intent
 from harvey.analysis.doc_index import DocumentIndex, IndexCache, build_index, index_key
 from harvey.analysis.finder import MIN_COVERAGE_EVERY, Candidate, Query, kinds_of
 from harvey.analysis.piece import Piece
@@ -163,9 +164,6 @@ class SemanticFinder:
     """The finder by meaning (module docstring), over each file's whole text when the
     caller can give it (``documents``), else over each chunk alone."""
 
-    keep = KEEP
-    relative_floor = 0.0  # the finder chose and floored; the reduce keeps what it chose
-
     def __init__(
         self,
         instruction: str,
@@ -188,6 +186,12 @@ class SemanticFinder:
         self.signature = f"meaning-{self.models.tag}-{POOL}-{KEEP}-{breadth}"
 
     # -- the index and the choice, once per document
+
+    @property
+    def intent(self) -> Intent:
+        """Every match for "list every …"; else the units it chose, all of them: it floored
+        and bounded them itself (``ranking.QUOTAS``), so the reduce adds no floor."""
+        return Intent(self.query.exhaustive, KEEP, 0.0)
 
     def index_of(self, text: str, source: bool) -> DocumentIndex:
         key = index_key(text, source, self.models.tag)
