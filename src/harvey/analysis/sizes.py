@@ -18,10 +18,11 @@ writes records and a synthesis, both checked. ``analysis.evidence`` and
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from harvey.analysis.mapper import Style
-from harvey.analysis.params import AnswerKind
+if TYPE_CHECKING:  # names only: a chat turn asks is_small without loading the analysis
+    from harvey.analysis.mapper import Style
+    from harvey.analysis.params import AnswerKind
 
 EvidenceSetting = Literal["auto", "harvey", "choose", "model"]
 AnswerSetting = Literal["auto", "evidence", "synthesis"]
