@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harvey.cli.status_line import PREFIX as STATUS_PREFIX
 from harvey.llm.scripted import Reply
 from tests.fakes.evidence import chunk_of, part_of
 from tests.fakes.quoting import ANSWER, QuotingOpenAI
@@ -58,7 +59,8 @@ def peak_rss(peak_file: Path) -> int:
 
 
 def one_line(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
+    """The error line, beside what the turn was doing meanwhile (``cli/status_line.py``)."""
+    lines = [ln for ln in stderr.strip().splitlines() if not ln.startswith(STATUS_PREFIX)]
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr
     return lines[0]
