@@ -112,3 +112,21 @@ def test_the_embedded_models_prompt_evaluation_is_shown_on_stderr(tmp_path: Path
     assert steps and all(re.fullmatch(r"harvey … evaluating the prompt: [\d,]+ of [\d,]+ tokens", s)
                          for s in steps), lines  # fmt: skip
     assert "harvey …" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_on_a_terminal_the_line_is_rewritten_then_erased(tmp_path: Path) -> None:
+    import pexpect
+
+    from tests.harvey_process import harvey_spawn
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with FakeOpenAI([Slow(2.0, Reply("The answer is 42."))]) as srv:
+        command, args = harvey_spawn("run", "What?", "--backend", "openai", "--base-url", srv.url)
+        child = pexpect.spawn(command, args, cwd=str(ws), env=harvey_env(), encoding="utf-8")
+        child.expect("harvey … asking fake-model", timeout=60)
+        child.expect("\r\x1b\\[KThe answer is 42.", timeout=60)  # erased, then the reply
+        child.expect(pexpect.EOF, timeout=60)
+        child.close()
+    assert child.exitstatus == 0

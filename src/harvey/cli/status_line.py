@@ -55,7 +55,7 @@ class StatusLine:
         self._shown = False  # a line is on the terminal, to erase at the end
         self._done = threading.Event()
         self._watcher: threading.Thread | None = None
-        if watch and not self.tty:
+        if watch:
             self._watcher = threading.Thread(target=self._watch, name="harvey-status", daemon=True)
             self._watcher.start()
 
@@ -70,10 +70,15 @@ class StatusLine:
 
     def poll(self) -> None:
         """Off a terminal: write the current activity if it has lasted long enough and
-        was not written in the last ``EVERY_SECONDS`` (the watcher calls this)."""
+        was not written in the last ``EVERY_SECONDS``; on one, rewrite the line if it is
+        behind (the watcher calls this every tenth of a second)."""
         now = self.clock()
         with self._lock:
             activity = self._current
+            if self.tty:  # the line catches up with what a quick rewrite skipped
+                if activity is not None and activity.line() != self._told:
+                    self._write(activity, now)
+                return
             if activity is None or now - self._since < QUIET_SECONDS:
                 return
             line = activity.line()
