@@ -130,14 +130,43 @@ def _doc_of(node: Any, data: bytes, lines: list[str]) -> str:
         if first.type == "expression_statement" and first.named_children:
             first = first.named_children[0]
         if first.type == "string":
-            text = data[first.start_byte : first.end_byte].decode("utf-8", "replace")
-            return " ".join(text.strip("\"'rbuRBU").split())[:600]
+            return _string_text(data[first.start_byte : first.end_byte])
     row = node.start_point.row - 1
     above: list[str] = []
     while row >= 0 and lines[row].strip().startswith(("#", "//", "/*", "*", "--")):
         above.insert(0, lines[row].strip().lstrip("#/*- "))
         row -= 1
     return " ".join(above)[:600]
+
+
+_STRING_QUOTES = re.compile(r"""^[rRbBuUfF]*(\"\"\"|'''|"|')|(\"\"\"|'''|"|')$""")
+
+
+def _string_text(raw: bytes) -> str:
+    """A string literal's text on one line, without its prefix and quotes."""
+    text = _STRING_QUOTES.sub("", raw.decode("utf-8", "replace").strip())
+    return " ".join(text.split())[:600]
+
+
+def module_doc(data: bytes, language: str) -> str:
+    """A Python module's docstring on one line ("" for none, or for another language)."""
+    from harvey.chunks.source_boundaries import load_parser
+    from harvey.errors import GrammarUnavailable
+
+    if language != "python":
+        return ""
+    try:
+        root = load_parser(language).parse(data).root_node
+    except GrammarUnavailable:
+        return ""
+    except Exception:  # a broken binding: no docstring, as for a file without one
+        return ""
+    first = root.named_children[0] if root.named_children else None
+    if first is not None and first.type == "expression_statement" and first.named_children:
+        first = first.named_children[0]
+    if first is None or first.type != "string":
+        return ""
+    return _string_text(data[first.start_byte : first.end_byte])
 
 
 def workspace_definitions(workspace: Path, folder: Path | None = None) -> list[Definition]:
@@ -223,6 +252,7 @@ __all__ = [
     "definitions_in",
     "find_definitions",
     "is_definition_question",
+    "module_doc",
     "split_name",
     "workspace_definitions",
 ]

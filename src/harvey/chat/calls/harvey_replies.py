@@ -206,11 +206,15 @@ class HarveyReplies:
             ]
         except OSError:
             return None
+        found = [d for d in found if not d.name.startswith("__")]  # not __init__, __repr__
         if not found:
             return None
         lines = [f"{path} defines:"]
+        said = _module_doc(target)
+        if said:
+            lines.insert(0, f"{found[0].path}:L1  {_sentence(said)}")
         for d in found[:MAX_OUTLINE]:
-            doc = d.doc.split(". ")[0][:120]
+            doc = _sentence(d.doc)
             lines.append(d.cited() + (f"  — {doc}" if doc else ""))
         if len(found) > MAX_OUTLINE:
             lines.append(f"[… {len(found) - MAX_OUTLINE} more definitions]")
@@ -347,6 +351,26 @@ def conversation_answer(question: str, history: Sequence[Message]) -> str | None
         return None
     turn, who, text = lines[best]
     return f"From this conversation (turn {turn}, {who}): {_quoted(text)}"
+
+
+def _module_doc(path: Path) -> str:
+    """The module docstring of a source file, on one line ("" for none)."""
+    from harvey.analysis.definitions import module_doc
+    from harvey.workspace.kinds import language_for_path
+
+    language = language_for_path(path)
+    try:
+        return module_doc(path.read_bytes(), language) if language else ""
+    except OSError:
+        return ""
+
+
+def _sentence(text: str, limit: int = 120) -> str:
+    """The first sentence of ``text``, cut at a word's end with "…" past ``limit``."""
+    first = text.split(". ")[0].strip()
+    if len(first) <= limit:
+        return first
+    return first[:limit].rsplit(" ", 1)[0] + "…"
 
 
 def _whole(name: str, text: str | None) -> str | None:
