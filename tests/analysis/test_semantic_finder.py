@@ -262,3 +262,18 @@ def test_a_gloss_in_parentheses_is_not_more_to_look_for() -> None:
         "mode",
         "return",
     )
+
+
+def test_a_quote_inside_another_only_by_its_characters_is_not_dropped() -> None:
+    """ "0. The reservoir…" is not said already by "11400. The reservoir…": words, whole."""
+    from harvey.analysis.answer import merge
+    from harvey.analysis.evidence import Record
+    from harvey.analysis.quotes import Location
+
+    def record(n: int, text: str, offset: int) -> Record:
+        return Record(text, Location("a.md", n, n), 1.0, offset, id=n)
+
+    records = [record(1, "0. The reservoir opened.", 0), record(2, "11400. The reservoir opened.", 99),
+               record(3, "The reservoir opened.", 200)]  # fmt: skip
+    kept = merge(records, exhaustive=True).records
+    assert [r.id for r in kept] == [1, 2]  # the third is a piece of both, said already

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from harvey.analysis.evidence import Record
-from harvey.analysis.matching import normalise
+from harvey.analysis.matching import find_words, normalise
 from harvey.analysis.quotes import Location
 
 #: Records compared word for word with each other for pieces of one another (quadratic).
@@ -115,7 +115,8 @@ def _deduplicated(records: Sequence[Record]) -> list[Record]:
     for record in sorted(kept, key=lambda r: (-len(r.quote), -r.relevance, r.id, r.offset)):
         words = normalise(record.quote)
         said = seen.setdefault(record.location.path, set())
-        if words in said or (len(kept) <= _COMPARED and any(words in w for w in said)):
+        inside = len(kept) <= _COMPARED and any(find_words(words, w) >= 0 for w in said)
+        if words in said or inside:
             continue  # said already: whole, or this is a piece of it (cut at a chunk's end)
         said.add(words)
         out.append(record)

@@ -189,9 +189,12 @@ class SemanticFinder:
 
     @property
     def intent(self) -> Intent:
-        """Every match for "list every …"; else the units it chose, all of them: it floored
-        and bounded them itself (``ranking.QUOTAS``), so the reduce adds no floor."""
-        return Intent(self.query.exhaustive, KEEP, 0.0)
+        """Every match for "list every …", and every sentence a summary or an outline
+        chose (bounded per section already, in the document's order); else the best
+        ``KEEP`` of what it chose: it floored and bounded them itself (``ranking.QUOTAS``),
+        so the reduce adds no floor."""
+        query = self.query
+        return Intent(query.exhaustive or query.outline or query.headings, KEEP, 0.0)
 
     def index_of(self, text: str, source: bool) -> DocumentIndex:
         key = index_key(text, source, self.models.tag)
