@@ -44,6 +44,7 @@ SECURITY_BOUNDARIES = {
     "test_memory": "anything → memory",
     "test_network_": "Harvey → network",
     "test_server_": "model server → Harvey",
+    "test_mcp_": "MCP server → Harvey and the model",
     "test_harness": "the attacker's harness itself",
 }
 

@@ -264,8 +264,9 @@ def test_a_gloss_in_parentheses_is_not_more_to_look_for() -> None:
     )
 
 
-def test_a_quote_inside_another_only_by_its_characters_is_not_dropped() -> None:
-    """ "0. The reservoir…" is not said already by "11400. The reservoir…": words, whole."""
+def test_a_quote_is_said_already_only_as_a_whole_sentence_or_its_start() -> None:
+    """ "0. The reservoir…" is not said already by "11400. The reservoir…", nor "Alpha. …"
+    by "Words about alpha. …"; a sentence's start, cut at a chunk's end, is."""
     from harvey.analysis.answer import merge
     from harvey.analysis.evidence import Record
     from harvey.analysis.quotes import Location
@@ -274,6 +275,8 @@ def test_a_quote_inside_another_only_by_its_characters_is_not_dropped() -> None:
         return Record(text, Location("a.md", n, n), 1.0, offset, id=n)
 
     records = [record(1, "0. The reservoir opened.", 0), record(2, "11400. The reservoir opened.", 99),
-               record(3, "The reservoir opened.", 200)]  # fmt: skip
+               record(3, "Alpha. Words about alpha.", 200),
+               record(4, "Words about alpha. Words about alpha.", 300),
+               record(5, "11400. The reservoir", 400)]  # fmt: skip
     kept = merge(records, exhaustive=True).records
-    assert [r.id for r in kept] == [1, 2]  # the third is a piece of both, said already
+    assert [r.id for r in kept] == [1, 2, 3, 4]

@@ -108,16 +108,17 @@ def _deduplicated(records: Sequence[Record]) -> list[Record]:
     """One record per place, and the same words quoted once: the same words found in two
     overlapping chunks kept once, overlapping records joined (nothing of either is lost),
     under the first one's number; words a file repeats elsewhere (a sentence every
-    function's docs share) quoted once."""
+    function's docs share) quoted once, and a sentence's start (cut at a chunk's end) not
+    beside the whole sentence."""
     kept = _one_per_place(records)
     seen: dict[str, set[str]] = {}  # a file's words quoted so far (two files may agree)
     out: list[Record] = []
     for record in sorted(kept, key=lambda r: (-len(r.quote), -r.relevance, r.id, r.offset)):
         words = normalise(record.quote)
         said = seen.setdefault(record.location.path, set())
-        inside = len(kept) <= _COMPARED and any(find_words(words, w) >= 0 for w in said)
-        if words in said or inside:
-            continue  # said already: whole, or this is a piece of it (cut at a chunk's end)
+        cut = len(kept) <= _COMPARED and any(find_words(words, w) == 0 for w in said)
+        if words in said or cut:
+            continue  # said already: whole, or its start (the sentence cut at a chunk's end)
         said.add(words)
         out.append(record)
     return sorted(out, key=lambda r: (r.location.path, r.offset))

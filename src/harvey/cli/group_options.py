@@ -69,6 +69,8 @@ HONOURED: dict[str, frozenset[str]] = {
     "mcp add": frozenset(),
     "mcp remove": frozenset(),
     "undo": frozenset({"workspace"}),
+    "cache info": frozenset(),  # HARVEY_HOME's cache: no workspace, no model
+    "cache clear": frozenset(),
 }
 
 
