@@ -280,3 +280,10 @@ def test_a_quote_is_said_already_only_as_a_whole_sentence_or_its_start() -> None
                record(5, "11400. The reservoir", 400)]  # fmt: skip
     kept = merge(records, exhaustive=True).records
     assert [r.id for r in kept] == [1, 2, 3, 4]
+
+
+def test_a_file_of_one_short_line_is_answered_from_it(tmp_path: Path) -> None:
+    """A one-line note reads as a title to the unit splitter; a title alone answers
+    nothing, but when the file is nothing else it is what there is."""
+    text = answer_of("When do we leave?", "We leave for Lisbon on 3 May.\n", tmp_path)
+    assert "Lisbon on 3 May" in claims_of(text)

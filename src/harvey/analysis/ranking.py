@@ -148,11 +148,13 @@ class Ranking:
         else:
             rankers = [(scores_of["quick"], deep), (scores_of["lexical"], lexical + quick)]
         units = self.index.units
+        # a heading answers nothing by itself, unless the text is nothing but short lines
+        titles = all(units[i].heading for i in self.pool)
         picked: dict[int, float] = {}
         used = 0
         for scores, quota in rankers:
             ranked = [i for i in sorted(scores, key=lambda i: (-scores[i], i))]
-            ranked = [i for i in ranked if not units[i].heading and i not in picked]
+            ranked = [i for i in ranked if (titles or not units[i].heading) and i not in picked]
             for i in ranked[:quota]:
                 cost = len(units[i].text)
                 if picked and used + cost > QUOTE_BUDGET:
