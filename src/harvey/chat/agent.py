@@ -19,7 +19,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,11 +29,12 @@ from harvey.chat.clients import Clients, split_mention
 from harvey.chat.doing import tool_doing
 from harvey.chat.history_fit import FittedHistory, omitted_notice
 from harvey.chat.mentioned_files import MentionedFiles
+from harvey.chat.outcomes import AgentStatus, Gathered, TurnOutcome, status_of, title_of
 from harvey.chat.prompt_budget import BudgetSnapshot, PromptBudget
 from harvey.chat.turn_recording import TurnRecorder, TurnState
 from harvey.chat.turn_room import fit_result
 from harvey.config.settings import Settings
-from harvey.context.budget import BYTES_PER_TOKEN, ReadBudget
+from harvey.context.budget import ReadBudget
 from harvey.errors import Cancelled, StoreError, TurnNotSaved
 from harvey.llm import activity
 from harvey.messages import Message, ToolCall, ToolResult
@@ -52,51 +53,6 @@ if TYPE_CHECKING:
     from harvey.workspace.source import Source
 
 log = logging.getLogger(__name__)
-
-
-def _title(text: str, limit: int = 60) -> str:
-    """A session's title: its first prompt on one line, shortened."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-@dataclass
-class TurnOutcome:
-    reply: str
-    tool_results: list[ToolResult] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    model: str = ""
-    chunk_analysis: bool = False
-    by_harvey: bool = False  # the reply is an analysis's evidence itself: no model wrote it
-
-
-@dataclass
-class Gathered:
-    """What the turn context providers added around a turn's prompt, besides its context."""
-
-    after: list[str] = field(default_factory=list)  # sent after the prompt
-    answer: str | None = None  # the turn's reply, no model asked
-    answer_by_harvey: bool = False
-
-
-@dataclass(frozen=True)
-class AgentStatus:
-    """What ``/status`` shows: the model, its window, the budget and the session."""
-
-    backend: str
-    endpoint: str
-    model: str
-    context_window: int
-    context_source: str
-    used_tokens: int
-    plan_tokens: int
-    remaining_tokens: int
-    bytes_per_token: float
-    calibrated: bool
-    tools: bool
-    session_id: str
-    messages: int
-    omitted_messages: int
 
 
 class Agent:
@@ -155,24 +111,7 @@ class Agent:
         return self.budget.capabilities(client)
 
     def status(self) -> AgentStatus:
-        caps = self.budget.capabilities()
-        report = self.budget.report()
-        return AgentStatus(
-            backend=self.client.backend,
-            endpoint=self.client.endpoint,
-            model=self.client.model,
-            context_window=caps.context_window,
-            context_source=caps.context_source,
-            used_tokens=report.used,
-            plan_tokens=report.injected,
-            remaining_tokens=report.remaining,
-            bytes_per_token=report.bytes_per_token,
-            calibrated=report.bytes_per_token != BYTES_PER_TOKEN,
-            tools=self.budget.tools_enabled(),
-            session_id=self.session_id,
-            messages=len(self.history),
-            omitted_messages=self.budget.fitted_history().omitted_messages,
-        )
+        return status_of(self.client, self.budget, self.session_id, len(self.history))
 
     # -- the turn -----------------------------------------------------------------
 
@@ -368,7 +307,7 @@ class Agent:
             try:
                 self._store_messages(state.new_messages)
                 if first_turn and state.user_text:
-                    self.store.set_title(self.session_id, _title(state.user_text))
+                    self.store.set_title(self.session_id, title_of(state.user_text))
             except StoreError as exc:
                 failure = exc
         self.turns.finished(
