@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harvey.errors import BackendError
+from harvey.llama_native import plain_cpu_buffers
 from harvey.llm import activity
 from harvey.llm.llama_logs import INSTALL_HINT, import_llama
 from harvey.llm.local_weights import fast_weights
@@ -133,7 +134,7 @@ def load(model_path: Path, n_ctx: int | None, n_threads: int | None) -> _Loaded:
 
 def _open(llama_cpp: Any, weights: Path, n_ctx: int | None, threads: int) -> tuple[Any, int]:
     """A ``Llama`` over ``weights`` and the model's trained context length."""
-    with _plain_cpu_buffers(llama_cpp):
+    with plain_cpu_buffers(llama_cpp):
         llama = llama_cpp.Llama(
             str(weights),
             n_ctx=n_ctx or DEFAULT_MAX_CTX,
@@ -155,36 +156,6 @@ def _open(llama_cpp: Any, weights: Path, n_ctx: int | None, threads: int) -> tup
                 **_SPEED,
             )
     return llama, trained
-
-
-@contextlib.contextmanager
-def _plain_cpu_buffers(llama_cpp: Any) -> Iterator[None]:
-    """Load weights without llama.cpp's "extra buffer types" (AMX, repacking).
-
-    A CPU may advertise AMX while its hypervisor does not enable it (seen in
-    Firecracker VMs): a natively built llama.cpp then dies with SIGILL on the
-    first matrix multiply, taking Harvey with it. ``Llama`` offers no argument
-    for ``use_extra_bufts``, so its default-params factory is wrapped while the
-    model loads (under ``_CACHE_LOCK``). For a 135M model the speed cost is nil.
-    Set ``HARVEY_LLAMA_EXTRA_BUFFERS=1`` to keep them.
-    """
-    low: Any = getattr(llama_cpp, "llama_cpp", None)
-    original = getattr(low, "llama_model_default_params", None)
-    if original is None or os.environ.get("HARVEY_LLAMA_EXTRA_BUFFERS") == "1":
-        yield
-        return
-
-    def without_extra() -> Any:
-        params = original()
-        if hasattr(params, "use_extra_bufts"):
-            params.use_extra_bufts = False
-        return params
-
-    low.llama_model_default_params = without_extra
-    try:
-        yield
-    finally:
-        low.llama_model_default_params = original
 
 
 def _trained(llama: Any, fallback: int) -> int:
