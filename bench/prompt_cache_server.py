@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 
 # `python -m llama_cpp.server`, run through runpy so the model loads without llama.cpp's
-# extra buffer types (harvey.llm.local._plain_cpu_buffers: AMX a VM does not enable)
+# extra buffer types (harvey.llama_native.plain_cpu_buffers: AMX a VM does not enable)
 LAUNCHER = (
-    "import runpy, sys, llama_cpp; from harvey.llm.local import _plain_cpu_buffers\n"
-    "with _plain_cpu_buffers(llama_cpp):\n"
+    "import runpy, sys, llama_cpp; from harvey.llama_native import plain_cpu_buffers\n"
+    "with plain_cpu_buffers(llama_cpp):\n"
     "    sys.argv = ['llama_cpp.server'] + sys.argv[1:]\n"
     "    runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
 )

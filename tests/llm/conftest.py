@@ -48,10 +48,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         missing_dependency("llama-cpp-python[server] is not installed")
     port = free_port()
     # `python -m llama_cpp.server`, run through runpy so the server loads the
-    # model without AMX buffers (see harvey.llm.local._plain_cpu_buffers).
+    # model without AMX buffers (see harvey.llama_native.plain_cpu_buffers).
     launcher = (
-        "import runpy, sys, llama_cpp; from harvey.llm.local import _plain_cpu_buffers\n"
-        "with _plain_cpu_buffers(llama_cpp):\n"
+        "import runpy, sys, llama_cpp; from harvey.llama_native import plain_cpu_buffers\n"
+        "with plain_cpu_buffers(llama_cpp):\n"
         "    sys.argv = ['llama_cpp.server'] + sys.argv[1:]\n"
         "    runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
     )
