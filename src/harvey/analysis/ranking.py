@@ -37,6 +37,8 @@ from harvey.retrieval.fusion import combine
 #: 400 18, of every unit 19-20.)
 DEEP_ALL = 2500
 POOL = 240
+#: A later question embeds at most this many units it had not embedded before.
+NEW_DEEP = 40
 #: A question's answer: the deep ranker's best 6, the lexical ranker's best 2 and the quick
 #: ranker's best 2 (measured on the reader questions: BENCHMARKS.md, "Reader questions").
 QUOTAS = (6, 2, 2)
@@ -92,6 +94,18 @@ def _top(scores: np.ndarray, count: int, positive: bool = False) -> list[int]:
     return [int(i) for i in ids if not positive or scores[i] > 0]
 
 
+def _affordable(index: DocumentIndex, pool: list[int]) -> list[int]:
+    """The pool, less the units past ``NEW_DEEP`` that have no deep vector yet, once the
+    document has some: a later question on a big document embeds at most that many (its
+    cost is what a second question waits), keeping every unit embedded before."""
+    has = index.has_deep
+    if has is None or not has.any():
+        return pool  # the first question: the whole pool
+    fresh = [i for i in pool if not has[i]]
+    dropped = set(fresh[NEW_DEEP:])
+    return [i for i in pool if i not in dropped]
+
+
 class Ranking:
     """One question's scores over one document's units (the pool the deep stage saw)."""
 
@@ -119,7 +133,7 @@ class Ranking:
             self.pool = list(range(n))
         else:
             ranked = _top(self.bm25, pool // 3, positive=True) + _top(self.quick, pool)
-            self.pool = list(dict.fromkeys(ranked))[:pool]
+            self.pool = _affordable(index, list(dict.fromkeys(ranked))[:pool])
         self.deep: dict[int, float] = {}
         if models.deep is not None and self.pool:
             vectors = index.ensure_deep(self.pool, models.deep)
