@@ -24,6 +24,17 @@ from pathlib import Path
 Env = Mapping[str, str | None]
 
 
+def default_signals() -> None:
+    """For ``preexec_fn``: a child started by a test gets SIGINT and SIGTERM as a shell
+    gives them. A test worker may have inherited them ignored (a process a long suite ran
+    before: Ray's, a confined launcher's), and a Python started with SIGINT ignored never
+    turns Ctrl-C into KeyboardInterrupt — a test of Ctrl-C would then test nothing."""
+    import signal
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def harvey_argv(*args: str, python_args: Sequence[str] = ()) -> list[str]:
     """The argv of ``python -m harvey ARGS`` (for ``Popen`` or pexpect)."""
     return [sys.executable, *python_args, "-m", "harvey", *args]

@@ -75,7 +75,7 @@ def test_ctrl_c_while_streaming_ends_stream_json_with_its_result(tmp_path: Path)
     import time
 
     from tests.fakes.servers import KeepAlive
-    from tests.harvey_process import harvey_argv
+    from tests.harvey_process import default_signals, harvey_argv
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -84,6 +84,7 @@ def test_ctrl_c_while_streaming_ends_stream_json_with_its_result(tmp_path: Path)
         proc = subprocess.Popen(
             harvey_argv(*args, "--base-url", srv.url), cwd=workspace, env=harvey_env(),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=default_signals,
         )  # fmt: skip
         assert proc.stdout is not None
         seen = [proc.stdout.readline(), proc.stdout.readline()]  # start, then the text

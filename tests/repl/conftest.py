@@ -9,7 +9,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.harvey_process import harvey_argv
+from tests.harvey_process import default_signals, harvey_argv
 
 PROMPT = "tester>"
 Spawn = Callable[..., pexpect.spawn]
@@ -47,6 +47,7 @@ def spawn(workspace: Path) -> Iterator[Spawn]:
             encoding="utf-8",
             timeout=30,
             dimensions=(40, 120),
+            preexec_fn=default_signals,
         )
         children.append(child)
         return child
